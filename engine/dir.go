@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+
+	"github.com/cockroachdb/errors/oserror"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// MarkerFile names the file, in every engine's directory, that says which
+// engine wrote it.
+const MarkerFile = "ENGINE"
+
+// ClaimDir creates dir if needed and makes sure it belongs to the engine
+// called name: an empty directory is claimed by writing the marker durably;
+// a directory claimed by another engine, or holding files but no marker,
+// returns ErrWrongEngine. Every engine calls it first in Open.
+func ClaimDir(fs vfs.FS, dir, name string) error {
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("engine %s: create %s: %w", name, dir, err)
+	}
+	path := fs.PathJoin(dir, MarkerFile)
+	f, err := fs.Open(path)
+	switch {
+	case err == nil:
+		defer f.Close()
+		got, err := io.ReadAll(f)
+		if err != nil {
+			return fmt.Errorf("engine %s: read %s: %w", name, path, err)
+		}
+		if owner := string(bytes.TrimSpace(got)); owner != name {
+			return fmt.Errorf("%w: %s was written by engine %q, not %q", ErrWrongEngine, dir, owner, name)
+		}
+		return nil
+	case !oserror.IsNotExist(err):
+		return fmt.Errorf("engine %s: open %s: %w", name, path, err)
+	}
+	entries, err := fs.List(dir)
+	if err != nil {
+		return fmt.Errorf("engine %s: list %s: %w", name, dir, err)
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("%w: %s holds files but no %s marker (another program's directory?)", ErrWrongEngine, dir, MarkerFile)
+	}
+	return WriteFileAtomic(fs, path, []byte(name+"\n"))
+}
+
+// WriteFileAtomic replaces path with data so that after a crash the file holds
+// either its old contents or the new ones, never a mix: write a temporary
+// file, fsync it, rename it over path, fsync the directory.
+func WriteFileAtomic(fs vfs.FS, path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := fs.Create(tmp, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	if err := fs.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename %s: %w", tmp, err)
+	}
+	return SyncDir(fs, fs.PathDir(path))
+}
+
+// SyncDir fsyncs a directory so that entries created, renamed or removed in it
+// survive a crash.
+func SyncDir(fs vfs.FS, dir string) error {
+	d, err := fs.OpenDir(dir)
+	if err != nil {
+		return fmt.Errorf("open dir %s: %w", dir, err)
+	}
+	if err := d.Sync(); err != nil {
+		d.Close()
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return d.Close()
+}

@@ -1,0 +1,211 @@
+// Package engine defines the storage contract of mini-kafka: one LogEngine
+// holds one partition's log. The broker and the replication code talk only to
+// this interface; engines live in ../engines and register themselves here, as
+// database/sql drivers do.
+//
+// # The contract
+//
+//   - A log is a sequence of opaque batches. Each batch occupies Records
+//     consecutive offsets starting at BaseOffset. Engines never parse Data.
+//   - Offsets are assigned by the caller and checked by the engine: Append
+//     refuses a batch whose BaseOffset is not EndOffset() (ErrNotContiguous).
+//     A leader assigns offsets itself; a follower appends the leader's offsets
+//     unchanged. It is the same call in both roles.
+//   - Append is ordered and returns once the batch is readable; it does not wait
+//     for the disk. Durability is a separate wait, Sync, that many callers share:
+//     one flusher, one fsync completes every waiter queued before it (group
+//     commit). What Sync waits for depends on the SyncPolicy.
+//   - Read returns whole batches, starting with the one that holds the requested
+//     offset, and at least one batch even if it is larger than maxBytes (Kafka's
+//     rule, so a consumer can always make progress).
+//   - Truncate drops a suffix (a follower whose log diverged from its leader);
+//     DeleteBefore moves the log start forward (retention, or a follower that
+//     must restart at the leader's log start).
+//
+// All methods are safe for concurrent use. Every method called after Close
+// returns ErrClosed.
+//
+// # Optional behaviour
+//
+// Capabilities are declared at registration, not guessed: see Capabilities.
+// Suites skip what an engine does not declare, and say why.
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/minikafka/minikafka/clock"
+)
+
+// Batch is one unit of the log: opaque bytes that occupy Records offsets.
+type Batch struct {
+	// BaseOffset is the offset of the first record in the batch.
+	BaseOffset int64
+	// Records is how many offsets the batch occupies; the next batch starts
+	// at BaseOffset+Records. Always at least 1.
+	Records int32
+	// Data is stored and returned byte for byte. A Data slice returned by Read
+	// belongs to the caller: the engine never touches it again.
+	Data []byte
+}
+
+// NextOffset is the offset just past the batch.
+func (b Batch) NextOffset() int64 { return b.BaseOffset + int64(b.Records) }
+
+// LastOffset is the offset of the batch's last record.
+func (b Batch) LastOffset() int64 { return b.NextOffset() - 1 }
+
+// LogEngine is one partition's log. See the package documentation for the
+// contract; each method documents its errors.
+type LogEngine interface {
+	// Append adds b at the end of the log. b.BaseOffset must equal EndOffset()
+	// (otherwise ErrNotContiguous), b.Records must be at least 1 and Data
+	// non-empty (otherwise ErrEmptyBatch), and len(Data) at most
+	// Options.MaxBatchBytes (otherwise ErrBatchTooLarge). When Append returns
+	// nil the batch is readable and EndOffset has moved past it; it is durable
+	// only once Sync says so. A failed write leaves the engine refusing further
+	// appends with that error (the error is sticky) rather than risk a hole.
+	Append(b Batch) error
+
+	// Sync waits until every batch below offset end is durable under the
+	// engine's SyncPolicy: with SyncAlways it returns after an fsync that covers
+	// them (shared with every other waiter: group commit); with SyncInterval and
+	// SyncNever it returns at once. It returns ctx.Err() if ctx ends first, and
+	// the flusher's error if an fsync failed (that error is sticky). An end past
+	// EndOffset is treated as EndOffset.
+	Sync(ctx context.Context, end int64) error
+
+	// Read returns whole batches starting with the one that holds offset, as
+	// many as fit in maxBytes of Data but always at least one. Reading at
+	// EndOffset returns no batches and no error (a consumer at the tail).
+	// An offset below StartOffset, above EndOffset or negative returns
+	// ErrOffsetOutOfRange. A batch that fails its checksum returns ErrCorrupt;
+	// corrupt bytes are never returned as data.
+	Read(offset int64, maxBytes int) ([]Batch, error)
+
+	// Truncate drops every batch that holds an offset at or above offset. If
+	// offset falls inside a batch, that whole batch goes too, so afterwards
+	// EndOffset() <= offset, and always at a batch boundary. Truncate is durable
+	// when it returns. An offset above EndOffset or below StartOffset returns
+	// ErrOffsetOutOfRange.
+	Truncate(offset int64) error
+
+	// DeleteBefore moves the log start to offset: reads below it return
+	// ErrOffsetOutOfRange from then on. Space is reclaimed at the engine's
+	// granularity (a segment, a compaction) and may lag. An offset at or below
+	// StartOffset does nothing; an offset above EndOffset empties the log and
+	// makes offset both its start and its end (a follower that must begin where
+	// its leader's log begins). The new start is durable when it returns.
+	DeleteBefore(offset int64) error
+
+	// StartOffset is the first offset that can be read.
+	StartOffset() int64
+	// EndOffset is the offset the next appended batch must start at.
+	EndOffset() int64
+
+	// Close syncs what was appended, releases the files and makes every later
+	// call return ErrClosed. A second Close returns ErrClosed.
+	Close() error
+}
+
+// SyncPolicy says when appended data reaches stable storage.
+type SyncPolicy int
+
+const (
+	// SyncAlways: Sync returns only after an fsync that covers the batch.
+	SyncAlways SyncPolicy = iota
+	// SyncInterval: Sync returns at once; a background flusher fsyncs every
+	// Options.SyncInterval. A crash loses at most about one interval.
+	SyncInterval
+	// SyncNever: Sync returns at once; data reaches the disk when the OS
+	// writes it back, or at Close.
+	SyncNever
+)
+
+func (p SyncPolicy) String() string {
+	switch p {
+	case SyncAlways:
+		return "always"
+	case SyncInterval:
+		return "interval"
+	case SyncNever:
+		return "never"
+	}
+	return "unknown"
+}
+
+// ParseSyncPolicy is the inverse of SyncPolicy.String.
+func ParseSyncPolicy(s string) (SyncPolicy, error) {
+	for _, p := range []SyncPolicy{SyncAlways, SyncInterval, SyncNever} {
+		if p.String() == s {
+			return p, nil
+		}
+	}
+	return 0, &UnknownSyncPolicyError{s}
+}
+
+// UnknownSyncPolicyError names a sync policy that does not exist.
+type UnknownSyncPolicyError struct{ Name string }
+
+func (e *UnknownSyncPolicyError) Error() string {
+	return "engine: unknown sync policy " + `"` + e.Name + `"` + " (want always, interval or never)"
+}
+
+// Defaults used when an Options field is zero.
+const (
+	DefaultMaxBatchBytes = 8 << 20
+	DefaultSegmentBytes  = 256 << 20
+	DefaultSyncInterval  = 100 * time.Millisecond
+)
+
+// Options configure an engine. The zero value is usable: SyncAlways, the OS
+// filesystem and the defaults above.
+type Options struct {
+	Sync SyncPolicy
+	// SyncInterval is the flush period under SyncInterval.
+	SyncInterval time.Duration
+	// FS is where the engine does its I/O. Nil means the OS filesystem. An
+	// engine without Capabilities.CustomFS refuses any other FS with
+	// ErrUnsupported.
+	FS vfs.FS
+	// MaxBatchBytes bounds len(Batch.Data) in Append.
+	MaxBatchBytes int
+	// SegmentBytes is the roll size for engines that keep segment files; others
+	// ignore it.
+	SegmentBytes int64
+	// Clock drives SyncInterval flushes. Nil means clock.Real.
+	Clock clock.Clock
+	// Logger receives the engine's notices (recovery, truncated tails). Nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// WithDefaults returns o with every zero field set to its default.
+func (o Options) WithDefaults() Options {
+	if o.SyncInterval <= 0 {
+		o.SyncInterval = DefaultSyncInterval
+	}
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.MaxBatchBytes <= 0 {
+		o.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if o.SegmentBytes <= 0 {
+		o.SegmentBytes = DefaultSegmentBytes
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// CustomFS reports whether o names a filesystem other than the OS one.
+func (o Options) CustomFS() bool { return o.FS != nil && o.FS != vfs.Default }

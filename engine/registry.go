@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// Capabilities are what an engine declares it can do beyond the contract.
+// Test suites read them to skip, with a reason, what does not apply.
+type Capabilities struct {
+	// CustomFS: the engine does all of its I/O through Options.FS, so it can
+	// run on a crashable in-memory filesystem.
+	CustomFS bool
+	// Durable: the log survives Close and reopen, and a crash after Sync.
+	Durable bool
+}
+
+// OpenFunc opens (or creates) the engine's log in dir.
+type OpenFunc func(dir string, opts Options) (LogEngine, error)
+
+// Driver is a registered engine.
+type Driver struct {
+	Name string
+	Caps Capabilities
+	Open OpenFunc
+}
+
+var (
+	registryMu sync.RWMutex
+	registry   = map[string]Driver{}
+)
+
+// Register makes an engine available by name. It is meant for init functions;
+// registering a name twice is a programming error and panics.
+func Register(d Driver) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[d.Name]; dup {
+		panic("engine: Register called twice for " + d.Name)
+	}
+	registry[d.Name] = d
+}
+
+// Lookup returns the driver registered under name.
+func Lookup(name string) (Driver, error) {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	d, ok := registry[name]
+	if !ok {
+		return Driver{}, fmt.Errorf("%w %q (registered: %v)", ErrUnknownEngine, name, namesLocked())
+	}
+	return d, nil
+}
+
+// Open opens the engine registered under name on dir.
+func Open(name, dir string, opts Options) (LogEngine, error) {
+	d, err := Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if opts.CustomFS() && !d.Caps.CustomFS {
+		return nil, fmt.Errorf("engine %s: custom filesystem: %w", name, ErrUnsupported)
+	}
+	return d.Open(dir, opts)
+}
+
+// Names lists the registered engines, sorted.
+func Names() []string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	return namesLocked()
+}
+
+func namesLocked() []string {
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
