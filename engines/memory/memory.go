@@ -16,13 +16,14 @@ import (
 // Name is the name the engine registers under.
 const Name = "memory"
 
-func init() {
-	engine.Register(engine.Driver{
-		Name: Name,
-		Caps: engine.Capabilities{CustomFS: true},
-		Open: func(dir string, opts engine.Options) (engine.LogEngine, error) { return Open(opts), nil },
-	})
+// Driver is the memory engine as the registry and the suites see it.
+var Driver = engine.Driver{
+	Name: Name,
+	Caps: engine.Capabilities{CustomFS: true},
+	Open: func(dir string, opts engine.Options) (engine.LogEngine, error) { return Open(opts), nil },
 }
+
+func init() { engine.Register(Driver) }
 
 var _ engine.LogEngine = (*Engine)(nil)
 
