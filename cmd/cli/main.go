@@ -1,0 +1,207 @@
+// Command cli talks to mini-kafka, or any Kafka-compatible broker, with the
+// franz-go client: produce and consume records, manage topics, show metadata.
+//
+//	cli [-brokers host:port,...] <command> [flags] [args]
+//
+// Commands (one file each; a new command registers itself in its file's init):
+//
+//	produce TOPIC [-key K] [VALUE...]   values as arguments, else one per stdin line
+//	consume TOPIC [-from-beginning] [-n N] [-keys] [-partition P]
+//	topics create NAME [-partitions N] | list | describe NAME | delete NAME
+//	meta                                brokers, controller, topics
+//
+// Keyed records are routed with Kafka's murmur2 partitioner, so a key lands on
+// the partition the Java client and librdkafka (murmur2_random) would choose.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// command is one subcommand. run gets the arguments after the command name.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, e *env, args []string) error
+}
+
+// commands is filled by each command file's init, so adding a command (for
+// example consumer groups) touches only its own file.
+var commands = map[string]command{}
+
+func register(c command) {
+	if _, dup := commands[c.name]; dup {
+		panic("cli: command registered twice: " + c.name)
+	}
+	commands[c.name] = c
+}
+
+// env is what every command shares: where the brokers are and where output
+// goes. Tests build one with buffers instead of the process's stdio.
+type env struct {
+	brokers string
+	timeout time.Duration
+	stdin   io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
+	// extra client options, appended after the defaults (tests use it).
+	opts []kgo.Opt
+}
+
+// addGlobal registers the flags every command accepts, so -brokers works
+// before and after the command name.
+func (e *env) addGlobal(fs *flag.FlagSet) {
+	fs.StringVar(&e.brokers, "brokers", e.brokers, "comma-separated seed brokers (host:port)")
+	fs.DurationVar(&e.timeout, "timeout", e.timeout, "how long a command waits for the brokers before it gives up (produce: per record; consume: for the first record after the last)")
+}
+
+func (e *env) seeds() []string {
+	var out []string
+	for _, s := range strings.Split(e.brokers, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// client opens a franz-go client on the seed brokers with opts added.
+func (e *env) client(opts ...kgo.Opt) (*kgo.Client, error) {
+	seeds := e.seeds()
+	if len(seeds) == 0 {
+		return nil, errors.New("no brokers: set -brokers host:port")
+	}
+	all := []kgo.Opt{kgo.SeedBrokers(seeds...)}
+	all = append(all, opts...)
+	all = append(all, e.opts...)
+	cl, err := kgo.NewClient(all...)
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", e.brokers, err)
+	}
+	return cl, nil
+}
+
+// errUsage marks an error that is the user's: the usage is printed with it.
+var errUsage = errors.New("usage")
+
+// errBadFlags: the flag package has already printed the problem and the
+// command's flags.
+var errBadFlags = fmt.Errorf("%w: bad flags", errUsage)
+
+// parseFlags is fs.Parse with errors mapped for run.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		return errBadFlags
+	}
+	return err
+}
+
+func usageErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+}
+
+// run executes the command line args (without the program name) and returns
+// the process exit code: 0 success, 1 failure, 2 bad usage.
+func run(ctx context.Context, e *env, args []string) int {
+	fs := flag.NewFlagSet("cli", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	e.addGlobal(fs)
+	fs.Usage = func() { printUsage(e.stderr, fs) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() == 0 {
+		printUsage(e.stderr, fs)
+		return 2
+	}
+	c, ok := commands[fs.Arg(0)]
+	if !ok {
+		fmt.Fprintf(e.stderr, "cli: unknown command %q\n", fs.Arg(0))
+		printUsage(e.stderr, fs)
+		return 2
+	}
+	err := c.run(ctx, e, fs.Args()[1:])
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errBadFlags):
+		return 2
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(e.stderr, "cli %s: %v\n", c.name, err)
+		return 2
+	default:
+		fmt.Fprintf(e.stderr, "cli %s: %v\n", c.name, err)
+		return 1
+	}
+}
+
+func printUsage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintln(w, "usage: cli [-brokers host:port,...] <command> [flags] [args]")
+	fmt.Fprintln(w, "\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nglobal flags:")
+	fs.PrintDefaults()
+}
+
+// parseInterleaved parses flags that may come before, between or after
+// positional arguments (`produce TOPIC -key K VALUE`), which the flag package
+// alone does not allow. Everything after "--" is positional.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var tail []string
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, tail = args[:i], args[i+1:]
+	}
+	var pos []string
+	for {
+		if err := parseFlags(fs, args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	return append(pos, tail...), nil
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	e := &env{
+		brokers: "localhost:9092",
+		timeout: 10 * time.Second,
+		stdin:   os.Stdin,
+		stdout:  os.Stdout,
+		stderr:  os.Stderr,
+	}
+	if b := os.Getenv("KAFKA_BROKERS"); b != "" {
+		e.brokers = b
+	}
+	os.Exit(run(ctx, e, os.Args[1:]))
+}

@@ -1,0 +1,49 @@
+// Package interoptest starts the Kafka-compatible servers that the interop
+// tests and the command tests (cmd/cli) drive with real clients: franz-go's
+// in-memory fake cluster (kfake) as the reference, and mini-kafka's broker
+// over each registered engine.
+package interoptest
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// Server is one running Kafka-compatible server.
+type Server struct {
+	// Name identifies the server in subtest names: "kfake", "broker/segment".
+	Name string
+	// Addr is host:port for clients' seed brokers. It stays the same across
+	// Restart.
+	Addr string
+	// Durable says acknowledged records survive Restart.
+	Durable bool
+	// Restart stops the server and starts it again on the same data and
+	// address. Nil when the server cannot restart (kfake).
+	Restart func(t testing.TB)
+}
+
+// Target starts a fresh Server for one test. Partitions is the default
+// partition count for auto-created topics.
+type Target struct {
+	Name  string
+	Start func(t testing.TB, partitions int32) *Server
+}
+
+// Kfake is franz-go's in-memory fake cluster with one broker and topic
+// auto-creation, closed at the end of the test.
+var Kfake = Target{Name: "kfake", Start: startKfake}
+
+func startKfake(t testing.TB, partitions int32) *Server {
+	t.Helper()
+	c, err := kfake.NewCluster(
+		kfake.NumBrokers(1),
+		kfake.AllowAutoTopicCreation(),
+		kfake.DefaultNumPartitions(int(partitions)),
+	)
+	require.NoError(t, err, "start kfake")
+	t.Cleanup(c.Close)
+	return &Server{Name: "kfake", Addr: c.ListenAddrs()[0]}
+}
