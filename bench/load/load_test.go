@@ -1,0 +1,202 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minikafka/minikafka/interop/interoptest"
+)
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func server(t *testing.T) Client {
+	return Client{Brokers: []string{interoptest.Kfake.Start(t, 1).Addr}}
+}
+
+func TestSplit(t *testing.T) {
+	for _, c := range []struct {
+		total int64
+		n     int
+	}{{10, 3}, {2, 5}, {0, 1}, {1_000_000, 7}} {
+		t.Run(fmt.Sprintf("%d/%d", c.total, c.n), func(t *testing.T) {
+			var sum, next int64
+			for i := range c.n {
+				share, first := split(c.total, c.n, i)
+				assert.Equal(t, next, first, "client %d starts where %d ended", i, i-1)
+				sum += share
+				next = first + share
+			}
+			assert.Equal(t, c.total, sum)
+		})
+	}
+}
+
+func TestStamp(t *testing.T) {
+	at := time.Unix(1700000000, 123456789)
+	v := make([]byte, 100)
+	stamp(v, at)
+	got, ok := sentAt(v)
+	require.True(t, ok)
+	assert.True(t, at.Equal(got), "got %v", got)
+
+	short := make([]byte, StampBytes-1)
+	stamp(short, at)
+	_, ok = sentAt(short)
+	assert.False(t, ok, "too short to carry a stamp")
+
+	_, ok = sentAt([]byte("not a loadgen record at all"))
+	assert.False(t, ok, "foreign records carry no stamp")
+}
+
+func TestConfigErrors(t *testing.T) {
+	brokers := Client{Brokers: []string{"127.0.0.1:1"}}
+	cases := []struct {
+		name string
+		cfg  ProduceConfig
+	}{
+		{"no brokers", ProduceConfig{Topic: "t", Records: 1}},
+		{"no topic", ProduceConfig{Client: brokers, Records: 1}},
+		{"no records or duration", ProduceConfig{Client: brokers, Topic: "t"}},
+		{"negative rate", ProduceConfig{Client: brokers, Topic: "t", Records: 1, Rate: -1}},
+		{"bad acks", ProduceConfig{Client: brokers, Topic: "t", Records: 1, Acks: "2"}},
+		{"idempotent acks 1", ProduceConfig{Client: brokers, Topic: "t", Records: 1, Acks: "1", Idempotent: true}},
+		{"bad codec", ProduceConfig{Client: brokers, Topic: "t", Records: 1, Compression: "brotli"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Produce(context.Background(), c.cfg)
+			assert.ErrorIs(t, err, ErrConfig)
+		})
+	}
+	_, err := Consume(context.Background(), ConsumeConfig{Client: brokers})
+	assert.ErrorIs(t, err, ErrConfig, "consume without topic")
+	_, err = Consume(context.Background(), ConsumeConfig{Client: brokers, Topic: "t"})
+	assert.ErrorIs(t, err, ErrConfig, "consume that would never end")
+}
+
+// TestProduceThenConsume: every acknowledged record comes back, with the
+// keys and the stamped values the producer wrote.
+func TestProduceThenConsume(t *testing.T) {
+	for _, codec := range []string{"none", "zstd"} {
+		t.Run(codec, func(t *testing.T) {
+			ctx := testCtx(t)
+			c := server(t)
+			require.NoError(t, EnsureTopic(ctx, c, "pc", 4))
+			var progress []int64
+			pr, err := Produce(ctx, ProduceConfig{
+				Client: c, Topic: "pc", Records: 2000, RecordBytes: 100, Keys: 10,
+				Acks: "all", Idempotent: true, Compression: codec, Clients: 2, InFlight: 64,
+				Progress: func(n int64) { progress = append(progress, n) },
+			})
+			require.NoError(t, err)
+			assert.Equal(t, int64(2000), pr.Records)
+			assert.Zero(t, pr.Errors, pr.FirstError)
+			assert.Equal(t, int64(2000), pr.Latency.Count)
+			assert.Equal(t, int64(2000*(100+len("key-0"))), pr.Bytes)
+			require.NotEmpty(t, progress)
+			assert.Equal(t, int64(2000), progress[len(progress)-1], "the last progress call has the final count")
+
+			keys := map[string]int{}
+			cr, err := Consume(ctx, ConsumeConfig{Client: c, Topic: "pc", Records: 2000, Check: func(r *kgo.Record) {
+				keys[string(r.Key)]++
+				_, ok := sentAt(r.Value)
+				assert.True(t, ok, "value carries its send time")
+				assert.Len(t, r.Value, 100)
+			}})
+			require.NoError(t, err)
+			assert.Equal(t, int64(2000), cr.Records)
+			assert.Equal(t, int64(2000), cr.EndToEnd.Count)
+			assert.Len(t, keys, 10)
+			for k, n := range keys {
+				assert.Equal(t, 200, n, "key %s", k)
+			}
+		})
+	}
+}
+
+func TestOpenLoopProducesEveryRecord(t *testing.T) {
+	ctx := testCtx(t)
+	c := server(t)
+	require.NoError(t, EnsureTopic(ctx, c, "open", 2))
+	pr, err := Produce(ctx, ProduceConfig{Client: c, Topic: "open", Records: 300, RecordBytes: 50, Rate: 3000, Acks: "1"})
+	require.NoError(t, err)
+	assert.Equal(t, int64(300), pr.Records)
+	assert.Equal(t, int64(300), pr.Latency.Count)
+	assert.Zero(t, pr.Errors)
+}
+
+func TestDurationRun(t *testing.T) {
+	ctx := testCtx(t)
+	c := server(t)
+	require.NoError(t, EnsureTopic(ctx, c, "dur", 1))
+	pr, err := Produce(ctx, ProduceConfig{Client: c, Topic: "dur", Duration: 200 * time.Millisecond, RecordBytes: 10, InFlight: 1})
+	require.NoError(t, err)
+	assert.Positive(t, pr.Records)
+	assert.Zero(t, pr.Errors, "records in flight when the duration ends are waited for, not failed: %s", pr.FirstError)
+	cr, err := Consume(ctx, ConsumeConfig{Client: c, Topic: "dur", Records: pr.Records})
+	require.NoError(t, err)
+	assert.Equal(t, pr.Records, cr.Records)
+}
+
+// TestEndToEndSeesOnlyNewRecords: records already in the topic are not read,
+// every new one is, and each has an end-to-end latency.
+func TestEndToEndSeesOnlyNewRecords(t *testing.T) {
+	ctx := testCtx(t)
+	c := server(t)
+	require.NoError(t, EnsureTopic(ctx, c, "e2e", 3))
+	_, err := Produce(ctx, ProduceConfig{Client: c, Topic: "e2e", Records: 100, RecordBytes: 20})
+	require.NoError(t, err)
+	res, err := EndToEnd(ctx, ProduceConfig{Client: c, Topic: "e2e", Records: 500, RecordBytes: 64, Rate: 5000}, ConsumeConfig{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(500), res.Produce.Records)
+	assert.Equal(t, int64(500), res.Consume.Records)
+	assert.Equal(t, int64(500), res.Consume.EndToEnd.Count)
+}
+
+func TestUnreachableBrokerCountsErrors(t *testing.T) {
+	ctx := testCtx(t)
+	c := Client{Brokers: []string{"127.0.0.1:1"}, Opts: []kgo.Opt{kgo.RecordDeliveryTimeout(time.Second)}}
+	pr, err := Produce(ctx, ProduceConfig{Client: c, Topic: "nowhere", Records: 5, RecordBytes: 10})
+	require.NoError(t, err, "a failing broker is a result, not a config error")
+	assert.Zero(t, pr.Records)
+	assert.Equal(t, int64(5), pr.Errors)
+	assert.NotEmpty(t, pr.FirstError)
+}
+
+func TestConsumeIdle(t *testing.T) {
+	ctx := testCtx(t)
+	c := server(t)
+	require.NoError(t, EnsureTopic(ctx, c, "empty", 1))
+	cr, err := Consume(ctx, ConsumeConfig{Client: c, Topic: "empty", Records: 10, Idle: 300 * time.Millisecond})
+	assert.ErrorIs(t, err, ErrIdle)
+	assert.Zero(t, cr.Records)
+}
+
+func TestEnsureTopic(t *testing.T) {
+	ctx := testCtx(t)
+	c := server(t)
+	require.NoError(t, EnsureTopic(ctx, c, "ens", 3))
+	require.NoError(t, EnsureTopic(ctx, c, "ens", 3), "an existing topic with the right layout is fine")
+	err := EnsureTopic(ctx, c, "ens", 5)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "has 3 partitions, want 5")
+	ends, err := EndOffsets(ctx, c, "ens")
+	require.NoError(t, err)
+	assert.Equal(t, map[int32]int64{0: 0, 1: 0, 2: 0}, ends)
+}
+
+func TestSplitBrokers(t *testing.T) {
+	assert.Equal(t, []string{"a:1", "b:2"}, SplitBrokers(" a:1, ,b:2 "))
+	assert.Empty(t, SplitBrokers(""))
+}
+

@@ -1,0 +1,324 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minikafka/minikafka/bench"
+)
+
+// ProduceConfig describes a producer workload.
+type ProduceConfig struct {
+	Client
+	Topic string `json:"topic"`
+	// Records to produce in total; 0 means run for Duration.
+	Records  int64         `json:"records"`
+	Duration time.Duration `json:"duration_ns"`
+	// RecordBytes is the value size.
+	RecordBytes int `json:"record_bytes"`
+	// Keys is the number of distinct keys (murmur2-partitioned); 0 sends
+	// unkeyed records spread by the client's sticky partitioner.
+	Keys        int    `json:"keys"`
+	Acks        string `json:"acks"`
+	Idempotent  bool   `json:"idempotent"`
+	Compression string `json:"compression"`
+	// InFlight bounds records produced but not yet acknowledged, per client
+	// (franz-go's MaxBufferedRecords). 1 is one record at a time.
+	InFlight int `json:"in_flight"`
+	// Rate is the target in records per second over all clients; 0 runs
+	// closed loop.
+	Rate float64 `json:"rate"`
+	// Clients is the number of producer clients, each with its own
+	// connections; records and rate are split between them.
+	Clients int           `json:"clients"`
+	Linger  time.Duration `json:"linger_ns"`
+	// Seed picks the payload bytes.
+	Seed uint64 `json:"seed"`
+	// Progress, when set, is called about every ProgressEvery with the
+	// records acknowledged so far.
+	Progress func(acked int64) `json:"-"`
+}
+
+// ProgressEvery is how often Progress callbacks run.
+const ProgressEvery = 250 * time.Millisecond
+
+// DefaultInFlight matches franz-go's default buffered-record limit.
+const DefaultInFlight = 50_000
+
+func (c *ProduceConfig) check() error {
+	switch {
+	case c.Topic == "":
+		return configErr("no topic")
+	case c.Records < 0 || (c.Records == 0 && c.Duration <= 0):
+		return configErr("want a positive record count or duration")
+	case c.RecordBytes < 0:
+		return configErr("negative record size")
+	case c.Rate < 0:
+		return configErr("negative rate")
+	case c.Keys < 0 || c.InFlight < 0 || c.Clients < 0:
+		return configErr("negative keys, in-flight or clients")
+	}
+	if c.InFlight == 0 {
+		c.InFlight = DefaultInFlight
+	}
+	if c.Clients == 0 {
+		c.Clients = 1
+	}
+	return nil
+}
+
+func (c *ProduceConfig) clientOpts() ([]kgo.Opt, error) {
+	opts, err := c.Client.options()
+	if err != nil {
+		return nil, err
+	}
+	acks, err := AcksOpts(c.Acks, c.Idempotent)
+	if err != nil {
+		return nil, err
+	}
+	codec, err := Codec(c.Compression)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, acks...)
+	opts = append(opts,
+		kgo.DefaultProduceTopic(c.Topic),
+		kgo.ProducerBatchCompression(codec),
+		kgo.MaxBufferedRecords(c.InFlight),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+		// A benchmark reports failures; it does not retry forever.
+		kgo.RecordDeliveryTimeout(30*time.Second),
+	)
+	if c.Linger > 0 {
+		opts = append(opts, kgo.ProducerLinger(c.Linger))
+	}
+	return append(opts, c.Client.Opts...), nil
+}
+
+// ProduceResult is what a producer workload measured.
+type ProduceResult struct {
+	Records       int64   `json:"records"`
+	Bytes         int64   `json:"bytes"`
+	Errors        int64   `json:"errors"`
+	FirstError    string  `json:"first_error,omitempty"`
+	Elapsed       float64 `json:"elapsed_s"`
+	RecordsPerSec float64 `json:"records_per_s"`
+	MBPerSec      float64 `json:"mb_per_s"`
+	// Latency is from the send (closed loop) or the intended send (open
+	// loop) to the acknowledgement.
+	Latency bench.Summary `json:"latency"`
+	// Behind is how far the open-loop schedule fell behind at its worst: the
+	// producer could not send at the target rate.
+	Behind time.Duration `json:"behind_ns,omitempty"`
+}
+
+// producer is one client's share of the workload.
+type producer struct {
+	cfg     *ProduceConfig
+	cl      *kgo.Client
+	payload *bench.Payload
+	lat     *bench.Latency
+	acked   *atomic.Int64
+	// share of the records and rate, and where in the key/payload space
+	// this client starts.
+	records int64
+	rate    float64
+	first   int64
+
+	mu       sync.Mutex
+	errs     int64
+	firstErr error
+	bytes    atomic.Int64
+	behind   time.Duration
+}
+
+// Produce runs the workload until every record is acknowledged or failed,
+// the duration passes or ctx ends. Failed records are counted, not retried;
+// the error return is for a workload that could not run at all.
+func Produce(ctx context.Context, cfg ProduceConfig) (ProduceResult, error) {
+	if err := cfg.check(); err != nil {
+		return ProduceResult{}, err
+	}
+	opts, err := cfg.clientOpts()
+	if err != nil {
+		return ProduceResult{}, err
+	}
+	// The duration ends the sending loop, not the records in flight: they
+	// are produced under the caller's ctx and waited for.
+	loopCtx := ctx
+	if cfg.Duration > 0 {
+		var cancel context.CancelFunc
+		loopCtx, cancel = context.WithTimeout(ctx, cfg.Duration)
+		defer cancel()
+	}
+	payload := bench.NewPayload(cfg.Seed, max(1<<20, 4*cfg.RecordBytes))
+	lat := bench.NewLatency()
+	var acked atomic.Int64
+	ps := make([]*producer, cfg.Clients)
+	for i := range ps {
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			closeAll(ps)
+			return ProduceResult{}, fmt.Errorf("load: producer client: %w", err)
+		}
+		share, first := split(cfg.Records, cfg.Clients, i)
+		ps[i] = &producer{cfg: &cfg, cl: cl, payload: payload, lat: lat, acked: &acked,
+			records: share, rate: cfg.Rate / float64(cfg.Clients), first: first}
+	}
+	defer closeAll(ps)
+
+	stop := startProgress(cfg.Progress, &acked)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Go(func() { p.run(loopCtx, ctx, start) })
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	stop()
+	return summarize(ps, lat, acked.Load(), elapsed), nil
+}
+
+func summarize(ps []*producer, lat *bench.Latency, acked int64, elapsed time.Duration) ProduceResult {
+	r := ProduceResult{Records: acked, Elapsed: elapsed.Seconds(), Latency: lat.Summary()}
+	for _, p := range ps {
+		p.mu.Lock()
+		r.Errors += p.errs
+		r.Behind = max(r.Behind, p.behind)
+		if p.firstErr != nil && r.FirstError == "" {
+			r.FirstError = p.firstErr.Error()
+		}
+		p.mu.Unlock()
+		r.Bytes += p.bytes.Load()
+	}
+	r.RecordsPerSec = Rate(r.Records, elapsed)
+	r.MBPerSec = Rate(r.Bytes, elapsed) / 1e6
+	return r
+}
+
+// split gives client i of n its share of total and the index of its first
+// record.
+func split(total int64, n, i int) (share, first int64) {
+	base, extra := total/int64(n), total%int64(n)
+	share = base
+	if int64(i) < extra {
+		share++
+	}
+	first = int64(i)*base + min(int64(i), extra)
+	return share, first
+}
+
+func closeAll(ps []*producer) {
+	for _, p := range ps {
+		if p != nil {
+			p.cl.Close()
+		}
+	}
+}
+
+// run sends this client's records: closed loop when rate is 0, else on the
+// open-loop schedule; then waits for every acknowledgement.
+func (p *producer) run(loopCtx, ctx context.Context, start time.Time) {
+	var interval time.Duration
+	if p.rate > 0 {
+		interval = time.Duration(float64(time.Second) / p.rate)
+	}
+	for i := int64(0); p.records == 0 || i < p.records; i++ {
+		if loopCtx.Err() != nil {
+			break
+		}
+		sendAt := time.Now()
+		if interval > 0 {
+			sendAt = start.Add(time.Duration(i) * interval)
+			// Waits shorter than a timer's resolution are not worth a
+			// sleep: the record goes out a few microseconds early.
+			if wait := time.Until(sendAt); wait > sleepMin {
+				if !sleepCtx(loopCtx, wait) {
+					break
+				}
+			} else if wait < 0 {
+				p.noteBehind(-wait)
+			}
+		}
+		p.send(ctx, p.first+i, sendAt)
+	}
+	// Flush returns once every produced record has its callback; on a
+	// cancelled context those records fail with the context's error.
+	_ = p.cl.Flush(context.WithoutCancel(ctx))
+}
+
+func (p *producer) noteBehind(d time.Duration) {
+	p.mu.Lock()
+	p.behind = max(p.behind, d)
+	p.mu.Unlock()
+}
+
+func (p *producer) send(ctx context.Context, i int64, sendAt time.Time) {
+	v := make([]byte, p.cfg.RecordBytes)
+	p.payload.Fill(i, v)
+	stamp(v, sendAt)
+	r := &kgo.Record{Value: v}
+	if p.cfg.Keys > 0 {
+		r.Key = strconv.AppendInt([]byte("key-"), i%int64(p.cfg.Keys), 10)
+	}
+	p.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+		if err != nil {
+			p.mu.Lock()
+			p.errs++
+			if p.firstErr == nil {
+				p.firstErr = err
+			}
+			p.mu.Unlock()
+			return
+		}
+		p.lat.Record(time.Since(sendAt))
+		p.acked.Add(1)
+		p.bytes.Add(int64(len(r.Value) + len(r.Key)))
+	})
+}
+
+const sleepMin = 20 * time.Microsecond
+
+// sleepCtx sleeps for d unless ctx ends first; it reports whether it slept
+// the whole time.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// startProgress calls fn with the count every ProgressEvery until the
+// returned stop is called, which makes one last call.
+func startProgress(fn func(int64), n *atomic.Int64) (stop func()) {
+	if fn == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(ProgressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				fn(n.Load())
+			case <-done:
+				fn(n.Load())
+				return
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
