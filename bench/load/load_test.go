@@ -199,4 +199,3 @@ func TestSplitBrokers(t *testing.T) {
 	assert.Equal(t, []string{"a:1", "b:2"}, SplitBrokers(" a:1, ,b:2 "))
 	assert.Empty(t, SplitBrokers(""))
 }
-
