@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -53,9 +52,8 @@ func diskInfo(dir string) DiskInfo {
 		Rotational: readTrim(filepath.Join(diskDir, "queue", "rotational")),
 		Scheduler:  readTrim(filepath.Join(diskDir, "queue", "scheduler")),
 	}
-	model := strings.TrimSpace(readTrim(filepath.Join(diskDir, "device", "vendor")) + " " +
-		readTrim(filepath.Join(diskDir, "device", "model")))
-	info.Model = model
+	info.Vendor = readTrim(filepath.Join(diskDir, "device", "vendor"))
+	info.Model = readTrim(filepath.Join(diskDir, "device", "model"))
 	if drv, err := filepath.EvalSymlinks(filepath.Join(diskDir, "device", "driver")); err == nil {
 		info.Driver = filepath.Base(drv)
 	}

@@ -39,8 +39,9 @@ type DiskInfo struct {
 	// Device is the kernel name of what holds the directory (vda, nvme0n1p2).
 	Device string `json:"device"`
 	// Disk is the whole disk when Device is a partition, else Device.
-	Disk  string `json:"disk"`
-	Model string `json:"model"`
+	Disk   string `json:"disk"`
+	Vendor string `json:"vendor"`
+	Model  string `json:"model"`
 	// Driver is the kernel driver of the disk (nvme, virtio_blk, sd).
 	Driver    string `json:"driver"`
 	SizeBytes int64  `json:"size_bytes"`
@@ -155,7 +156,7 @@ func mountOf(dir string) (point, fstype, source, options string) {
 //	36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
 //
 // fields 5 and 6 are the mount point and its options; after the "-" come the
-// filesystem type and the source.
+// filesystem type, the source and the superblock options.
 func parseMountInfo(line string) (point, fstype, source, options string, ok bool) {
 	f := strings.Fields(line)
 	sep := -1
@@ -168,7 +169,11 @@ func parseMountInfo(line string) (point, fstype, source, options string, ok bool
 	if len(f) < 6 || sep < 6 || sep+2 >= len(f) {
 		return "", "", "", "", false
 	}
-	return unescapeMount(f[4]), f[sep+1], f[sep+2], f[5], true
+	options = f[5]
+	if sep+3 < len(f) {
+		options += "; superblock " + f[sep+3]
+	}
+	return unescapeMount(f[4]), f[sep+1], f[sep+2], options, true
 }
 
 // unescapeMount undoes the octal escapes (\040 for a space) of mountinfo.

@@ -49,10 +49,23 @@ func (s *Section) Table(header ...string) *Table {
 	return t
 }
 
-// Table is a markdown table.
+// Table is a markdown table. The first column and those marked with Left
+// are left-aligned, the rest (figures) right-aligned.
 type Table struct {
 	Header []string
 	Rows   [][]string
+	left   map[int]bool
+}
+
+// Left marks columns (by index) as text, aligned left.
+func (t *Table) Left(cols ...int) *Table {
+	if t.left == nil {
+		t.left = map[int]bool{}
+	}
+	for _, c := range cols {
+		t.left[c] = true
+	}
+	return t
 }
 
 // Row adds a row; missing cells are left blank.
@@ -87,7 +100,7 @@ func (t *Table) markdown(w io.Writer) {
 	row(t.Header)
 	fmt.Fprint(w, "|")
 	for i := range t.Header {
-		if i == 0 {
+		if i == 0 || t.left[i] {
 			fmt.Fprint(w, "---|")
 		} else {
 			fmt.Fprint(w, "--:|")

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package bench
+
+import "os"
+
+// Datasync flushes f to the device (fsync where fdatasync is missing).
+func Datasync(f *os.File) error { return f.Sync() }

@@ -1,0 +1,230 @@
+package logbench
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/minikafka/minikafka/bench"
+)
+
+// Report renders r as the markdown document results/engines.md holds.
+// Every figure in it comes from r.
+func Report(r *Results) *bench.Report {
+	rep := &bench.Report{Title: "Engine benchmarks"}
+	s := rep.Section("Run")
+	s.List(
+		"date: "+r.Date.Format("2006-01-02 15:04:05 MST"),
+		"command: `"+r.Command+"`",
+		"commit: "+r.Commit,
+		fmt.Sprintf("repetitions: %d per figure; tables show the median and [min–max]; ratios compare medians", r.Config.Reps),
+		"subjects: "+subjectNotes(r),
+	)
+	targetSection(rep, r)
+	appendSections(rep, r)
+	ingestSection(rep, r)
+	readSection(rep, r)
+	reopenSection(rep, r)
+	machineSection(rep, r)
+	return rep
+}
+
+func subjectNotes(r *Results) string {
+	var parts []string
+	for _, s := range r.Subjects {
+		parts = append(parts, fmt.Sprintf("**%s** (%s)", s.Name, s.Note))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func targetSection(rep *bench.Report, r *Results) {
+	s := rep.Section("Targets (issue 2)")
+	var lines []string
+	for _, t := range r.Targets {
+		lines = append(lines, t.String())
+	}
+	s.List(lines...)
+}
+
+// cell is a spread as "median [min–max]" (just the median with one value).
+func cell(sp bench.Spread, format func(float64) string) string {
+	if !sp.OK() {
+		return "–"
+	}
+	if sp.N == 1 || format(sp.Min) == format(sp.Max) {
+		return format(sp.Median)
+	}
+	return fmt.Sprintf("%s [%s–%s]", format(sp.Median), format(sp.Min), format(sp.Max))
+}
+
+func ratioCell(sr, base *SubjectResult, workload string) string {
+	if base == nil || sr == base {
+		return "–"
+	}
+	return bench.Ratio(sr.Median(workload, RecordsPerSecond) / base.Median(workload, RecordsPerSecond))
+}
+
+// failures says how many repetitions of a workload failed, and the first
+// error, so that a missing figure is explained in its row.
+func failures(sr *SubjectResult, workload string) string {
+	all := sr.Of(workload)
+	var n int
+	first := ""
+	for _, s := range all {
+		if s.Err != "" {
+			if n == 0 {
+				first = s.Err
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d failed: %s", n, len(all), first)
+}
+
+func amp(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func mbps(v float64) string { return bench.MB(v) }
+
+func bytesCell(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return bench.Bytes(int64(v))
+}
+
+func taking(r *Results, workload string) []*SubjectResult {
+	var out []*SubjectResult
+	for _, s := range r.Subjects {
+		if len(s.Of(workload)) > 0 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func appendSections(rep *bench.Report, r *Results) {
+	raw, peb := r.Subject(RawName), r.Subject("pebble")
+	for _, w := range r.Config.Writers {
+		wl := AppendWorkload(w)
+		s := rep.Section(fmt.Sprintf("Durable append, %d writer(s)", w))
+		s.Para("%d concurrent writers, each appending one %d-byte record per batch and waiting for Sync before the next, for %v per repetition. Latency is Append+Sync as one writer sees it. Device WA is bytes the device wrote per payload byte.",
+			w, r.Config.AppendRecordBytes, r.Config.AppendDuration)
+		t := s.Table("subject", "records/s", "MB/s", "p50", "p99", "device WA", "× raw", "× pebble", "notes").Left(8)
+		for _, sr := range taking(r, wl) {
+			t.Row(sr.Name,
+				cell(sr.Spread(wl, RecordsPerSecond), bench.Rate),
+				cell(sr.Spread(wl, BytesPerSecond), mbps),
+				cell(sr.Spread(wl, P50), bench.Millis),
+				cell(sr.Spread(wl, P99), bench.Millis),
+				cell(sr.Spread(wl, WriteAmplification), amp),
+				ratioCell(sr, raw, wl), ratioCell(sr, peb, wl), failures(sr, wl))
+		}
+	}
+}
+
+func ingestSection(rep *bench.Report, r *Results) {
+	raw, peb := r.Subject(RawName), r.Subject("pebble")
+	c := r.Config
+	s := rep.Section("Bulk ingest")
+	s.Para("%d records of %d bytes in batches of %d (one batch = %d bytes of Data), one Sync per batch, one writer. WA = bytes the device wrote from open to close / payload bytes; SA = bytes allocated on disk after close / payload bytes.",
+		c.Records, c.RecordBytes, c.BatchRecords, c.RecordBytes*c.BatchRecords)
+	t := s.Table("subject", "records/s", "MB/s", "batch p99", "WA", "SA", "on disk", "× raw", "× pebble", "notes").Left(9)
+	for _, sr := range taking(r, WorkloadIngest) {
+		t.Row(sr.Name,
+			cell(sr.Spread(WorkloadIngest, RecordsPerSecond), bench.Rate),
+			cell(sr.Spread(WorkloadIngest, BytesPerSecond), mbps),
+			cell(sr.Spread(WorkloadIngest, P99), bench.Millis),
+			cell(sr.Spread(WorkloadIngest, WriteAmplification), amp),
+			cell(sr.Spread(WorkloadIngest, SpaceAmplification), amp),
+			bytesCell(sr.Median(WorkloadIngest, DiskBytes)),
+			ratioCell(sr, raw, WorkloadIngest), ratioCell(sr, peb, WorkloadIngest), failures(sr, WorkloadIngest))
+	}
+}
+
+func readSection(rep *bench.Report, r *Results) {
+	raw, peb := r.Subject(RawName), r.Subject("pebble")
+	s := rep.Section("Sequential read")
+	s.Para("The ingested log read back from its first offset to its end, %d bytes per read, after a clean close and a reopen, with the data evicted from the page cache; the cache column says how cold it really was. The raw baseline reads the plain file with read(2) in chunks of the same size.",
+		scanMaxBytes)
+	t := s.Table("subject", "records/s", "MB/s", "cache", "device read", "× raw", "× pebble", "notes").Left(3, 7)
+	for _, sr := range taking(r, WorkloadRead) {
+		t.Row(sr.Name,
+			cell(sr.Spread(WorkloadRead, RecordsPerSecond), bench.Rate),
+			cell(sr.Spread(WorkloadRead, BytesPerSecond), mbps),
+			cacheCell(sr, WorkloadRead),
+			bytesCell(sr.Median(WorkloadRead, DeviceReadBytes)),
+			ratioCell(sr, raw, WorkloadRead), ratioCell(sr, peb, WorkloadRead), failures(sr, WorkloadRead))
+	}
+}
+
+func reopenSection(rep *bench.Report, r *Results) {
+	s := rep.Section("Reopen to first read")
+	s.Para("After a clean close of the ingested log (%d records) and eviction from the page cache: the time from Open until the first record has been read.", r.Config.Records)
+	t := s.Table("subject", "open + first read", "cache", "device read", "notes").Left(2, 4)
+	for _, sr := range taking(r, WorkloadReopen) {
+		t.Row(sr.Name,
+			cell(sr.Spread(WorkloadReopen, Duration), bench.Millis),
+			cacheCell(sr, WorkloadReopen),
+			bytesCell(sr.Median(WorkloadReopen, DeviceReadBytes)),
+			failures(sr, WorkloadReopen))
+	}
+}
+
+// cacheCell lists the distinct cache states of a workload's samples.
+func cacheCell(sr *SubjectResult, workload string) string {
+	var seen []string
+	for _, s := range sr.Of(workload) {
+		if s.Cache != "" && !contains(seen, s.Cache) {
+			seen = append(seen, s.Cache)
+		}
+	}
+	return strings.Join(seen, ", ")
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func machineSection(rep *bench.Report, r *Results) {
+	m := r.Machine
+	s := rep.Section("Machine")
+	items := []string{
+		fmt.Sprintf("CPU: %d × %s", m.CPUs, orUnknown(m.CPUModel)),
+		"memory: " + bench.Bytes(m.MemoryBytes),
+		fmt.Sprintf("kernel: %s (%s/%s), %s", orUnknown(m.Kernel), m.OS, m.Arch, m.GoVersion),
+		fmt.Sprintf("data directory: %s on %s, filesystem %s (%s), mounted at %s",
+			m.Dir, orUnknown(m.MountSource), orUnknown(m.Filesystem), m.MountOptions, m.MountPoint),
+		fmt.Sprintf("disk: %s (device %s), vendor %s, model %s, driver %s, %s, rotational flag %s, scheduler %s",
+			orUnknown(m.Disk.Disk), orUnknown(m.Disk.Device), orUnknown(m.Disk.Vendor), orUnknown(m.Disk.Model), orUnknown(m.Disk.Driver),
+			bench.Bytes(m.Disk.SizeBytes), orUnknown(m.Disk.Rotational), orUnknown(m.Disk.Scheduler)),
+		fmt.Sprintf("load average: %s before, %s after", orUnknown(m.LoadAvg), orUnknown(r.LoadAfter)),
+	}
+	if b := r.Background; b != nil {
+		items = append(items, fmt.Sprintf("background device writes before the run: %s in %.1f s (%.2f MB/s), counted in every WA figure too",
+			bench.Bytes(b.WrittenBytes), b.Seconds, float64(b.WrittenBytes)/b.Seconds/1e6))
+	}
+	if r.DeviceNote != "" {
+		items = append(items, "device counters: "+r.DeviceNote)
+	}
+	s.List(items...)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}

@@ -1,0 +1,271 @@
+package logbench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/minikafka/minikafka/bench"
+	"github.com/minikafka/minikafka/engine"
+)
+
+// Config is one benchmark run. Default and Quick give the two usual ones.
+type Config struct {
+	// Subjects names what to measure: registered engines and the baselines
+	// RawName and BadgerTxnName. Empty means all of them.
+	Subjects []string `json:"subjects"`
+	// Reps is how many times each figure is measured.
+	Reps int `json:"reps"`
+
+	// Writers are the concurrency levels of durable append.
+	Writers []int `json:"writers"`
+	// AppendRecordBytes is the record size of durable append.
+	AppendRecordBytes int `json:"append_record_bytes"`
+	// AppendDuration is how long each durable-append figure runs.
+	AppendDuration time.Duration `json:"append_duration_ns"`
+
+	// Records, RecordBytes and BatchRecords shape the bulk ingest, which the
+	// read and reopen figures then read back.
+	Records      int64 `json:"records"`
+	RecordBytes  int   `json:"record_bytes"`
+	BatchRecords int   `json:"batch_records"`
+
+	// Dir is where a scratch directory for the data is made; empty means the
+	// system's temporary directory. What filesystem and disk hold it is part
+	// of the results.
+	Dir string `json:"dir"`
+	// Probe is how long the device's background writes are measured before
+	// the run, to show how quiet the machine was. Zero skips it.
+	Probe time.Duration `json:"probe_ns"`
+	// Progress, if not nil, receives a progress bar.
+	Progress io.Writer `json:"-"`
+}
+
+// Default is the full run that results/engines.md comes from.
+func Default() Config {
+	return Config{
+		Reps:              3,
+		Writers:           []int{1, 256},
+		AppendRecordBytes: 1024,
+		AppendDuration:    5 * time.Second,
+		Records:           1_000_000,
+		RecordBytes:       100,
+		BatchRecords:      1000,
+		Probe:             3 * time.Second,
+	}
+}
+
+// Quick is a smoke run of the same pipeline on small sizes.
+func Quick() Config {
+	c := Default()
+	c.Reps = 1
+	c.AppendDuration = 100 * time.Millisecond
+	c.Records = 20_000
+	c.Probe = 0
+	return c
+}
+
+// AllSubjects lists every subject that can be measured: the registered
+// engines and the baselines, in report order.
+func AllSubjects() []string {
+	names := append(engine.Names(), RawName, BadgerTxnName)
+	slices.SortStableFunc(names, func(a, b string) int { return subjectRank(a) - subjectRank(b) })
+	return names
+}
+
+// subjectRank orders the report: the disk's limit first, then the engines
+// the targets compare, then the rest.
+func subjectRank(name string) int {
+	if i := slices.Index([]string{RawName, "segment", "pebble", "badger", BadgerTxnName, "memory"}, name); i >= 0 {
+		return i
+	}
+	return 100
+}
+
+// Results is everything a run measured, and where and how.
+type Results struct {
+	Date    time.Time         `json:"date"`
+	Command string            `json:"command"`
+	Commit  string            `json:"commit"`
+	Machine bench.MachineInfo `json:"machine"`
+	Config  Config            `json:"config"`
+	// Background is what the device wrote during Config.Probe before the run
+	// (nil without a probe or device counters); LoadAfter is the load
+	// average when the run ended.
+	Background *Background      `json:"background,omitempty"`
+	LoadAfter  string           `json:"loadavg_after"`
+	DeviceNote string           `json:"device_note,omitempty"`
+	Subjects   []*SubjectResult `json:"subjects"`
+	// Targets are the issue's targets checked against this run.
+	Targets []TargetResult `json:"targets"`
+}
+
+// Background is the device's activity while nothing of ours ran.
+type Background struct {
+	Seconds      float64 `json:"seconds"`
+	WrittenBytes int64   `json:"written_bytes"`
+}
+
+// SubjectResult holds every sample of one subject.
+type SubjectResult struct {
+	Name    string   `json:"name"`
+	Note    string   `json:"note"`
+	Durable bool     `json:"durable"`
+	Samples []Sample `json:"samples"`
+}
+
+// Subject returns the results of the subject called name, or nil.
+func (r *Results) Subject(name string) *SubjectResult {
+	for _, s := range r.Subjects {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// Run measures every subject of c, repetition by repetition (each repetition
+// visits every subject, so a slow spell of a shared machine spreads over
+// all of them instead of landing on one). A failing workload is recorded in
+// its Sample and the run goes on; Run fails only when it cannot run at all.
+func Run(c Config) (*Results, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	subjects, err := c.subjects()
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.MkdirTemp(c.Dir, "enginebench-")
+	if err != nil {
+		return nil, fmt.Errorf("logbench: scratch directory: %w", err)
+	}
+	defer os.RemoveAll(root)
+
+	r := &runner{cfg: c, root: root, payload: bench.NewPayload(1, 8<<20)}
+	res := &Results{Date: time.Now().UTC(), Machine: bench.Machine(root), Config: c}
+	if r.disk, err = bench.DiskFor(root); err != nil {
+		res.DeviceNote = err.Error()
+	}
+	res.Background = r.probe()
+	r.bar = r.newBar(subjects)
+	for _, s := range subjects {
+		res.Subjects = append(res.Subjects, &SubjectResult{Name: s.Name, Note: s.Note, Durable: s.Durable})
+	}
+	for rep := 1; rep <= c.Reps; rep++ {
+		for i, s := range subjects {
+			res.Subjects[i].Samples = append(res.Subjects[i].Samples, r.rep(s, rep)...)
+		}
+	}
+	if r.bar != nil {
+		_ = r.bar.Finish()
+	}
+	res.LoadAfter = strings.TrimSpace(readFile("/proc/loadavg"))
+	res.Targets = Evaluate(res)
+	return res, nil
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Reps < 1:
+		return fmt.Errorf("logbench: reps %d, want at least 1", c.Reps)
+	case c.AppendRecordBytes < 1 || c.RecordBytes < 1 || c.BatchRecords < 1:
+		return fmt.Errorf("logbench: record sizes and batch size must be positive")
+	case c.Records < 1:
+		return fmt.Errorf("logbench: records %d, want at least 1", c.Records)
+	case int64(c.RecordBytes)*int64(c.BatchRecords) < stampBytes:
+		return fmt.Errorf("logbench: a batch must hold at least %d bytes", stampBytes)
+	}
+	for _, w := range c.Writers {
+		if w < 1 {
+			return fmt.Errorf("logbench: writers %d, want at least 1", w)
+		}
+	}
+	return nil
+}
+
+func (c Config) subjects() ([]Subject, error) {
+	names := c.Subjects
+	if len(names) == 0 {
+		names = AllSubjects()
+	}
+	var out []Subject
+	var errs []error
+	for _, n := range names {
+		switch n {
+		case RawName:
+			out = append(out, RawSubject(c.RecordBytes))
+		case BadgerTxnName:
+			out = append(out, BadgerTxnSubject())
+		default:
+			s, err := EngineSubject(n)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			out = append(out, s)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("logbench: %w", err)
+	}
+	slices.SortStableFunc(out, func(a, b Subject) int { return subjectRank(a.Name) - subjectRank(b.Name) })
+	return out, nil
+}
+
+func (r *runner) newBar(subjects []Subject) *progressbar.ProgressBar {
+	if r.cfg.Progress == nil {
+		return nil
+	}
+	steps := 0
+	for _, s := range subjects {
+		steps += r.steps(s)
+	}
+	return progressbar.NewOptions(steps*r.cfg.Reps,
+		progressbar.OptionSetWriter(r.cfg.Progress),
+		progressbar.OptionSetDescription("enginebench"),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetElapsedTime(true),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionThrottle(200*time.Millisecond),
+	)
+}
+
+func (r *runner) probe() *Background {
+	if r.cfg.Probe <= 0 || r.disk == nil {
+		return nil
+	}
+	before, err := r.disk.Stats()
+	if err != nil {
+		return nil
+	}
+	start := time.Now()
+	// A benchmark command waiting out its measurement window, not a test.
+	time.Sleep(r.cfg.Probe)
+	after, err := r.disk.Stats()
+	if err != nil {
+		return nil
+	}
+	return &Background{Seconds: time.Since(start).Seconds(), WrittenBytes: after.Sub(before).WrittenBytes}
+}
+
+func readFile(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// scratch returns a fresh directory for one workload.
+func (r *runner) scratch(subject, workload string, rep int) string {
+	return filepath.Join(r.root, fmt.Sprintf("%s-%s-%d", subject, workload, rep))
+}

@@ -1,0 +1,224 @@
+package logbench
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/minikafka/minikafka/bench"
+)
+
+// coldResident is the share of a directory's pages that may still be cached
+// for a read to count as cold.
+const coldResident = 0.01
+
+// runner carries what one Run shares between workloads.
+type runner struct {
+	cfg     Config
+	root    string
+	payload *bench.Payload
+	disk    *bench.Disk // nil when the device counters cannot be read
+	bar     *progressbar.ProgressBar
+}
+
+// steps is how many figures one repetition of s produces.
+func (r *runner) steps(s Subject) int {
+	n := 0
+	if s.Writer != nil {
+		n += len(r.cfg.Writers)
+	}
+	if s.Ingester != nil {
+		n += 2 // ingest, read
+		if s.Durable && s.Reopen != nil {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *runner) tick(s Subject, workload string, rep int) {
+	if r.bar == nil {
+		return
+	}
+	r.bar.Describe(fmt.Sprintf("rep %d/%d %-10s %-10s", rep, r.cfg.Reps, s.Name, workload))
+	_ = r.bar.Add(1)
+}
+
+// rep runs one repetition of every workload s takes part in.
+func (r *runner) rep(s Subject, rep int) []Sample {
+	var out []Sample
+	if s.Writer != nil {
+		for _, w := range r.cfg.Writers {
+			out = append(out, r.appendOnce(s, w, rep))
+		}
+	}
+	if s.Ingester != nil {
+		out = append(out, r.ingestAndRead(s, rep)...)
+	}
+	return out
+}
+
+// deviceStats reads the device counters, or returns nil without them.
+func (r *runner) deviceStats() *bench.DiskStats {
+	if r.disk == nil {
+		return nil
+	}
+	st, err := r.disk.Stats()
+	if err != nil {
+		return nil
+	}
+	return &st
+}
+
+func deviceDelta(before, after *bench.DiskStats) *bench.DiskStats {
+	if before == nil || after == nil {
+		return nil
+	}
+	d := after.Sub(*before)
+	return &d
+}
+
+func failed(workload string, rep int, err error) Sample {
+	return Sample{Workload: workload, Rep: rep, Err: err.Error()}
+}
+
+func (r *runner) appendOnce(s Subject, writers, rep int) Sample {
+	name := AppendWorkload(writers)
+	defer r.tick(s, name, rep)
+	dir := r.scratch(s.Name, name, rep)
+	defer os.RemoveAll(dir)
+	w, err := s.Writer(dir)
+	if err != nil {
+		return failed(name, rep, fmt.Errorf("open: %w", err))
+	}
+	before := r.deviceStats()
+	smp := durableAppend(w, writers, r.cfg.AppendRecordBytes, r.cfg.AppendDuration, r.payload)
+	after := r.deviceStats()
+	if err := w.Close(); err != nil && smp.Err == "" {
+		smp.Err = fmt.Sprintf("close: %v", err)
+	}
+	smp.Workload, smp.Rep, smp.Device = name, rep, deviceDelta(before, after)
+	return smp
+}
+
+// ingestAndRead runs the bulk ingest, then (for a durable subject, after a
+// clean close) the reopen-to-first-read and the cold sequential read of the
+// same log.
+func (r *runner) ingestAndRead(s Subject, rep int) []Sample {
+	dir := r.scratch(s.Name, WorkloadIngest, rep)
+	defer os.RemoveAll(dir)
+	in, smp := r.ingestOnce(s, dir, rep)
+	r.tick(s, WorkloadIngest, rep)
+	out := []Sample{smp}
+	if smp.Err != "" {
+		// Nothing trustworthy to read back.
+		out = append(out, failed(WorkloadRead, rep, errors.New("ingest failed")))
+		r.tick(s, WorkloadRead, rep)
+		if s.Durable && s.Reopen != nil {
+			out = append(out, failed(WorkloadReopen, rep, errors.New("ingest failed")))
+			r.tick(s, WorkloadReopen, rep)
+		}
+		return out
+	}
+	if !s.Durable {
+		out = append(out, r.readOpen(in, smp, rep))
+		r.tick(s, WorkloadRead, rep)
+		return out
+	}
+	if s.Reopen != nil {
+		out = append(out, r.reopenOnce(s, dir, rep))
+		r.tick(s, WorkloadReopen, rep)
+	}
+	out = append(out, r.readCold(s, dir, smp, rep))
+	r.tick(s, WorkloadRead, rep)
+	return out
+}
+
+// ingestOnce ingests into dir. A durable subject is closed before it
+// returns (the device figures run from open to close, so that whatever the
+// subject writes at close counts); a non-durable one is returned open.
+func (r *runner) ingestOnce(s Subject, dir string, rep int) (Ingester, Sample) {
+	before := r.deviceStats()
+	in, err := s.Ingester(dir)
+	if err != nil {
+		return nil, failed(WorkloadIngest, rep, fmt.Errorf("open: %w", err))
+	}
+	smp := ingest(in, r.cfg.Records, r.cfg.BatchRecords, r.cfg.RecordBytes, r.payload)
+	smp.Workload, smp.Rep = WorkloadIngest, rep
+	if !s.Durable && smp.Err == "" {
+		return in, smp
+	}
+	if err := in.Close(); err != nil && smp.Err == "" {
+		smp.Err = fmt.Sprintf("close: %v", err)
+	}
+	smp.Device = deviceDelta(before, r.deviceStats())
+	if u, err := bench.DirUsage(dir); err == nil {
+		smp.Usage = &u
+	}
+	return nil, smp
+}
+
+func (r *runner) readOpen(in Ingester, wrote Sample, rep int) Sample {
+	defer in.Close()
+	sc, ok := in.(Scanner)
+	if !ok {
+		return failed(WorkloadRead, rep, errors.New("a subject that is not durable must scan while open"))
+	}
+	smp := scan(sc, wrote.Records, wrote.PayloadBytes)
+	smp.Workload, smp.Rep, smp.Cache = WorkloadRead, rep, "open"
+	return smp
+}
+
+func (r *runner) reopenOnce(s Subject, dir string, rep int) Sample {
+	cache, err := evict(dir)
+	if err != nil {
+		return failed(WorkloadReopen, rep, err)
+	}
+	before := r.deviceStats()
+	took, err := s.Reopen(dir)
+	if err != nil {
+		return failed(WorkloadReopen, rep, err)
+	}
+	return Sample{Workload: WorkloadReopen, Rep: rep, Records: 1, Seconds: took.Seconds(),
+		Cache: cache, Device: deviceDelta(before, r.deviceStats())}
+}
+
+// readCold evicts dir from the page cache, opens the subject on it, evicts
+// again (whatever the open itself read goes too; pages an engine keeps
+// mapped cannot go, and the cache label then says so) and scans.
+func (r *runner) readCold(s Subject, dir string, wrote Sample, rep int) Sample {
+	if s.Scanner == nil {
+		return failed(WorkloadRead, rep, errors.New("durable subject without a scanner"))
+	}
+	if _, err := evict(dir); err != nil {
+		return failed(WorkloadRead, rep, err)
+	}
+	sc, err := s.Scanner(dir)
+	if err != nil {
+		return failed(WorkloadRead, rep, fmt.Errorf("open: %w", err))
+	}
+	defer sc.Close()
+	cache, err := evict(dir)
+	if err != nil {
+		return failed(WorkloadRead, rep, err)
+	}
+	before := r.deviceStats()
+	smp := scan(sc, wrote.Records, wrote.PayloadBytes)
+	smp.Workload, smp.Rep, smp.Cache = WorkloadRead, rep, cache
+	smp.Device = deviceDelta(before, r.deviceStats())
+	return smp
+}
+
+// evict drops dir from the page cache and says how cold it got.
+func evict(dir string) (string, error) {
+	method, resident, err := bench.EvictCache(dir)
+	if err != nil {
+		return "", err
+	}
+	if resident <= coldResident {
+		return "cold (" + method + ")", nil
+	}
+	return fmt.Sprintf("warm (%.0f%% resident after %s)", resident*100, method), nil
+}
