@@ -1,0 +1,231 @@
+package logbench_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/minikafka/minikafka/bench/logbench"
+	"github.com/minikafka/minikafka/engine"
+	"github.com/minikafka/minikafka/engines/memory"
+)
+
+// tiny is the whole pipeline on sizes that run in a moment. No figure is
+// asserted: only that every workload ran and counted what it should.
+func tiny(t *testing.T, subjects ...string) logbench.Config {
+	c := logbench.Quick()
+	c.Subjects = subjects
+	c.Writers = []int{1, 8}
+	c.AppendDuration = 20 * time.Millisecond
+	c.Records = 5_500 // a short last batch
+	c.Dir = t.TempDir()
+	return c
+}
+
+func TestRunWholePipeline(t *testing.T) {
+	c := tiny(t, memory.Name, logbench.RawName, logbench.BadgerTxnName)
+	res, err := logbench.Run(c)
+	require.NoError(t, err)
+
+	require.Len(t, res.Subjects, 3)
+	assert.Equal(t, []string{logbench.RawName, logbench.BadgerTxnName, memory.Name},
+		[]string{res.Subjects[0].Name, res.Subjects[1].Name, res.Subjects[2].Name}, "report order")
+	want := map[string][]string{
+		logbench.RawName:       {"append-1", "append-8", "ingest", "read"},
+		logbench.BadgerTxnName: {"append-1", "append-8"},
+		memory.Name:            {"append-1", "append-8", "ingest", "read"},
+	}
+	for _, sr := range res.Subjects {
+		var got []string
+		for _, s := range sr.Samples {
+			got = append(got, s.Workload)
+			assert.Empty(t, s.Err, "%s %s", sr.Name, s.Workload)
+			switch {
+			case strings.HasPrefix(s.Workload, "append-"):
+				assert.Positive(t, s.Records, "%s %s", sr.Name, s.Workload)
+				require.NotNil(t, s.Latency)
+				assert.Equal(t, s.Records, s.Latency.Count)
+			case s.Workload == logbench.WorkloadIngest || s.Workload == logbench.WorkloadRead:
+				assert.Equal(t, c.Records, s.Records, "%s %s", sr.Name, s.Workload)
+				assert.Equal(t, c.Records*int64(c.RecordBytes), s.PayloadBytes)
+			}
+		}
+		assert.Equal(t, want[sr.Name], got, sr.Name)
+	}
+	raw := res.Subject(logbench.RawName)
+	ing := raw.Of(logbench.WorkloadIngest)[0]
+	require.NotNil(t, ing.Usage)
+	assert.Equal(t, c.Records*int64(c.RecordBytes), ing.Usage.Apparent, "the raw file is the payload")
+	assert.Equal(t, "open", res.Subject(memory.Name).Of(logbench.WorkloadRead)[0].Cache)
+
+	for _, tr := range res.Targets {
+		assert.Equal(t, "SKIP", tr.Verdict(), "no segment engine here: %s", tr)
+	}
+
+	res.Command, res.Commit = "test", "none"
+	md := string(logbench.Report(res).Markdown())
+	for _, s := range []string{"## Targets", "## Durable append, 8 writer(s)", "## Bulk ingest",
+		"## Sequential read", "## Reopen to first read", "## Machine", "| raw |", "| badger-txn |", "| memory |"} {
+		assert.Contains(t, md, s)
+	}
+	_, err = json.Marshal(res)
+	require.NoError(t, err, "results must encode as JSON (no NaN)")
+
+	entries, err := os.ReadDir(c.Dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "scratch data removed")
+}
+
+func TestRunRefusesUnknownSubject(t *testing.T) {
+	_, err := logbench.Run(tiny(t, "no-such-engine"))
+	require.ErrorIs(t, err, engine.ErrUnknownEngine)
+}
+
+func TestRunRefusesBadConfig(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(*logbench.Config)
+	}{
+		{"no reps", func(c *logbench.Config) { c.Reps = 0 }},
+		{"no records", func(c *logbench.Config) { c.Records = 0 }},
+		{"zero writers", func(c *logbench.Config) { c.Writers = []int{0} }},
+		{"batch smaller than its stamp", func(c *logbench.Config) { c.RecordBytes, c.BatchRecords = 1, 1 }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := tiny(t, memory.Name)
+			c.edit(&cfg)
+			_, err := logbench.Run(cfg)
+			assert.Error(t, err)
+		})
+	}
+}
+
+// failing is an engine whose every Append fails once the log holds a few
+// batches: the run must record the failure and go on.
+const failingName = "logbenchtest-failing"
+
+func init() {
+	engine.Register(engine.Driver{
+		Name: failingName,
+		Caps: engine.Capabilities{Durable: true},
+		Open: func(dir string, opts engine.Options) (engine.LogEngine, error) {
+			return &failing{LogEngine: memory.Open(opts)}, nil
+		},
+	})
+}
+
+type failing struct{ engine.LogEngine }
+
+var errInjected = errors.New("injected append failure")
+
+func (f *failing) Append(b engine.Batch) error {
+	if b.BaseOffset >= 3 {
+		return errInjected
+	}
+	return f.LogEngine.Append(b)
+}
+
+func TestFailuresAreRecordedNotFatal(t *testing.T) {
+	res, err := logbench.Run(tiny(t, failingName, memory.Name))
+	require.NoError(t, err)
+	sr := res.Subject(failingName)
+	require.NotNil(t, sr)
+	for _, s := range sr.Samples {
+		assert.NotEmpty(t, s.Err, "%s must fail", s.Workload)
+	}
+	assert.Contains(t, sr.Of(logbench.WorkloadIngest)[0].Err, errInjected.Error())
+	assert.Equal(t, "ingest failed", sr.Of(logbench.WorkloadReopen)[0].Err)
+	for _, s := range res.Subject(memory.Name).Samples {
+		assert.Empty(t, s.Err, "the other engine still runs: %s", s.Workload)
+	}
+	md := string(logbench.Report(res).Markdown())
+	assert.Contains(t, md, "1/1 failed: ")
+}
+
+func TestRawGroupCommitKeepsEveryRecord(t *testing.T) {
+	dir := t.TempDir()
+	w, err := logbench.RawSubject(100).Writer(dir)
+	require.NoError(t, err)
+	const writers, each, size = 16, 50, 100
+	errs := make(chan error, writers)
+	for i := range writers {
+		go func() {
+			rec := []byte(fmt.Sprintf("%-*d", size, i))
+			for range each {
+				if err := w.Write(rec); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range writers {
+		require.NoError(t, <-errs)
+	}
+	require.NoError(t, w.Close())
+	data, err := os.ReadFile(filepath.Join(dir, "raw.log"))
+	require.NoError(t, err)
+	require.Len(t, data, writers*each*size)
+	counts := map[string]int{}
+	for i := 0; i < len(data); i += size {
+		counts[strings.TrimSpace(string(data[i:i+size]))]++
+	}
+	for i := range writers {
+		assert.Equal(t, each, counts[fmt.Sprint(i)], "writer %d: records are whole and none is lost", i)
+	}
+}
+
+func TestEngineScanChecksStamps(t *testing.T) {
+	cases := []struct {
+		name    string
+		batches func() []engine.Batch
+		wantErr string
+	}{
+		{"stamped", func() []engine.Batch {
+			return []engine.Batch{batch(0, 2, 0), batch(2, 3, 2)}
+		}, ""},
+		{"stamp of another batch", func() []engine.Batch {
+			return []engine.Batch{batch(0, 2, 0), batch(2, 3, 7)}
+		}, "carries stamp 7"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			sub, err := logbench.EngineSubject(memory.Name)
+			require.NoError(t, err)
+			in, err := sub.Ingester(dir)
+			require.NoError(t, err)
+			defer in.Close()
+			var recs int64
+			for _, b := range c.batches() {
+				require.NoError(t, in.WriteBatch(b.Data, b.Records))
+				recs += int64(b.Records)
+			}
+			records, _, err := in.(logbench.Scanner).Scan()
+			if c.wantErr != "" {
+				require.ErrorContains(t, err, c.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, recs, records)
+		})
+	}
+}
+
+func batch(base int64, records int32, stamp uint64) engine.Batch {
+	data := make([]byte, 16)
+	for i := range 8 {
+		data[i] = byte(stamp >> (56 - 8*i))
+	}
+	return engine.Batch{BaseOffset: base, Records: records, Data: data}
+}
