@@ -14,9 +14,11 @@ import (
 const MarkerFile = "ENGINE"
 
 // ClaimDir creates dir if needed and makes sure it belongs to the engine
-// called name: an empty directory is claimed by writing the marker durably;
-// a directory claimed by another engine, or holding files but no marker,
-// returns ErrWrongEngine. Every engine calls it first in Open.
+// called name: an empty directory (or one holding only the temporary marker
+// of a claim cut short by a crash) is claimed by writing the marker durably,
+// directory entry included; a directory claimed by another engine, or
+// holding other files but no marker, returns ErrWrongEngine. Every engine
+// calls it first in Open.
 func ClaimDir(fs vfs.FS, dir, name string) error {
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("engine %s: create %s: %w", name, dir, err)
@@ -41,17 +43,30 @@ func ClaimDir(fs vfs.FS, dir, name string) error {
 	if err != nil {
 		return fmt.Errorf("engine %s: list %s: %w", name, dir, err)
 	}
-	if len(entries) > 0 {
-		return fmt.Errorf("%w: %s holds files but no %s marker (another program's directory?)", ErrWrongEngine, dir, MarkerFile)
+	for _, e := range entries {
+		// The temporary marker of a claim that crashed before its rename is
+		// ours to replace: the directory was empty when that claim began.
+		if e != MarkerFile+tmpSuffix {
+			return fmt.Errorf("%w: %s holds files but no %s marker (another program's directory?)", ErrWrongEngine, dir, MarkerFile)
+		}
+	}
+	// A directory just created is durable only once its parent is synced;
+	// without this a power loss can take the whole log with it, synced
+	// batches included.
+	if err := SyncDir(fs, fs.PathDir(dir)); err != nil {
+		return fmt.Errorf("engine %s: %w", name, err)
 	}
 	return WriteFileAtomic(fs, path, []byte(name+"\n"))
 }
+
+// tmpSuffix names WriteFileAtomic's temporary file.
+const tmpSuffix = ".tmp"
 
 // WriteFileAtomic replaces path with data so that after a crash the file holds
 // either its old contents or the new ones, never a mix: write a temporary
 // file, fsync it, rename it over path, fsync the directory.
 func WriteFileAtomic(fs vfs.FS, path string, data []byte) error {
-	tmp := path + ".tmp"
+	tmp := path + tmpSuffix
 	f, err := fs.Create(tmp, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", tmp, err)

@@ -1,0 +1,161 @@
+package crashtest
+
+import (
+	"io"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/minikafka/minikafka/engine"
+	"github.com/minikafka/minikafka/engine/enginetest"
+	"github.com/minikafka/minikafka/engines/memory"
+)
+
+// The suite must pass an engine that keeps its promises...
+func TestSuitePassesACorrectEngine(t *testing.T) {
+	Run(t, toyDriver("toy", toyBugs{}))
+}
+
+// ...and must fail engines that break them, each in its own way.
+func TestPowerLossCatchesBrokenEngines(t *testing.T) {
+	cases := []struct {
+		name string
+		bugs toyBugs
+		want string // a phrase of the finding
+	}{
+		{"SyncThatDoesNotSync", toyBugs{lieSync: true}, "acknowledged"},
+		{"AcksFromMemory", toyBugs{holdWrites: true}, "acknowledged"},
+		{"TornTailNotCut", toyBugs{noTailCut: true}, "not what was written"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := toyDriver("toy-"+c.name, c.bugs)
+			s := seed()
+			p := makePlan(rand.New(rand.NewPCG(s, 1)), 40)
+			n, err := countOps(d, p)
+			require.NoError(t, err, "the workload runs without a crash")
+			var found []string
+			for k := 1; k <= n && len(found) == 0; k++ {
+				for _, prob := range crashAt(d, p, s, k).problems {
+					if strings.Contains(prob, c.want) {
+						found = append(found, prob)
+					}
+				}
+			}
+			assert.NotEmpty(t, found, "seed %d: no crash point of %d found %q", s, n, c.want)
+			t.Logf("finding: %v", found)
+		})
+	}
+}
+
+// A kill loses what an engine acknowledged from user-space memory; the OS
+// keeps what it was given, so a Sync that skips the fsync passes Kill (only
+// PowerLoss catches that).
+func TestKillCatchesAcksFromMemory(t *testing.T) {
+	msg := killRounds(t, toyDriver("toy-held", toyBugs{holdWrites: true}), seed(), 3)
+	assert.Contains(t, msg, "acknowledged batch", "Kill finds the acknowledged batches the child lost")
+	t.Log(msg)
+}
+
+func TestRunSkipsWhatDoesNotApply(t *testing.T) {
+	Run(t, memory.Driver) // not durable: both subtests skip, and say why
+}
+
+func TestCrashFS(t *testing.T) {
+	mem, err := newDisk()
+	require.NoError(t, err)
+	fs := newCrashFS(mem, 4, rand.New(rand.NewPCG(1, 1)), 100)
+	f, err := fs.Create("/data/f", vfs.WriteCategoryUnspecified) // op 1
+	require.NoError(t, err)
+	_, err = f.Write([]byte("hello ")) // op 2
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())       // op 3
+	_, err = f.Write([]byte("world!")) // op 4: torn
+	require.ErrorIs(t, err, errPowerLost, "the crash op fails")
+	assert.Equal(t, 4, fs.opCount())
+	_, err = f.Write([]byte("x"))
+	assert.ErrorIs(t, err, errPowerLost, "every write after the crash fails")
+	assert.ErrorIs(t, f.Sync(), errPowerLost, "every sync after the crash fails")
+	_, err = fs.Open("/data/f")
+	assert.ErrorIs(t, err, errPowerLost, "every read after the crash fails")
+	assert.Equal(t, 4, fs.opCount(), "failed calls are not counted")
+	require.NoError(t, f.Close(), "files can still be released")
+
+	// The clone kept all unsynced data (100%): the synced prefix and part of
+	// the torn write, never more.
+	got := readAllFile(t, fs.clone, "/data/f")
+	assert.True(t, strings.HasPrefix(got, "hello "), "synced data survives: %q", got)
+	assert.True(t, strings.HasPrefix("hello world!", got) && len(got) < len("hello world!"), "the torn write is a strict prefix: %q", got)
+	assert.Contains(t, fs.crashOp, "write /data/f")
+}
+
+func TestCrashFSDropsUnsyncedData(t *testing.T) {
+	mem, err := newDisk()
+	require.NoError(t, err)
+	fs := newCrashFS(mem, 0, rand.New(rand.NewPCG(1, 1)), 0)
+	f, err := fs.Create("/data/f", vfs.WriteCategoryUnspecified)
+	require.NoError(t, err)
+	_, err = f.Write([]byte("synced"))
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	require.NoError(t, engine.SyncDir(fs, "/data"))
+	_, err = f.Write([]byte(" unsynced"))
+	require.NoError(t, err)
+	g, err := fs.Create("/data/g", vfs.WriteCategoryUnspecified) // its directory entry is never synced
+	require.NoError(t, err)
+	require.NoError(t, g.Sync())
+	fs.crashNow()
+	assert.Equal(t, "synced", readAllFile(t, fs.clone, "/data/f"), "with 0%% kept, only synced bytes survive")
+	_, err = fs.clone.Stat("/data/g")
+	assert.Error(t, err, "a file whose directory was not synced is gone")
+}
+
+func readAllFile(t *testing.T, fs vfs.FS, name string) string {
+	t.Helper()
+	f, err := fs.Open(name)
+	require.NoError(t, err)
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func TestCompare(t *testing.T) {
+	b := func(base int64, records int32, size int) engine.Batch { return enginetest.Batch(base, records, size) }
+	log := []engine.Batch{b(0, 5, 100), b(5, 5, 100), b(10, 5, 100)}
+	cases := []struct {
+		name string
+		r    recovered
+		x    expect
+		want string // "" for no finding
+	}{
+		{"AllThere", recovered{0, 15, log}, expect{batches: log, acked: 15, strict: true}, ""},
+		{"UnsyncedTailLost", recovered{0, 5, log[:1]}, expect{batches: log, acked: 5, strict: true}, ""},
+		{"AckedTailLost", recovered{0, 5, log[:1]}, expect{batches: log, acked: 10, strict: true}, "acknowledged data lost"},
+		{"WrongBytes", recovered{0, 15, []engine.Batch{log[0], b(5, 5, 101), log[2]}}, expect{batches: log, acked: 15, strict: true}, "batch at 5 is"},
+		{"StaleAfterTruncate", recovered{0, 15, log}, expect{batches: log[:1], acked: 5, strict: true}, "never written"},
+		{"UnknownAllowedAfterKill", recovered{0, 15, log}, expect{batches: log[:1], acked: 5}, ""},
+		{"StartLost", recovered{0, 15, log}, expect{batches: log, startLo: 7, startHi: 7, acked: 15, strict: true}, "StartOffset is 0, want 7"},
+		{"StartInFlight", recovered{7, 15, log[1:]}, expect{batches: log, startLo: 0, startHi: 7, acked: 15, strict: true}, ""},
+		{"MissingInMiddle", recovered{0, 15, []engine.Batch{log[0], b(5, 10, 100)}}, expect{batches: log, acked: 15}, "acknowledged batch [10, 15)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := compare(c.r, c.x)
+			if c.want == "" {
+				assert.Empty(t, got)
+				return
+			}
+			assert.Contains(t, strings.Join(got, "\n"), c.want)
+		})
+	}
+}
+
+func TestRunPattern(t *testing.T) {
+	assert.Equal(t, "^TestCrash$/^Kill$", runPattern("TestCrash/Kill"))
+	assert.Equal(t, `^Test\.x$/^a\+b$`, runPattern("Test.x/a+b"))
+}

@@ -1,0 +1,395 @@
+package crashtest
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// errPowerLost is what every filesystem call returns once the simulated
+// machine has lost power. Engines see it wrapped with the operation.
+var errPowerLost = errors.New("crashtest: injected error: the machine lost power")
+
+// crashFS is a vfs.FS over a crashable MemFS that counts the operations that
+// change what is on disk (writes, syncs, creates, renames, removes, links,
+// directory creation) and loses power at the crashAt-th of them:
+//
+//   - a write at the crash point lands only a random prefix of its bytes (a
+//     torn write); any other operation at the crash point does not happen;
+//   - the surviving disk is a CrashClone taken at that instant: everything
+//     synced, plus a random share (unsyncedPct) of what was not;
+//   - from then on every call fails with errPowerLost.
+//
+// Every mutating call runs under mu, and so does the crash, so an fsync that
+// returned nil to the engine is always in the clone: an engine cannot record
+// an acknowledgement for data the clone misses. Reads are not counted and
+// need no ordering; they fail after the crash too.
+type crashFS struct {
+	mem *vfs.MemFS
+
+	mu          sync.Mutex
+	ops         int // mutating operations seen so far, the crash one included
+	crashAt     int // 1-based; 0 means never
+	rng         *rand.Rand
+	unsyncedPct int
+	clone       *vfs.MemFS
+	crashOp     string   // the operation the power went out on
+	recent      []string // the last few operations before it, oldest first
+	crashed     atomic.Bool
+}
+
+const recentOps = 6
+
+var _ vfs.FS = (*crashFS)(nil)
+
+func newCrashFS(mem *vfs.MemFS, crashAt int, rng *rand.Rand, unsyncedPct int) *crashFS {
+	return &crashFS{mem: mem, crashAt: crashAt, rng: rng, unsyncedPct: unsyncedPct}
+}
+
+// mutate runs one counted operation. apply performs it; torn is true when the
+// power goes out during it, and then apply does the part that reaches the
+// disk (a prefix of a write) or nothing.
+func (fs *crashFS) mutate(desc string, apply func(torn bool) error) error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.crashed.Load() {
+		return fmt.Errorf("%s: %w", desc, errPowerLost)
+	}
+	fs.ops++
+	if fs.ops != fs.crashAt {
+		fs.note(desc)
+		return apply(false)
+	}
+	_ = apply(true) // whatever it managed before the power went out
+	fs.crashLocked(desc)
+	return fmt.Errorf("%s: %w", desc, errPowerLost)
+}
+
+func (fs *crashFS) note(desc string) {
+	if len(fs.recent) == recentOps {
+		fs.recent = fs.recent[1:]
+	}
+	fs.recent = append(fs.recent, desc)
+}
+
+func (fs *crashFS) crashLocked(desc string) {
+	fs.crashOp = desc
+	fs.clone = fs.mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: fs.unsyncedPct, RNG: fs.rng})
+	fs.crashed.Store(true)
+}
+
+// crashNow loses power between operations (the workload ended before the
+// crash point); it does nothing if the power is already out.
+func (fs *crashFS) crashNow() {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if !fs.crashed.Load() {
+		fs.crashLocked("(after the workload's last operation)")
+	}
+}
+
+// opCount is how many mutating operations the filesystem has seen.
+func (fs *crashFS) opCount() int {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.ops
+}
+
+// read guards a call that changes nothing: it only fails after the crash.
+func (fs *crashFS) read(desc string) error {
+	if fs.crashed.Load() {
+		return fmt.Errorf("%s: %w", desc, errPowerLost)
+	}
+	return nil
+}
+
+// tornLen is how much of an n-byte write lands when the power goes out
+// during it: a strict prefix, possibly nothing. The caller holds mu.
+func (fs *crashFS) tornLen(n int) int {
+	if n == 0 {
+		return 0
+	}
+	return fs.rng.IntN(n)
+}
+
+func (fs *crashFS) wrap(name string, f vfs.File) vfs.File {
+	return &crashFile{fs: fs, name: name, f: f}
+}
+
+func (fs *crashFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	var f vfs.File
+	err := fs.mutate("create "+name, func(torn bool) error {
+		if torn {
+			return nil
+		}
+		var err error
+		f, err = fs.mem.Create(name, category)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return fs.wrap(name, f), nil
+}
+
+func (fs *crashFS) Link(oldname, newname string) error {
+	return fs.mutate("link "+oldname+" "+newname, func(torn bool) error {
+		if torn {
+			return nil
+		}
+		return fs.mem.Link(oldname, newname)
+	})
+}
+
+func (fs *crashFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	if err := fs.read("open " + name); err != nil {
+		return nil, err
+	}
+	f, err := fs.mem.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	wf := fs.wrap(name, f)
+	for _, o := range opts {
+		o.Apply(wf)
+	}
+	return wf, nil
+}
+
+func (fs *crashFS) OpenReadWrite(name string, category vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	var f vfs.File
+	err := fs.mutate("open-rw "+name, func(torn bool) error {
+		if torn {
+			return nil
+		}
+		var err error
+		f, err = fs.mem.OpenReadWrite(name, category)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	wf := fs.wrap(name, f)
+	for _, o := range opts {
+		o.Apply(wf)
+	}
+	return wf, nil
+}
+
+func (fs *crashFS) OpenDir(name string) (vfs.File, error) {
+	if err := fs.read("open dir " + name); err != nil {
+		return nil, err
+	}
+	f, err := fs.mem.OpenDir(name)
+	if err != nil {
+		return nil, err
+	}
+	return fs.wrap(name, f), nil
+}
+
+func (fs *crashFS) Remove(name string) error {
+	return fs.mutate("remove "+name, func(torn bool) error {
+		if torn {
+			return nil
+		}
+		return fs.mem.Remove(name)
+	})
+}
+
+func (fs *crashFS) RemoveAll(name string) error {
+	return fs.mutate("remove-all "+name, func(torn bool) error {
+		if torn {
+			return nil
+		}
+		return fs.mem.RemoveAll(name)
+	})
+}
+
+func (fs *crashFS) Rename(oldname, newname string) error {
+	return fs.mutate("rename "+oldname+" "+newname, func(torn bool) error {
+		if torn {
+			return nil
+		}
+		return fs.mem.Rename(oldname, newname)
+	})
+}
+
+func (fs *crashFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	var f vfs.File
+	err := fs.mutate("reuse "+oldname+" "+newname, func(torn bool) error {
+		if torn {
+			return nil
+		}
+		var err error
+		f, err = fs.mem.ReuseForWrite(oldname, newname, category)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return fs.wrap(newname, f), nil
+}
+
+func (fs *crashFS) MkdirAll(dir string, perm os.FileMode) error {
+	return fs.mutate("mkdir "+dir, func(torn bool) error {
+		if torn {
+			return nil
+		}
+		return fs.mem.MkdirAll(dir, perm)
+	})
+}
+
+func (fs *crashFS) Lock(name string) (io.Closer, error) {
+	var c io.Closer
+	err := fs.mutate("lock "+name, func(torn bool) error {
+		if torn {
+			return nil
+		}
+		var err error
+		c, err = fs.mem.Lock(name)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (fs *crashFS) List(dir string) ([]string, error) {
+	if err := fs.read("list " + dir); err != nil {
+		return nil, err
+	}
+	return fs.mem.List(dir)
+}
+
+func (fs *crashFS) Stat(name string) (vfs.FileInfo, error) {
+	if err := fs.read("stat " + name); err != nil {
+		return nil, err
+	}
+	return fs.mem.Stat(name)
+}
+
+func (fs *crashFS) PathBase(p string) string       { return fs.mem.PathBase(p) }
+func (fs *crashFS) PathJoin(elem ...string) string { return fs.mem.PathJoin(elem...) }
+func (fs *crashFS) PathDir(p string) string        { return fs.mem.PathDir(p) }
+func (fs *crashFS) Unwrap() vfs.FS                 { return fs.mem }
+func (fs *crashFS) GetDiskUsage(p string) (vfs.DiskUsage, error) {
+	if err := fs.read("disk usage " + p); err != nil {
+		return vfs.DiskUsage{}, err
+	}
+	return fs.mem.GetDiskUsage(p)
+}
+
+// crashFile routes a file's calls through its crashFS.
+type crashFile struct {
+	fs   *crashFS
+	name string
+	f    vfs.File
+}
+
+// Close releases the file even after the crash: closing writes nothing, and
+// the engine must be able to let go of its handles.
+func (f *crashFile) Close() error { return f.f.Close() }
+
+func (f *crashFile) Read(p []byte) (int, error) {
+	if err := f.fs.read("read " + f.name); err != nil {
+		return 0, err
+	}
+	return f.f.Read(p)
+}
+
+func (f *crashFile) ReadAt(p []byte, off int64) (int, error) {
+	if err := f.fs.read("read " + f.name); err != nil {
+		return 0, err
+	}
+	return f.f.ReadAt(p, off)
+}
+
+func (f *crashFile) Write(p []byte) (int, error) {
+	n := 0
+	err := f.fs.mutate(fmt.Sprintf("write %s (%d bytes)", f.name, len(p)), func(torn bool) error {
+		var err error
+		if torn {
+			_, err = f.f.Write(p[:f.fs.tornLen(len(p))])
+			return err
+		}
+		n, err = f.f.Write(p)
+		return err
+	})
+	return n, err
+}
+
+func (f *crashFile) WriteAt(p []byte, off int64) (int, error) {
+	n := 0
+	err := f.fs.mutate(fmt.Sprintf("write %s (%d bytes at %d)", f.name, len(p), off), func(torn bool) error {
+		var err error
+		if torn {
+			_, err = f.f.WriteAt(p[:f.fs.tornLen(len(p))], off)
+			return err
+		}
+		n, err = f.f.WriteAt(p, off)
+		return err
+	})
+	return n, err
+}
+
+// Preallocate is not counted: it changes no contents (MemFS ignores it).
+func (f *crashFile) Preallocate(offset, length int64) error {
+	if err := f.fs.read("preallocate " + f.name); err != nil {
+		return err
+	}
+	return f.f.Preallocate(offset, length)
+}
+
+func (f *crashFile) Stat() (vfs.FileInfo, error) {
+	if err := f.fs.read("stat " + f.name); err != nil {
+		return nil, err
+	}
+	return f.f.Stat()
+}
+
+func (f *crashFile) Sync() error {
+	return f.fs.mutate("sync "+f.name, func(torn bool) error {
+		if torn {
+			return nil
+		}
+		return f.f.Sync()
+	})
+}
+
+func (f *crashFile) SyncData() error {
+	return f.fs.mutate("syncdata "+f.name, func(torn bool) error {
+		if torn {
+			return nil
+		}
+		return f.f.SyncData()
+	})
+}
+
+func (f *crashFile) SyncTo(length int64) (bool, error) {
+	full := false
+	err := f.fs.mutate(fmt.Sprintf("syncto %s %d", f.name, length), func(torn bool) error {
+		if torn {
+			return nil
+		}
+		var err error
+		full, err = f.f.SyncTo(length)
+		return err
+	})
+	return full, err
+}
+
+func (f *crashFile) Prefetch(offset, length int64) error {
+	if err := f.fs.read("prefetch " + f.name); err != nil {
+		return err
+	}
+	return f.f.Prefetch(offset, length)
+}
+
+func (f *crashFile) Fd() uintptr { return f.f.Fd() }

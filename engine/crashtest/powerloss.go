@@ -1,0 +1,200 @@
+package crashtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/minikafka/minikafka/engine"
+)
+
+const (
+	// dataDir is the operator's data directory: it exists, durably, before
+	// the workload starts. logDir, inside it, is the engine's to create.
+	dataDir = "/data"
+	logDir  = "/data/log"
+	// maxFailures stops a sweep that keeps failing: the first few crash
+	// points say what is wrong, the rest repeat it.
+	maxFailures = 5
+)
+
+// unsyncedShares are the shares of unsynced data a crashed disk may keep,
+// from "exactly what was synced" to "everything written" (a process crash).
+var unsyncedShares = []int{0, 30, 70, 100}
+
+func testPowerLoss(t *testing.T, d engine.Driver, master uint64) {
+	needDurable(t, d)
+	if !d.Caps.CustomFS {
+		t.Skipf("engine %s does not declare CustomFS: it cannot run on a crashable filesystem, so power loss is not simulated (Kill still runs)", d.Name)
+	}
+	seeds := []uint64{master}
+	if *flagLong && *flagSeed == 0 {
+		for i := range uint64(4) {
+			seeds = append(seeds, master+1+i)
+		}
+	}
+	for _, s := range seeds {
+		sweep(t, d, s)
+	}
+}
+
+// sweep counts the write operations of the seed's workload, then crashes it
+// at each of them in turn (or only at -crash.k).
+func sweep(t *testing.T, d engine.Driver, seed uint64) {
+	p := makePlan(rand.New(rand.NewPCG(seed, 0x706c616e)), workloadSize())
+	n, err := countOps(d, p)
+	if err != nil {
+		t.Fatalf("seed %d: the workload fails before any crash: %v\nreplay: %s", seed, err, replay(t, replayFlags(seed, 0)))
+	}
+	t.Logf("seed %d: %d steps, %d write operations: crashing at each", seed, len(p.steps), n)
+	first, last := 1, n
+	if *flagK > 0 {
+		first, last = *flagK, *flagK
+	}
+	failures := 0
+	for k := first; k <= last; k++ {
+		res := crashAt(d, p, seed, k)
+		if len(res.problems) == 0 {
+			continue
+		}
+		failures++
+		t.Error(res.report(seed, k, n, replay(t, replayFlags(seed, k))))
+		if res.hung || failures == maxFailures {
+			t.Errorf("seed %d: stopped the sweep at crash point %d of %d after %d failures", seed, k, n, failures)
+			return
+		}
+	}
+}
+
+func replayFlags(seed uint64, k int) string {
+	f := fmt.Sprintf("-crash.seed=%d", seed)
+	if k > 0 {
+		f += fmt.Sprintf(" -crash.k=%d", k)
+	}
+	if *flagLong {
+		f += " -crash.long"
+	}
+	return f
+}
+
+// newDisk is an empty crashable filesystem holding a durable dataDir.
+func newDisk() (*vfs.MemFS, error) {
+	mem := vfs.NewCrashableMem()
+	if err := mem.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := engine.SyncDir(mem, "/"); err != nil {
+		return nil, err
+	}
+	return mem, engine.SyncDir(mem, dataDir)
+}
+
+// countOps runs the workload with no crash, checks that a reopen sees the
+// log the workload expects, and returns how many write operations it made.
+func countOps(d engine.Driver, p plan) (int, error) {
+	mem, err := newDisk()
+	if err != nil {
+		return 0, err
+	}
+	fs := newCrashFS(mem, 0, nil, 0)
+	var o outcome
+	if err := guard("the workload", func() { execute(context.Background(), d, fs, logDir, p, &o) }); err != nil {
+		return 0, err
+	}
+	if !o.finished {
+		return 0, fmt.Errorf("%s", o.stopped)
+	}
+	if bad := recoverAndCheck(d, mem, o.x); len(bad) > 0 {
+		return 0, fmt.Errorf("after a clean Close and reopen:\n  - %s", strings.Join(bad, "\n  - "))
+	}
+	return fs.opCount(), nil
+}
+
+// crashResult is one crash point's story, for the failure message.
+type crashResult struct {
+	unsyncedPct int
+	crashOp     string
+	recent      []string
+	stopped     string
+	problems    []string
+	hung        bool
+}
+
+// crashAt runs the workload on a fresh disk that loses power at write
+// operation k, then recovers the surviving disk and checks it.
+func crashAt(d engine.Driver, p plan, seed uint64, k int) crashResult {
+	rng := rand.New(rand.NewPCG(seed, uint64(k)))
+	res := crashResult{unsyncedPct: unsyncedShares[rng.IntN(len(unsyncedShares))]}
+	mem, err := newDisk()
+	if err != nil {
+		res.problems = []string{err.Error()}
+		return res
+	}
+	fs := newCrashFS(mem, k, rng, res.unsyncedPct)
+	var o outcome
+	if err := guard("the workload", func() { execute(context.Background(), d, fs, logDir, p, &o) }); err != nil {
+		res.problems = append(res.problems, err.Error())
+		if errors.Is(err, errHang) {
+			res.hung = true
+			return res // o is still the hung goroutine's
+		}
+	}
+	fs.crashNow()
+	res.crashOp, res.recent, res.stopped = fs.crashOp, fs.recent, o.stopped
+	bad := recoverAndCheck(d, fs.clone, o.x)
+	res.problems = append(res.problems, bad...)
+	for _, b := range bad {
+		res.hung = res.hung || strings.Contains(b, errHang.Error())
+	}
+	return res
+}
+
+func (r crashResult) report(seed uint64, k, n int, replayCmd string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d: power lost at write operation %d of %d (%s); the disk kept %d%% of unsynced data\n",
+		seed, k, n, r.crashOp, r.unsyncedPct)
+	if r.stopped != "" {
+		fmt.Fprintf(&b, "  the workload stopped at %s\n", r.stopped)
+	}
+	for _, p := range r.problems {
+		fmt.Fprintf(&b, "  - %s\n", p)
+	}
+	if len(r.recent) > 0 {
+		fmt.Fprintf(&b, "  operations just before the crash: %s\n", strings.Join(r.recent, "; "))
+	}
+	fmt.Fprintf(&b, "  replay: %s", replayCmd)
+	return b.String()
+}
+
+// recoverAndCheck opens a fresh engine on the surviving disk, checks its log
+// against x, appends one more batch and closes it.
+func recoverAndCheck(d engine.Driver, disk vfs.FS, x expect) []string {
+	var bad []string
+	err := guard("recovery", func() {
+		e, err := d.Open(logDir, engineOptions(disk))
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("Open after the crash failed: %v", err))
+			return
+		}
+		r, b := readLog(e)
+		bad = append(bad, b...)
+		bad = append(bad, compare(r, x)...)
+		_, b = resume(context.Background(), e, 2, 100)
+		bad = append(bad, b...)
+		if err := e.Close(); err != nil {
+			bad = append(bad, fmt.Sprintf("Close after recovery failed: %v", err))
+		}
+	})
+	if errors.Is(err, errHang) {
+		return []string{err.Error()} // bad is still the hung goroutine's
+	}
+	if err != nil {
+		bad = append(bad, err.Error())
+	}
+	return bad
+}
