@@ -165,8 +165,8 @@ func TestEndToEndSeesOnlyNewRecords(t *testing.T) {
 
 func TestUnreachableBrokerCountsErrors(t *testing.T) {
 	ctx := testCtx(t)
-	c := Client{Brokers: []string{"127.0.0.1:1"}, Opts: []kgo.Opt{kgo.RecordDeliveryTimeout(time.Second)}}
-	pr, err := Produce(ctx, ProduceConfig{Client: c, Topic: "nowhere", Records: 5, RecordBytes: 10})
+	c := Client{Brokers: []string{"127.0.0.1:1"}}
+	pr, err := Produce(ctx, ProduceConfig{Client: c, Topic: "nowhere", Records: 5, RecordBytes: 10, DeliveryTimeout: time.Second})
 	require.NoError(t, err, "a failing broker is a result, not a config error")
 	assert.Zero(t, pr.Records)
 	assert.Equal(t, int64(5), pr.Errors)

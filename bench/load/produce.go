@@ -38,6 +38,9 @@ type ProduceConfig struct {
 	// connections; records and rate are split between them.
 	Clients int           `json:"clients"`
 	Linger  time.Duration `json:"linger_ns"`
+	// DeliveryTimeout fails a record not acknowledged in this long; 0 means
+	// 30 s. franz-go refuses less than a second.
+	DeliveryTimeout time.Duration `json:"delivery_timeout_ns"`
 	// Seed picks the payload bytes.
 	Seed uint64 `json:"seed"`
 	// Progress, when set, is called about every ProgressEvery with the
@@ -70,6 +73,9 @@ func (c *ProduceConfig) check() error {
 	if c.Clients == 0 {
 		c.Clients = 1
 	}
+	if c.DeliveryTimeout == 0 {
+		c.DeliveryTimeout = 30 * time.Second
+	}
 	return nil
 }
 
@@ -93,7 +99,7 @@ func (c *ProduceConfig) clientOpts() ([]kgo.Opt, error) {
 		kgo.MaxBufferedRecords(c.InFlight),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 		// A benchmark reports failures; it does not retry forever.
-		kgo.RecordDeliveryTimeout(30*time.Second),
+		kgo.RecordDeliveryTimeout(c.DeliveryTimeout),
 	)
 	if c.Linger > 0 {
 		opts = append(opts, kgo.ProducerLinger(c.Linger))
