@@ -78,6 +78,7 @@
 //	-crash.long     a bigger PowerLoss workload and more seeds
 //	-crash.kills=N  Kill: how many kill rounds (default 20)
 //	-crash.hang=D   how long one engine call may take before it counts as a hang
+//	-crash.v        print each PowerLoss crash point on stderr as it starts
 //
 // Every run logs its seed first, and every failure says the go test command
 // that replays it.
@@ -103,6 +104,7 @@ var (
 	flagK     = flag.Int("crash.k", 0, "crashtest: PowerLoss crashes only at this write operation (0: every one)")
 	flagLong  = flag.Bool("crash.long", false, "crashtest: a bigger PowerLoss workload and more seeds")
 	flagKills = flag.Int("crash.kills", 20, "crashtest: how many times Kill kills the engine's process")
+	flagV     = flag.Bool("crash.v", false, "crashtest: print each PowerLoss crash point on stderr as it starts (finds the one that takes the binary down)")
 	flagHang  = flag.Duration("crash.hang", time.Minute, "crashtest: an engine call taking longer than this is reported as a hang")
 )
 
@@ -113,6 +115,10 @@ func Run(t *testing.T, d engine.Driver) {
 	if os.Getenv(envChild) == "" {
 		// The child of a Kill round prints only its acknowledgements.
 		t.Logf("crashtest: engine %s, seed %d (rerun with -crash.seed=%d)", d.Name, seed(), seed())
+		// Also on stderr at once: t.Logf output is lost if an engine's own
+		// goroutine panics and takes the test binary down.
+		fmt.Fprintf(os.Stderr, "crashtest: %s on engine %s, seed %d (replay: %s; add -crash.v to see each crash point)\n",
+			t.Name(), d.Name, seed(), replay(t, replayFlags(seed(), 0)))
 	}
 	t.Run("PowerLoss", func(t *testing.T) { testPowerLoss(t, d, seed()) })
 	t.Run("Kill", func(t *testing.T) { testKill(t, d, seed()) })
@@ -174,15 +180,27 @@ func packageDir() string {
 // errHang is what guard reports for a call that did not return in time.
 var errHang = errors.New("crashtest: engine call hung")
 
-// guard runs fn and turns a panic into an error and a call that outlives
-// -crash.hang into errHang (the goroutine is abandoned: a hung engine cannot
-// be stopped from outside).
+// panicError is what guard reports for a call that panicked.
+type panicError struct {
+	what  string
+	value any
+	stack []byte
+}
+
+func (p *panicError) Error() string {
+	return fmt.Sprintf("%s panicked: %v\n%s", p.what, p.value, p.stack)
+}
+
+// guard runs fn and turns a panic into a *panicError and a call that
+// outlives -crash.hang into errHang (the goroutine is abandoned: a hung
+// engine cannot be stopped from outside). Panics in the engine's own
+// goroutines cannot be caught: they end the test binary.
 func guard(what string, fn func()) error {
 	done := make(chan error, 1)
 	go func() {
 		defer func() {
 			if p := recover(); p != nil {
-				done <- fmt.Errorf("%s panicked: %v\n%s", what, p, debug.Stack())
+				done <- &panicError{what: what, value: p, stack: debug.Stack()}
 			}
 		}()
 		fn()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
@@ -56,9 +57,27 @@ func sweep(t *testing.T, d engine.Driver, seed uint64) {
 	if *flagK > 0 {
 		first, last = *flagK, *flagK
 	}
-	failures := 0
+	var (
+		failures   int
+		panics     []int
+		firstPanic string
+	)
+	defer func() {
+		if len(panics) > 0 {
+			t.Errorf("seed %d: the engine panicked instead of returning an error, after the power went out, at %d of %d crash points %v; the first:\n%s",
+				seed, len(panics), n, panics, firstPanic)
+		}
+	}()
 	for k := first; k <= last; k++ {
+		if *flagV {
+			fmt.Fprintf(os.Stderr, "crashtest: seed %d, crash point %d of %d\n", seed, k, n)
+		}
 		res := crashAt(d, p, seed, k)
+		if res.panicked != nil {
+			if panics = append(panics, k); len(panics) == 1 {
+				firstPanic = res.report(seed, k, n, replay(t, replayFlags(seed, k)))
+			}
+		}
 		if len(res.problems) == 0 {
 			continue
 		}
@@ -123,6 +142,7 @@ type crashResult struct {
 	stopped     string
 	problems    []string
 	hung        bool
+	panicked    *panicError // the workload panicked after the crash
 }
 
 // crashAt runs the workload on a fresh disk that loses power at write
@@ -137,12 +157,16 @@ func crashAt(d engine.Driver, p plan, seed uint64, k int) crashResult {
 	}
 	fs := newCrashFS(mem, k, rng, res.unsyncedPct)
 	var o outcome
-	if err := guard("the workload", func() { execute(context.Background(), d, fs, logDir, p, &o) }); err != nil {
+	err = guard("the workload", func() { execute(context.Background(), d, fs, logDir, p, &o) })
+	switch {
+	case errors.Is(err, errHang):
 		res.problems = append(res.problems, err.Error())
-		if errors.Is(err, errHang) {
-			res.hung = true
-			return res // o is still the hung goroutine's
-		}
+		res.hung = true
+		return res // o is still the hung goroutine's
+	case errors.As(err, &res.panicked):
+		// Reported apart from durability: go on and check the disk it left.
+	case err != nil:
+		res.problems = append(res.problems, err.Error())
 	}
 	fs.crashNow()
 	res.crashOp, res.recent, res.stopped = fs.crashOp, fs.recent, o.stopped
@@ -160,6 +184,9 @@ func (r crashResult) report(seed uint64, k, n int, replayCmd string) string {
 		seed, k, n, r.crashOp, r.unsyncedPct)
 	if r.stopped != "" {
 		fmt.Fprintf(&b, "  the workload stopped at %s\n", r.stopped)
+	}
+	if r.panicked != nil {
+		fmt.Fprintf(&b, "  - %v\n", r.panicked)
 	}
 	for _, p := range r.problems {
 		fmt.Fprintf(&b, "  - %s\n", p)

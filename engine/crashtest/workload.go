@@ -52,9 +52,9 @@ type plan struct {
 // workloadSize is the number of appends; -crash.long raises it.
 func workloadSize() int {
 	if *flagLong {
-		return 240
+		return 600
 	}
-	return 40
+	return 100
 }
 
 // makePlan draws a workload from rng: batches of 1 to 16 records and 12
