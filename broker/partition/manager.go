@@ -1,0 +1,536 @@
+// Package partition is the broker's log layer: topics and their partitions
+// over a pluggable storage engine. A Manager owns every topic (created,
+// deleted, restored on open); a Partition validates and appends produced
+// batches (with idempotent producer checks), tracks the high watermark,
+// serves reads of stored batches and offset lookups.
+//
+// # On disk
+//
+//	Dir/topics.meta                   topics, ids, partition counts, configs (meta.go)
+//	Dir/producer-ids                  the producer id allocator (broker/producer)
+//	Dir/topics/<topic>-<n>/log/       the engine's directory
+//	Dir/topics/<topic>-<n>/producer-<offset>.snapshot
+//
+// Every file beside the engines is small, checksummed and replaced
+// atomically, the same for every engine; all I/O goes through
+// EngineOptions.FS so crash tests can run on a crashable filesystem.
+package partition
+
+import (
+	"crypto/rand"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/minikafka/minikafka/broker/producer"
+	"github.com/minikafka/minikafka/clock"
+	"github.com/minikafka/minikafka/engine"
+)
+
+const (
+	topicsDirName  = "topics"
+	idsFileName    = "producer-ids"
+	deletingSuffix = ".deleting"
+
+	// MaxTopicNameLength is Kafka's limit.
+	MaxTopicNameLength = 249
+	// DefaultMaxPartitions bounds one topic's partition count: each
+	// partition opens an engine, so a request for two billion must fail
+	// cleanly rather than exhaust the machine.
+	DefaultMaxPartitions = 10000
+)
+
+// internalTopics are Kafka's internal topic names.
+var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true}
+
+// Config configures a Manager.
+type Config struct {
+	// Dir is the root data directory.
+	Dir string
+	// Engine is the registry name of the storage engine; the caller imports
+	// the engine packages so they register.
+	Engine string
+	// EngineOptions are passed to every partition's engine (sync policy,
+	// filesystem, sizes). Its FS is used for the manager's own files too.
+	EngineOptions engine.Options
+	// Clock; nil means clock.Real.
+	Clock clock.Clock
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// DefaultPartitions is used when CreateTopic asks for -1; 0 means 1.
+	DefaultPartitions int32
+	// MaxPartitions bounds a topic's partition count; 0 means
+	// DefaultMaxPartitions.
+	MaxPartitions int32
+	// Rand is the source of topic ids; nil means crypto/rand.
+	Rand io.Reader
+}
+
+// TopicInfo describes a topic.
+type TopicInfo struct {
+	Name       string
+	ID         [16]byte
+	Partitions int32
+	// Configs are the configs set explicitly at creation; see
+	// ConfigDefaults and AllConfigs for the rest.
+	Configs  map[string]string
+	Internal bool
+}
+
+type topic struct {
+	info  TopicInfo
+	cfg   topicConfig
+	parts []*Partition
+}
+
+// Manager owns the topics and partitions of one broker.
+type Manager struct {
+	cfg Config
+	fs  vfs.FS
+	ids *producer.IDAllocator
+
+	// admin serializes changes to the topic set (and the metadata file);
+	// mu guards the map so lookups never wait for an engine to open.
+	admin  sync.Mutex
+	mu     sync.RWMutex
+	topics map[string]*topic
+	closed bool
+}
+
+// OpenManager opens the data directory and restores every topic, partition
+// and producer state in it. A metadata file written with another engine
+// returns engine.ErrWrongEngine; a damaged one engine.ErrCorrupt.
+func OpenManager(cfg Config) (*Manager, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.DefaultPartitions <= 0 {
+		cfg.DefaultPartitions = 1
+	}
+	if cfg.MaxPartitions <= 0 {
+		cfg.MaxPartitions = DefaultMaxPartitions
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
+	if cfg.EngineOptions.Clock == nil {
+		cfg.EngineOptions.Clock = cfg.Clock
+	}
+	if _, err := engine.Lookup(cfg.Engine); err != nil {
+		return nil, err
+	}
+	fs := cfg.EngineOptions.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	m := &Manager{cfg: cfg, fs: fs, topics: map[string]*topic{}}
+	if err := m.open(); err != nil {
+		m.closePartitions()
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Manager) open() error {
+	fs, dir := m.fs, m.cfg.Dir
+	if err := fs.MkdirAll(fs.PathJoin(dir, topicsDirName), 0o755); err != nil {
+		return fmt.Errorf("partition: create %s: %w", dir, err)
+	}
+	engineName, infos, found, err := readMeta(fs, fs.PathJoin(dir, metaFileName))
+	if err != nil {
+		return fmt.Errorf("partition: %w", err)
+	}
+	switch {
+	case found && engineName != m.cfg.Engine:
+		return fmt.Errorf("partition: %s holds %s engine data, not %s: %w", dir, engineName, m.cfg.Engine, engine.ErrWrongEngine)
+	case !found:
+		entries, err := fs.List(fs.PathJoin(dir, topicsDirName))
+		if err != nil {
+			return fmt.Errorf("partition: list %s: %w", dir, err)
+		}
+		if len(entries) > 0 {
+			return fmt.Errorf("partition: %s has partition directories but no %s; refusing to guess: %w", dir, metaFileName, engine.ErrCorrupt)
+		}
+		if err := m.writeMeta(nil); err != nil {
+			return err
+		}
+	}
+	if m.ids, err = producer.OpenIDAllocator(fs, fs.PathJoin(dir, idsFileName), 0); err != nil {
+		return fmt.Errorf("partition: %w", err)
+	}
+	if err := m.removeOrphans(infos); err != nil {
+		return err
+	}
+	for _, info := range infos {
+		t := &topic{info: info, cfg: parseTopicConfig(info.Configs)}
+		m.topics[info.Name] = t
+		for i := int32(0); i < info.Partitions; i++ {
+			p, err := openPartition(m, info.Name, i, t.cfg)
+			if err != nil {
+				return err
+			}
+			t.parts = append(t.parts, p)
+		}
+	}
+	m.cfg.Logger.Info("partitions restored", "dir", dir, "engine", m.cfg.Engine, "topics", len(infos))
+	return nil
+}
+
+// removeOrphans deletes partition directories the metadata does not list:
+// leftovers of a delete, or of a create, that a crash interrupted.
+func (m *Manager) removeOrphans(infos []TopicInfo) error {
+	fs, root := m.fs, m.fs.PathJoin(m.cfg.Dir, topicsDirName)
+	live := map[string]bool{}
+	for _, info := range infos {
+		for i := int32(0); i < info.Partitions; i++ {
+			live[fmt.Sprintf("%s-%d", info.Name, i)] = true
+		}
+	}
+	names, err := fs.List(root)
+	if err != nil {
+		return fmt.Errorf("partition: list %s: %w", root, err)
+	}
+	for _, n := range names {
+		if live[n] {
+			continue
+		}
+		m.cfg.Logger.Info("removing orphaned partition directory", "dir", n)
+		if err := fs.RemoveAll(fs.PathJoin(root, n)); err != nil {
+			return fmt.Errorf("partition: remove orphan %s: %w", n, err)
+		}
+	}
+	return engine.SyncDir(fs, root)
+}
+
+// writeMeta persists the topic set. The caller holds admin.
+func (m *Manager) writeMeta(infos []TopicInfo) error {
+	b, err := encodeMeta(m.cfg.Engine, infos)
+	if err != nil {
+		return err
+	}
+	if err := engine.WriteFileAtomic(m.fs, m.fs.PathJoin(m.cfg.Dir, metaFileName), b); err != nil {
+		return fmt.Errorf("partition: write topic metadata: %w", err)
+	}
+	return nil
+}
+
+// infosWith returns the current topic set with t replaced or added (or
+// removed when t.Partitions == 0), sorted by name.
+func (m *Manager) infosWith(t TopicInfo) []TopicInfo {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []TopicInfo
+	for name, tp := range m.topics {
+		if name != t.Name {
+			out = append(out, tp.info)
+		}
+	}
+	if t.Partitions > 0 {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b TopicInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// validTopicName applies Kafka's rules: 1-249 characters of [a-zA-Z0-9._-],
+// not "." or "..".
+func validTopicName(name string) error {
+	if name == "" || name == "." || name == ".." || len(name) > MaxTopicNameLength {
+		return fmt.Errorf("topic name %q is empty, '.', '..' or longer than %d: %w", name, MaxTopicNameLength, kerr.InvalidTopicException)
+	}
+	for _, c := range []byte(name) {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+		if !ok {
+			return fmt.Errorf("topic name %q has %q; legal are [a-zA-Z0-9._-]: %w", name, c, kerr.InvalidTopicException)
+		}
+	}
+	return nil
+}
+
+func (m *Manager) checkOpen() error {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return fmt.Errorf("partition manager: %w", engine.ErrClosed)
+	}
+	return nil
+}
+
+// CreateTopic creates a topic with partitions partitions (-1: the default)
+// and the given configs (nil values mean the default). Errors wrap
+// kerr.TopicAlreadyExists, kerr.InvalidTopicException,
+// kerr.InvalidPartitions or kerr.InvalidConfig.
+func (m *Manager) CreateTopic(name string, partitions int32, configs map[string]*string) (TopicInfo, error) {
+	if err := validTopicName(name); err != nil {
+		return TopicInfo{}, err
+	}
+	if partitions == -1 {
+		partitions = m.cfg.DefaultPartitions
+	}
+	if partitions < 1 || partitions > m.cfg.MaxPartitions {
+		return TopicInfo{}, fmt.Errorf("topic %q: %d partitions, want 1 to %d: %w", name, partitions, m.cfg.MaxPartitions, kerr.InvalidPartitions)
+	}
+	set, err := validateConfigs(configs)
+	if err != nil {
+		return TopicInfo{}, fmt.Errorf("topic %q: %w", name, err)
+	}
+	m.admin.Lock()
+	defer m.admin.Unlock()
+	if err := m.checkOpen(); err != nil {
+		return TopicInfo{}, err
+	}
+	if _, ok := m.Topic(name); ok {
+		return TopicInfo{}, fmt.Errorf("topic %q: %w", name, kerr.TopicAlreadyExists)
+	}
+	id, err := uuid.NewRandomFromReader(m.cfg.Rand)
+	if err != nil {
+		return TopicInfo{}, fmt.Errorf("topic %q: id: %w", name, err)
+	}
+	info := TopicInfo{Name: name, ID: id, Partitions: partitions, Configs: set, Internal: internalTopics[name]}
+	t := &topic{info: info, cfg: parseTopicConfig(set)}
+	if t.parts, err = m.openNew(t, 0, partitions); err != nil {
+		return TopicInfo{}, err
+	}
+	// Metadata last: a crash before it leaves orphan directories, removed on
+	// the next open, never a listed topic without its partitions.
+	if err := m.writeMeta(m.infosWith(info)); err != nil {
+		m.discard(t.parts)
+		return TopicInfo{}, err
+	}
+	m.mu.Lock()
+	m.topics[name] = t
+	m.mu.Unlock()
+	return cloneInfo(info), nil
+}
+
+// openNew opens partitions [from, to) of t on fresh directories: anything
+// left there is an orphan (the metadata does not list it) and goes first.
+func (m *Manager) openNew(t *topic, from, to int32) ([]*Partition, error) {
+	var parts []*Partition
+	for i := from; i < to; i++ {
+		dir := partitionDir(m.fs, m.cfg.Dir, t.info.Name, i)
+		if err := m.fs.RemoveAll(dir); err != nil {
+			m.discard(parts)
+			return nil, fmt.Errorf("partition %s-%d: clear %s: %w", t.info.Name, i, dir, err)
+		}
+		p, err := openPartition(m, t.info.Name, i, t.cfg)
+		if err != nil {
+			m.discard(parts)
+			return nil, err
+		}
+		parts = append(parts, p)
+	}
+	return parts, nil
+}
+
+// discard closes partitions that were never published and removes their
+// directories.
+func (m *Manager) discard(parts []*Partition) {
+	for _, p := range parts {
+		if err := p.close(); err != nil {
+			m.cfg.Logger.Warn("closing a discarded partition", "err", err)
+		}
+		m.removeDir(p.dir)
+	}
+}
+
+// removeDir renames dir aside (so its name is free at once) and removes it.
+// Failures are logged: the directory is an orphan the next open removes.
+func (m *Manager) removeDir(dir string) {
+	aside := dir + deletingSuffix
+	if err := m.fs.Rename(dir, aside); err != nil {
+		aside = dir
+	}
+	if err := m.fs.RemoveAll(aside); err != nil {
+		m.cfg.Logger.Warn("removing a partition directory failed; the next open retries", "dir", aside, "err", err)
+	}
+}
+
+// DeleteTopic deletes a topic and its data. Unknown names return
+// kerr.UnknownTopicOrPartition. Operations in flight on its partitions fail
+// with kerr.NotLeaderForPartition.
+func (m *Manager) DeleteTopic(name string) error {
+	m.admin.Lock()
+	defer m.admin.Unlock()
+	if err := m.checkOpen(); err != nil {
+		return err
+	}
+	m.mu.RLock()
+	t, ok := m.topics[name]
+	m.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("topic %q: %w", name, kerr.UnknownTopicOrPartition)
+	}
+	// Metadata first: once it is durable the topic is gone, whatever
+	// happens to the directories.
+	if err := m.writeMeta(m.infosWith(TopicInfo{Name: name})); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	delete(m.topics, name)
+	m.mu.Unlock()
+	for _, p := range t.parts {
+		if err := p.close(); err != nil {
+			m.cfg.Logger.Warn("closing a deleted partition", "topic", name, "err", err)
+		}
+		m.removeDir(p.dir)
+	}
+	if err := engine.SyncDir(m.fs, m.fs.PathJoin(m.cfg.Dir, topicsDirName)); err != nil {
+		m.cfg.Logger.Warn("syncing the topics directory", "err", err)
+	}
+	return nil
+}
+
+// CreatePartitions grows a topic to total partitions. Errors wrap
+// kerr.UnknownTopicOrPartition, or kerr.InvalidPartitions when total is not
+// larger than the current count or above the maximum.
+func (m *Manager) CreatePartitions(name string, total int32) error {
+	m.admin.Lock()
+	defer m.admin.Unlock()
+	if err := m.checkOpen(); err != nil {
+		return err
+	}
+	m.mu.RLock()
+	t, ok := m.topics[name]
+	m.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("topic %q: %w", name, kerr.UnknownTopicOrPartition)
+	}
+	cur := t.info.Partitions
+	if total <= cur || total > m.cfg.MaxPartitions {
+		return fmt.Errorf("topic %q has %d partitions, asked for %d (max %d): %w", name, cur, total, m.cfg.MaxPartitions, kerr.InvalidPartitions)
+	}
+	parts, err := m.openNew(t, cur, total)
+	if err != nil {
+		return err
+	}
+	info := t.info
+	info.Partitions = total
+	if err := m.writeMeta(m.infosWith(info)); err != nil {
+		m.discard(parts)
+		return err
+	}
+	m.mu.Lock()
+	nt := &topic{info: info, cfg: t.cfg, parts: append(slices.Clip(t.parts), parts...)}
+	m.topics[name] = nt
+	m.mu.Unlock()
+	return nil
+}
+
+// Topics lists every topic, sorted by name.
+func (m *Manager) Topics() []TopicInfo {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]TopicInfo, 0, len(m.topics))
+	for _, t := range m.topics {
+		out = append(out, cloneInfo(t.info))
+	}
+	slices.SortFunc(out, func(a, b TopicInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Topic describes one topic.
+func (m *Manager) Topic(name string) (TopicInfo, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	t, ok := m.topics[name]
+	if !ok {
+		return TopicInfo{}, false
+	}
+	return cloneInfo(t.info), true
+}
+
+func cloneInfo(i TopicInfo) TopicInfo {
+	c := i
+	c.Configs = make(map[string]string, len(i.Configs))
+	for k, v := range i.Configs {
+		c.Configs[k] = v
+	}
+	return c
+}
+
+// Partition returns partition p of topic, or an error wrapping
+// kerr.UnknownTopicOrPartition.
+func (m *Manager) Partition(topic string, p int32) (*Partition, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	t, ok := m.topics[topic]
+	if !ok || p < 0 || p >= int32(len(t.parts)) {
+		return nil, fmt.Errorf("partition %s-%s: %w", topic, strconv.Itoa(int(p)), kerr.UnknownTopicOrPartition)
+	}
+	return t.parts[p], nil
+}
+
+// InitProducerID allocates a producer id that was never handed out before,
+// at epoch 0 (there are no transactional ids whose epoch would be bumped).
+func (m *Manager) InitProducerID() (int64, int16, error) {
+	if err := m.checkOpen(); err != nil {
+		return 0, 0, err
+	}
+	id, err := m.ids.Next()
+	if err != nil {
+		return 0, 0, fmt.Errorf("init producer id: %w: %w", kerr.KafkaStorageError, err)
+	}
+	return id, 0, nil
+}
+
+// Close closes every partition: each engine syncs and closes, and each
+// partition writes its producer snapshot. Later calls return
+// engine.ErrClosed.
+func (m *Manager) Close() error {
+	m.admin.Lock()
+	defer m.admin.Unlock()
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return fmt.Errorf("partition manager: %w", engine.ErrClosed)
+	}
+	m.closed = true
+	m.mu.Unlock()
+	return m.closePartitions()
+}
+
+// closePartitions closes every partition, a few at a time (each close
+// fsyncs), and returns the first error.
+func (m *Manager) closePartitions() error {
+	m.mu.RLock()
+	var parts []*Partition
+	for _, t := range m.topics {
+		parts = append(parts, t.parts...)
+	}
+	m.mu.RUnlock()
+	var (
+		wg       sync.WaitGroup
+		errMu    sync.Mutex
+		firstErr error
+		sem      = make(chan struct{}, 8)
+	)
+	for _, p := range parts {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := p.close(); err != nil {
+				errMu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				errMu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
+}

@@ -1,0 +1,335 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/minikafka/minikafka/broker/batch"
+	"github.com/minikafka/minikafka/broker/producer"
+	"github.com/minikafka/minikafka/clock"
+	"github.com/minikafka/minikafka/engine"
+)
+
+// logDirName is the engine's directory inside the partition's; producer
+// snapshots live beside it.
+const logDirName = "log"
+
+// snapshotEveryBytes is how much appended data triggers a producer state
+// snapshot; it bounds the log scan after a crash.
+const snapshotEveryBytes = 64 << 20
+
+// producerExpiryMs is Kafka's producer.id.expiration.ms default: a producer
+// silent for a day is forgotten when a snapshot is taken.
+const producerExpiryMs = 24 * 60 * 60 * 1000
+
+// Appended is the outcome of Partition.Append.
+type Appended struct {
+	BaseOffset int64
+	LastOffset int64
+	// LogAppendTime is -1: topics use CreateTime.
+	LogAppendTime  int64
+	LogStartOffset int64
+	// Duplicate: the batch was a retry of one already in the log; the
+	// offsets are the original ones and nothing was stored.
+	Duplicate bool
+}
+
+// Read is the outcome of Partition.Read.
+type Read struct {
+	// Records are stored batches, concatenated, exactly as stored: only
+	// batches entirely below HighWatermark.
+	Records          []byte
+	HighWatermark    int64
+	LogStartOffset   int64
+	LastStableOffset int64 // no transactions: always HighWatermark
+}
+
+// Partition is one topic partition: its log engine, producer state and high
+// watermark. All methods are safe for concurrent use.
+type Partition struct {
+	topic  string
+	index  int32
+	dir    string
+	fs     vfs.FS
+	log    engine.LogEngine
+	cfg    topicConfig
+	always bool // SyncAlways: the HW waits for an fsync
+	clock  clock.Clock
+	logger *slog.Logger
+
+	// mu orders appends: the idempotence check, the offset assignment, the
+	// engine append and the producer state update happen under it.
+	mu        sync.Mutex
+	closed    bool
+	producers *producer.State
+	epoch     int32
+	sinceSnap int64 // bytes appended since the last producer snapshot
+
+	wm watermark
+	ti timeIndex
+
+	kick chan struct{} // wakes the background loop; capacity 1
+	stop chan struct{} // closed by close: the background loop exits
+	done chan struct{} // closed when the background loop has exited
+}
+
+// partitionDir is Dir/topics/<topic>-<n>.
+func partitionDir(fs vfs.FS, root, topic string, index int32) string {
+	return fs.PathJoin(root, topicsDirName, fmt.Sprintf("%s-%d", topic, index))
+}
+
+// openPartition opens the engine in dir/log and restores the producer state
+// from the snapshot and the log after it.
+func openPartition(m *Manager, topic string, index int32, cfg topicConfig) (*Partition, error) {
+	fs := m.fs
+	dir := partitionDir(fs, m.cfg.Dir, topic, index)
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("partition %s-%d: %w", topic, index, err)
+	}
+	opts := m.cfg.EngineOptions
+	if cfg.segmentBytes > 0 {
+		opts.SegmentBytes = cfg.segmentBytes
+	}
+	log, err := engine.Open(m.cfg.Engine, fs.PathJoin(dir, logDirName), opts)
+	if err != nil {
+		return nil, fmt.Errorf("partition %s-%d: open %s engine: %w", topic, index, m.cfg.Engine, err)
+	}
+	p := &Partition{
+		topic: topic, index: index, dir: dir, fs: fs, log: log, cfg: cfg,
+		always: opts.Sync == engine.SyncAlways,
+		clock:  m.cfg.Clock,
+		logger: m.cfg.Logger.With("topic", topic, "partition", index),
+		kick:   make(chan struct{}, 1),
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	if err := p.restoreProducers(); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("partition %s-%d: %w", topic, index, err)
+	}
+	// Whatever the engine recovered is on disk, so it is all committed.
+	p.wm.init(log.EndOffset())
+	go p.loop()
+	return p, nil
+}
+
+// Topic is the partition's topic name.
+func (p *Partition) Topic() string { return p.topic }
+
+// Index is the partition number.
+func (p *Partition) Index() int32 { return p.index }
+
+// Append validates the batches in records, checks idempotence, assigns
+// offsets, patches each batch's base offset and leader epoch in place and
+// appends it to the engine. It returns once the batches are ordered in the
+// log, not once they are durable: call WaitDurable or WaitHighWatermark with
+// LastOffset+1 for that. A retry of a batch already in the log returns its
+// original offsets with Duplicate set and stores nothing.
+//
+// records may hold several batches only if none is idempotent (Kafka allows
+// one batch per partition in a produce; several plain batches are harmless).
+// Errors wrap kerr values: CorruptMessage, InvalidRecord, MessageTooLarge,
+// OutOfOrderSequenceNumber, InvalidProducerEpoch, KafkaStorageError, or
+// NotLeaderForPartition once the partition is closed.
+func (p *Partition) Append(records []byte) (Appended, error) {
+	parts, hs, err := p.validate(records)
+	if err != nil {
+		return Appended{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return Appended{}, p.closedErr()
+	}
+	if len(hs) == 1 {
+		d, err := p.producers.Check(hs[0])
+		if err != nil {
+			return Appended{}, p.wrap(err)
+		}
+		if d.Duplicate {
+			return Appended{
+				BaseOffset: d.BaseOffset, LastOffset: d.LastOffset, LogAppendTime: -1,
+				LogStartOffset: p.log.StartOffset(), Duplicate: true,
+			}, nil
+		}
+	}
+	first := p.log.EndOffset()
+	next := first
+	for i, b := range parts {
+		h := hs[i]
+		batch.SetBaseOffset(b, next)
+		batch.SetPartitionLeaderEpoch(b, p.epoch)
+		if err := p.log.Append(engine.Batch{BaseOffset: next, Records: h.Offsets(), Data: b}); err != nil {
+			// Earlier batches of the same request stay: they are in the log.
+			p.afterAppend(next)
+			return Appended{}, p.storageErr("append", err)
+		}
+		p.producers.Record(h, next)
+		p.sinceSnap += int64(len(b))
+		next += int64(h.Offsets())
+	}
+	p.afterAppend(next)
+	return Appended{BaseOffset: first, LastOffset: next - 1, LogAppendTime: -1, LogStartOffset: p.log.StartOffset()}, nil
+}
+
+// validate splits and parses records and applies the size limits.
+func (p *Partition) validate(records []byte) ([][]byte, []batch.Header, error) {
+	parts, err := batch.Split(records)
+	if err != nil {
+		return nil, nil, p.wrap(err)
+	}
+	hs := make([]batch.Header, len(parts))
+	for i, b := range parts {
+		if len(b) > p.cfg.maxMessageBytes {
+			return nil, nil, p.wrap(fmt.Errorf("batch of %d bytes exceeds max.message.bytes %d: %w",
+				len(b), p.cfg.maxMessageBytes, kerr.MessageTooLarge))
+		}
+		if hs[i], err = batch.Parse(b); err != nil {
+			return nil, nil, p.wrap(err)
+		}
+		if len(parts) > 1 && hs[i].Idempotent() {
+			return nil, nil, p.wrap(fmt.Errorf("%d batches in one produce, one of them idempotent: %w",
+				len(parts), kerr.InvalidRecord))
+		}
+	}
+	return parts, hs, nil
+}
+
+// afterAppend runs under mu once the log end moved to end: the HW follows
+// at once when durability is not awaited, otherwise the background loop
+// syncs; a snapshot is requested when enough was written.
+func (p *Partition) afterAppend(end int64) {
+	if !p.always {
+		p.advanceHighWatermark(end)
+	}
+	if p.always || p.sinceSnap >= snapshotEveryBytes {
+		select {
+		case p.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Read returns stored batches from the one holding offset, up to about
+// maxBytes (at least one batch), all below the high watermark. An offset at
+// or past the high watermark but not past the log end returns no records
+// (a consumer at the tail); outside [StartOffset, EndOffset] returns
+// kerr.OffsetOutOfRange. Corrupt stored data returns kerr.KafkaStorageError.
+func (p *Partition) Read(offset int64, maxBytes int) (Read, error) {
+	hw := p.wm.get()
+	start, end := p.log.StartOffset(), p.log.EndOffset()
+	r := Read{HighWatermark: hw, LastStableOffset: hw, LogStartOffset: start}
+	if offset < start || offset > end {
+		return r, p.wrap(fmt.Errorf("offset %d not in [%d, %d]: %w", offset, start, end, kerr.OffsetOutOfRange))
+	}
+	if offset >= hw {
+		return r, nil
+	}
+	bs, err := p.log.Read(offset, maxBytes)
+	if err != nil {
+		return r, p.storageErr("read", err)
+	}
+	n, size := 0, 0
+	for _, b := range bs {
+		if b.NextOffset() > hw {
+			break
+		}
+		n++
+		size += len(b.Data)
+	}
+	switch n {
+	case 0:
+	case 1:
+		r.Records = bs[0].Data
+	default:
+		r.Records = make([]byte, 0, size)
+		for _, b := range bs[:n] {
+			r.Records = append(r.Records, b.Data...)
+		}
+	}
+	return r, nil
+}
+
+// HighWatermark is the offset below which records are committed: readable
+// by consumers and acknowledged to acks=all producers.
+func (p *Partition) HighWatermark() int64 { return p.wm.get() }
+
+// StartOffset is the log start offset.
+func (p *Partition) StartOffset() int64 { return p.log.StartOffset() }
+
+// EndOffset is the log end offset: where the next batch goes.
+func (p *Partition) EndOffset() int64 { return p.log.EndOffset() }
+
+// LeaderEpoch is the partition's leader epoch, written into every batch.
+// A single broker is always the leader, at epoch 0.
+func (p *Partition) LeaderEpoch() int32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.epoch
+}
+
+// ProducerState returns a copy of the partition's idempotent producer state.
+func (p *Partition) ProducerState() *producer.State {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.producers.Clone()
+}
+
+// wrap adds the partition's name to an error that already wraps a kerr value.
+func (p *Partition) wrap(err error) error {
+	return fmt.Errorf("partition %s-%d: %w", p.topic, p.index, err)
+}
+
+func (p *Partition) closedErr() error {
+	return fmt.Errorf("partition %s-%d is closed: %w: %w", p.topic, p.index, kerr.NotLeaderForPartition, engine.ErrClosed)
+}
+
+// storageErr maps an engine error to the Kafka error a client can act on,
+// keeping the engine error in the chain.
+func (p *Partition) storageErr(op string, err error) error {
+	var code *kerr.Error
+	switch {
+	case errors.Is(err, engine.ErrClosed):
+		return p.closedErr()
+	case errors.Is(err, engine.ErrBatchTooLarge):
+		code = kerr.MessageTooLarge
+	case errors.Is(err, engine.ErrOffsetOutOfRange):
+		code = kerr.OffsetOutOfRange
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	default:
+		code = kerr.KafkaStorageError
+	}
+	return fmt.Errorf("partition %s-%d: %s: %w: %w", p.topic, p.index, op, code, err)
+}
+
+// close stops the background loop, closes the engine (which syncs) and
+// writes the producer snapshot as of the log end. Waiters get
+// NotLeaderForPartition.
+func (p *Partition) close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.mu.Unlock()
+	close(p.stop)
+	<-p.done
+	end := p.log.EndOffset()
+	err := p.log.Close()
+	if err == nil {
+		err = p.writeSnapshot(p.producers, end)
+	}
+	p.wm.close(p.closedErr())
+	if err != nil {
+		return fmt.Errorf("partition %s-%d: close: %w", p.topic, p.index, err)
+	}
+	return nil
+}

@@ -1,0 +1,158 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/minikafka/minikafka/broker/batch"
+	"github.com/minikafka/minikafka/broker/producer"
+)
+
+// Producer snapshots are files named producer-<offset>.snapshot beside the
+// log, the offset zero-padded so names sort by offset. A few are kept: under
+// the interval and never sync policies the newest one can be ahead of what a
+// crash leaves in the log, and then an older one still saves the full scan.
+const (
+	snapshotPrefix = "producer-"
+	snapshotSuffix = ".snapshot"
+	snapshotsKept  = 3
+	scanChunkBytes = 1 << 20
+)
+
+func snapshotName(offset int64) string {
+	return fmt.Sprintf("%s%020d%s", snapshotPrefix, offset, snapshotSuffix)
+}
+
+// snapshotOffsets lists the snapshot files' offsets, newest first.
+func (p *Partition) snapshotOffsets() ([]int64, error) {
+	names, err := p.fs.List(p.dir)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", p.dir, err)
+	}
+	var offs []int64
+	for _, n := range names {
+		if !strings.HasPrefix(n, snapshotPrefix) || !strings.HasSuffix(n, snapshotSuffix) {
+			continue
+		}
+		off, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(n, snapshotPrefix), snapshotSuffix), 10, 64)
+		if err != nil || off < 0 {
+			continue
+		}
+		offs = append(offs, off)
+	}
+	slices.Sort(offs)
+	slices.Reverse(offs)
+	return offs, nil
+}
+
+// restoreProducers rebuilds the producer state: the newest snapshot that is
+// not past the log end and reads cleanly, then every batch after it. A
+// snapshot past the log end describes batches a crash took back; it is
+// deleted so it can never be mistaken for the state of batches written
+// later at the same offsets.
+func (p *Partition) restoreProducers() error {
+	start, end := p.log.StartOffset(), p.log.EndOffset()
+	offs, err := p.snapshotOffsets()
+	if err != nil {
+		return err
+	}
+	st, from := producer.NewState(), start
+	for _, off := range offs {
+		path := p.fs.PathJoin(p.dir, snapshotName(off))
+		if off > end {
+			p.logger.Warn("producer snapshot past the log end; removing it", "snapshot", off, "end", end)
+			if err := p.fs.Remove(path); err != nil {
+				return fmt.Errorf("remove stale snapshot: %w", err)
+			}
+			continue
+		}
+		s, _, err := producer.ReadSnapshot(p.fs, path)
+		if errors.Is(err, producer.ErrBadSnapshot) {
+			p.logger.Warn("damaged producer snapshot; trying an older one", "snapshot", off, "err", err)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		st, from = s, max(off, start)
+		break
+	}
+	if err := scanProducers(p, st, from, end); err != nil {
+		return err
+	}
+	p.producers = st
+	return nil
+}
+
+// scanProducers replays the headers of the batches in [from, end) into st.
+func scanProducers(p *Partition, st *producer.State, from, end int64) error {
+	n := 0
+	for off := from; off < end; {
+		bs, err := p.log.Read(off, scanChunkBytes)
+		if err != nil {
+			return fmt.Errorf("rebuild producer state at offset %d: %w", off, err)
+		}
+		if len(bs) == 0 {
+			break
+		}
+		for _, b := range bs {
+			if b.BaseOffset < off {
+				continue // the log start lies inside this batch
+			}
+			h, err := batch.ParseHeader(b.Data)
+			if err != nil {
+				return fmt.Errorf("rebuild producer state: batch at %d: %w", b.BaseOffset, err)
+			}
+			st.Record(h, b.BaseOffset)
+			n++
+		}
+		off = bs[len(bs)-1].NextOffset()
+	}
+	if n > 0 {
+		p.logger.Info("rebuilt producer state from the log", "from", from, "end", end, "batches", n, "producers", st.Len())
+	}
+	return nil
+}
+
+// writeSnapshot saves st as of offset and prunes old snapshots.
+func (p *Partition) writeSnapshot(st *producer.State, offset int64) error {
+	if err := producer.WriteSnapshot(p.fs, p.fs.PathJoin(p.dir, snapshotName(offset)), st, offset); err != nil {
+		return err
+	}
+	offs, err := p.snapshotOffsets()
+	if err != nil {
+		return err
+	}
+	for _, off := range offs[min(len(offs), snapshotsKept):] {
+		if err := p.fs.Remove(p.fs.PathJoin(p.dir, snapshotName(off))); err != nil {
+			return fmt.Errorf("prune producer snapshot %d: %w", off, err)
+		}
+	}
+	return nil
+}
+
+// maybeSnapshot writes a producer snapshot once enough was appended since
+// the last one. The state is copied under the append lock together with the
+// log end it describes; the log is synced to that end before the file is
+// written, so under SyncAlways a snapshot never runs ahead of the log.
+func (p *Partition) maybeSnapshot(ctx context.Context) {
+	p.mu.Lock()
+	if p.sinceSnap < snapshotEveryBytes || p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.producers.Expire(p.clock.Now().UnixMilli(), producerExpiryMs)
+	st, end := p.producers.Clone(), p.log.EndOffset()
+	p.sinceSnap = 0
+	p.mu.Unlock()
+	if err := p.log.Sync(ctx, end); err != nil {
+		return // the loop reports sync failures
+	}
+	if err := p.writeSnapshot(st, end); err != nil {
+		p.logger.Warn("producer snapshot failed; a restart will scan more of the log", "err", err)
+	}
+}

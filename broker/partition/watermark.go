@@ -1,0 +1,163 @@
+package partition
+
+import (
+	"context"
+	"sync"
+)
+
+// watermark holds the high watermark and wakes whoever waits on it. Every
+// change closes the current channel and makes a new one, so any number of
+// waiters (producers with acks=all, long-polling fetches) wake on one close.
+type watermark struct {
+	mu  sync.Mutex
+	hw  int64
+	ch  chan struct{}
+	err error // sticky: the partition failed or closed; no further advance
+}
+
+func (w *watermark) init(hw int64) {
+	w.hw, w.ch = hw, make(chan struct{})
+}
+
+func (w *watermark) get() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.hw
+}
+
+// advance moves the HW up to to; it never moves back.
+func (w *watermark) advance(to int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if to <= w.hw || w.err != nil {
+		return
+	}
+	w.hw = to
+	close(w.ch)
+	w.ch = make(chan struct{})
+}
+
+// close makes every current and future wait that is not yet satisfied
+// return err.
+func (w *watermark) close(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return
+	}
+	w.err = err
+	close(w.ch)
+	w.ch = make(chan struct{})
+}
+
+// changed returns a channel closed at the next change (advance or close).
+func (w *watermark) changed() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ch
+}
+
+// wait returns nil once ok(hw) holds, the sticky error if the watermark was
+// closed first, or ctx.Err().
+func (w *watermark) wait(ctx context.Context, ok func(hw int64) bool) error {
+	for {
+		w.mu.Lock()
+		hw, ch, err := w.hw, w.ch, w.err
+		w.mu.Unlock()
+		if ok(hw) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// advanceHighWatermark is the one place that decides the high watermark.
+// Today there is one replica, the leader, and the HW is simply how far its
+// log is durable under the sync policy: called with durableEnd when every
+// batch below durableEnd is durable. With replication the HW becomes the
+// minimum end offset over the in-sync replicas, and this function is where
+// that rule goes (the followers' fetch offsets come in beside durableEnd).
+func (p *Partition) advanceHighWatermark(durableEnd int64) {
+	p.wm.advance(durableEnd)
+}
+
+// WaitDurable (acks=1) returns once every batch below end is durable under
+// the engine's sync policy, sharing the engine's group commit with every
+// other waiter. It returns ctx.Err() if ctx ends first and
+// kerr.KafkaStorageError if the fsync failed.
+func (p *Partition) WaitDurable(ctx context.Context, end int64) error {
+	// Sync treats an end past the log end as the log end, so only offsets
+	// below both are known durable afterwards.
+	end = min(end, p.log.EndOffset())
+	if err := p.log.Sync(ctx, end); err != nil {
+		return p.storageErr("sync", err)
+	}
+	if p.always {
+		p.advanceHighWatermark(end)
+	}
+	return nil
+}
+
+// WaitHighWatermark (acks=all) returns once the high watermark reaches end,
+// ctx.Err() if ctx ends first, kerr.KafkaStorageError if the partition's log
+// failed, or kerr.NotLeaderForPartition if the partition was closed.
+func (p *Partition) WaitHighWatermark(ctx context.Context, end int64) error {
+	return p.wm.wait(ctx, func(hw int64) bool { return hw >= end })
+}
+
+// WaitForData (Fetch long polling) returns once the high watermark is past
+// offset, that is once a consumer at offset has something to read; ctx.Err()
+// if ctx ends first; the partition's error if it failed or closed.
+func (p *Partition) WaitForData(ctx context.Context, offset int64) error {
+	return p.wm.wait(ctx, func(hw int64) bool { return hw > offset })
+}
+
+// Changed returns a channel that is closed at the next high watermark change
+// (or when the partition fails or closes), for a fetch that waits on many
+// partitions at once: read HighWatermark after taking the channel.
+func (p *Partition) Changed() <-chan struct{} { return p.wm.changed() }
+
+// loop is the partition's background goroutine. Under SyncAlways it moves
+// the HW: after appends it syncs the log (one fsync shared with acks=1
+// waiters by the engine's group commit) and advances the HW to what is then
+// durable. It also writes producer snapshots.
+func (p *Partition) loop() {
+	defer close(p.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-p.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-p.kick:
+		}
+		if p.always {
+			end := p.log.EndOffset()
+			if err := p.log.Sync(ctx, end); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				err = p.storageErr("sync", err)
+				p.logger.Error("log sync failed; the partition stops accepting writes", "err", err)
+				p.wm.close(err)
+				return
+			}
+			p.advanceHighWatermark(end)
+		}
+		p.maybeSnapshot(ctx)
+	}
+}
