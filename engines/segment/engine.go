@@ -1,0 +1,323 @@
+package segment
+
+import (
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/minikafka/minikafka/engine"
+)
+
+// Name is the name the engine registers under.
+const Name = "segment"
+
+// Driver is the segment engine as the registry and the suites see it.
+var Driver = engine.Driver{
+	Name: Name,
+	Caps: engine.Capabilities{CustomFS: true, Durable: true},
+	Open: func(dir string, opts engine.Options) (engine.LogEngine, error) { return Open(dir, opts) },
+}
+
+func init() { engine.Register(Driver) }
+
+var _ engine.LogEngine = (*Engine)(nil)
+
+// scratchBytesMax bounds the frame buffer the engine keeps between appends;
+// larger frames get a buffer of their own.
+const scratchBytesMax = 256 << 10
+
+// Engine is a segmented log in one directory.
+//
+// Locks, always taken in this order: flushMu (a flusher round, Truncate,
+// DeleteBefore, Close: everything that syncs or removes files), mu (the
+// append lock: the active segment's writes and the bookkeeping of what is
+// unsynced), segMu (the segment list), a segment's mu (its index). sm.mu
+// (sync waiters) is taken last or alone. Reads take only segMu, briefly, and
+// a segment's mu to look up its index: never the append lock.
+type Engine struct {
+	fs           vfs.FS
+	dir          string
+	opts         engine.Options
+	log          *slog.Logger
+	segmentBytes int64
+
+	start   atomic.Int64
+	end     atomic.Int64
+	closed  atomic.Bool
+	failure atomic.Pointer[error] // the first I/O error, sticky
+
+	flushMu sync.Mutex
+
+	mu          sync.Mutex
+	active      *segment
+	sealing     []*segment // rolled, not yet synced and indexed
+	dirDirty    bool       // a directory entry changed since the last directory sync
+	cleanOnDisk bool       // the clean-shutdown marker exists
+	scratch     []byte
+
+	segMu sync.RWMutex
+	segs  []*segment // ascending base offsets; the last is active
+
+	sm syncState
+
+	kick        chan struct{}
+	quit        chan struct{}
+	flusherDone chan struct{}
+}
+
+// Open opens the segmented log in dir, creating it if needed, and recovers
+// it (see the package documentation).
+func Open(dir string, opts engine.Options) (*Engine, error) {
+	opts = opts.WithDefaults()
+	if err := engine.ClaimDir(opts.FS, dir, Name); err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		fs:           opts.FS,
+		dir:          dir,
+		opts:         opts,
+		log:          opts.Logger.With("engine", Name, "dir", dir),
+		segmentBytes: min(max(opts.SegmentBytes, segmentBytesMin), segmentBytesMax),
+		kick:         make(chan struct{}, 1),
+		quit:         make(chan struct{}),
+		flusherDone:  make(chan struct{}),
+	}
+	if err := e.recover(); err != nil {
+		e.releaseAll()
+		return nil, fmt.Errorf("segment engine %s: open: %w", dir, err)
+	}
+	e.sm.synced = e.end.Load()
+	go e.flushLoop()
+	return e, nil
+}
+
+func (e *Engine) fail(err error) error {
+	e.failure.CompareAndSwap(nil, &err)
+	return err
+}
+
+func (e *Engine) failed() error {
+	if p := e.failure.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Append implements engine.LogEngine. The frame is written to the active
+// segment (to the page cache) under the append lock; Sync makes it durable.
+func (e *Engine) Append(b engine.Batch) error {
+	if b.Records < 1 || len(b.Data) == 0 {
+		return engine.ErrEmptyBatch
+	}
+	if len(b.Data) > e.opts.MaxBatchBytes {
+		return fmt.Errorf("%w: %d > %d bytes", engine.ErrBatchTooLarge, len(b.Data), e.opts.MaxBatchBytes)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed.Load() {
+		return engine.ErrClosed
+	}
+	if err := e.failed(); err != nil {
+		return err
+	}
+	if end := e.end.Load(); b.BaseOffset != end {
+		return fmt.Errorf("%w: base %d, end %d", engine.ErrNotContiguous, b.BaseOffset, end)
+	}
+	if err := e.startWritingLocked(); err != nil {
+		return e.fail(err)
+	}
+	n := frameHeaderLen + len(b.Data)
+	s := e.active
+	pos := s.endPos.Load()
+	if pos > fileHeaderLen && (pos+int64(n) > e.segmentBytes || !s.relFits(b.BaseOffset)) {
+		if err := e.rollLocked(b.BaseOffset); err != nil {
+			return e.fail(err)
+		}
+		s, pos = e.active, fileHeaderLen
+	}
+	buf := e.frameBuf(n)
+	putFrame(buf, b.BaseOffset, b.Records, b.Data)
+	if _, err := s.f.WriteAt(buf, pos); err != nil {
+		return e.fail(fmt.Errorf("segment %d: write at %d: %w", s.base, pos, err))
+	}
+	if ent, ok := s.builder.add(s.base, b.BaseOffset, pos); ok {
+		s.mu.Lock()
+		s.entries = append(s.entries, ent)
+		s.mu.Unlock()
+	}
+	// Publish: bytes first, then the segment's extent, then the log end, so
+	// a reader that sees the end also sees the bytes.
+	s.endPos.Store(pos + int64(n))
+	s.end.Store(b.NextOffset())
+	e.end.Store(b.NextOffset())
+	return nil
+}
+
+func (e *Engine) frameBuf(n int) []byte {
+	if n > scratchBytesMax {
+		return make([]byte, n)
+	}
+	if cap(e.scratch) < n {
+		e.scratch = make([]byte, max(n, 64<<10))
+	}
+	return e.scratch[:n]
+}
+
+// startWritingLocked removes the clean-shutdown marker before the first
+// change after a clean open: from then on the active segment must be scanned
+// after a crash. The next flush syncs the directory before any waiter is
+// released.
+func (e *Engine) startWritingLocked() error {
+	if !e.cleanOnDisk {
+		return nil
+	}
+	if err := removeIfExists(e.fs, e.fs.PathJoin(e.dir, cleanFile)); err != nil {
+		return err
+	}
+	e.cleanOnDisk = false
+	e.dirDirty = true
+	return nil
+}
+
+// rollLocked seals the active segment and starts a new one at base. The
+// flusher syncs the sealed segment, then the directory, then the new one,
+// and writes the sealed segment's index.
+func (e *Engine) rollLocked(base int64) error {
+	s, err := createSegment(e.fs, e.dir, base)
+	if err != nil {
+		return err
+	}
+	e.segMu.Lock()
+	e.segs = append(e.segs, s)
+	e.segMu.Unlock()
+	e.sealing = append(e.sealing, e.active)
+	e.active = s
+	e.dirDirty = true
+	e.kickFlusher()
+	return nil
+}
+
+// acquire returns the segment holding offset with a reader's reference, or
+// nil when no segment starts at or below it.
+func (e *Engine) acquire(offset int64) *segment {
+	e.segMu.RLock()
+	defer e.segMu.RUnlock()
+	i := sort.Search(len(e.segs), func(i int) bool { return e.segs[i].base > offset }) - 1
+	if i < 0 {
+		return nil
+	}
+	s := e.segs[i]
+	s.acquire()
+	return s
+}
+
+// Read implements engine.LogEngine. It reads with one large ReadAt per
+// segment touched (more only for a batch larger than the budget), checks
+// every returned frame's CRC, and continues into the next segment while the
+// budget lasts.
+func (e *Engine) Read(offset int64, maxBytes int) ([]engine.Batch, error) {
+	if e.closed.Load() {
+		return nil, engine.ErrClosed
+	}
+	start, end := e.start.Load(), e.end.Load()
+	if offset < start || offset > end {
+		return nil, fmt.Errorf("%w: %d not in [%d, %d]", engine.ErrOffsetOutOfRange, offset, start, end)
+	}
+	var out []engine.Batch
+	size := 0
+	for offset < end {
+		s := e.acquire(offset)
+		if s == nil {
+			if e.closed.Load() {
+				return nil, engine.ErrClosed
+			}
+			return nil, fmt.Errorf("%w: %d: no segment holds it (log changed during the read)", engine.ErrOffsetOutOfRange, offset)
+		}
+		var (
+			next int64
+			full bool
+			err  error
+		)
+		out, size, next, full, err = s.read(offset, maxBytes, out, size)
+		s.release()
+		if err != nil {
+			return nil, err
+		}
+		if full || next <= offset {
+			break
+		}
+		offset = next
+	}
+	return out, nil
+}
+
+// StartOffset implements engine.LogEngine.
+func (e *Engine) StartOffset() int64 { return e.start.Load() }
+
+// EndOffset implements engine.LogEngine.
+func (e *Engine) EndOffset() int64 { return e.end.Load() }
+
+// Close implements engine.LogEngine: it stops the flusher, syncs everything,
+// writes the sealed segments' indexes, the active segment's index and the
+// clean-shutdown marker, and closes the files (a reader still inside a
+// segment keeps it open until it leaves).
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	if e.closed.Load() {
+		e.mu.Unlock()
+		return engine.ErrClosed
+	}
+	e.closed.Store(true)
+	e.mu.Unlock()
+	close(e.quit)
+	<-e.flusherDone
+
+	e.flushMu.Lock()
+	defer e.flushMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	err := e.failed()
+	if err == nil {
+		err = e.syncAllLocked()
+	}
+	if err == nil {
+		err = e.writeCleanLocked()
+	}
+	e.completeWaiters(err, true)
+	e.releaseAll()
+	if err != nil {
+		return fmt.Errorf("segment engine %s: close: %w", e.dir, err)
+	}
+	return nil
+}
+
+// writeCleanLocked records a clean shutdown: the active segment's index as a
+// snapshot, then the marker naming it and the log end. Open trusts both only
+// together, and only if the segment file is exactly as long as the index
+// says.
+func (e *Engine) writeCleanLocked() error {
+	if err := e.active.writeIndex(false); err != nil {
+		return err
+	}
+	c := cleanState{activeBase: e.active.base, end: e.end.Load()}
+	if err := engine.WriteFileAtomic(e.fs, e.fs.PathJoin(e.dir, cleanFile), encodeClean(c)); err != nil {
+		return fmt.Errorf("write clean-shutdown marker: %w", err)
+	}
+	e.cleanOnDisk = true
+	return nil
+}
+
+// releaseAll drops the list's reference on every segment.
+func (e *Engine) releaseAll() {
+	e.segMu.Lock()
+	segs := e.segs
+	e.segs = nil
+	e.segMu.Unlock()
+	for _, s := range segs {
+		s.release()
+	}
+}

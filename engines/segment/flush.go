@@ -1,0 +1,208 @@
+package segment
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/minikafka/minikafka/clock"
+	"github.com/minikafka/minikafka/engine"
+)
+
+// syncRound is one fsync shared by every Sync that joined it before it
+// started. err is set before done is closed.
+type syncRound struct {
+	done chan struct{}
+	err  error
+}
+
+// syncState is the group-commit queue.
+type syncState struct {
+	mu     sync.Mutex
+	synced int64      // every offset below is durable
+	next   *syncRound // the round the flusher starts next; nil when nobody waits
+	closed bool       // Close completed the last round
+}
+
+// Sync implements engine.LogEngine.
+//
+// Group commit: a waiter joins the next round and kicks the flusher. A round
+// starts by taking the queued waiters and then the log end: every waiter in
+// it asked for an end that was already written, so the round's fsyncs cover
+// it. Waiters that arrive while a round syncs join the round after it.
+func (e *Engine) Sync(ctx context.Context, end int64) error {
+	e.sm.mu.Lock()
+	if e.sm.closed {
+		e.sm.mu.Unlock()
+		return engine.ErrClosed
+	}
+	if err := e.failed(); err != nil {
+		e.sm.mu.Unlock()
+		return err
+	}
+	if e.opts.Sync != engine.SyncAlways || e.sm.synced >= min(end, e.end.Load()) {
+		e.sm.mu.Unlock()
+		return nil
+	}
+	r := e.sm.next
+	if r == nil {
+		r = &syncRound{done: make(chan struct{})}
+		e.sm.next = r
+	}
+	e.sm.mu.Unlock()
+	e.kickFlusher()
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (e *Engine) kickFlusher() {
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
+}
+
+// flushLoop is the flusher goroutine. It runs a round when kicked (a Sync
+// waiter, a roll) and, under SyncInterval, every SyncInterval of the
+// engine's clock.
+func (e *Engine) flushLoop() {
+	defer close(e.flusherDone)
+	var (
+		t    clock.Timer
+		tick <-chan time.Time // nil, so never ready, unless SyncInterval
+	)
+	if e.opts.Sync == engine.SyncInterval {
+		t = e.opts.Clock.NewTimer(e.opts.SyncInterval)
+		defer t.Stop()
+		tick = t.C()
+	}
+	for {
+		select {
+		case <-e.quit:
+			return
+		case <-e.kick:
+			e.flushRound(false)
+		case <-tick:
+			e.flushRound(true)
+			t.Reset(e.opts.SyncInterval)
+		}
+	}
+}
+
+// flushRound syncs what the round needs: rolled segments (then their
+// directory entry), the active segment when someone waits or all is set,
+// then releases the waiters and writes the sealed segments' indexes. Appends
+// go on meanwhile: the append lock is held only to take the snapshot.
+func (e *Engine) flushRound(all bool) {
+	e.flushMu.Lock()
+	defer e.flushMu.Unlock()
+	if e.closed.Load() {
+		return // Close runs the last round itself
+	}
+	e.sm.mu.Lock()
+	r := e.sm.next
+	e.sm.next = nil
+	e.sm.mu.Unlock()
+
+	e.mu.Lock()
+	target := e.end.Load()
+	seals := e.sealing
+	e.sealing = nil
+	active := e.active
+	dirDirty := e.dirDirty
+	e.dirDirty = false
+	e.mu.Unlock()
+
+	if !all && r == nil {
+		active = nil // a roll's round: the sealed segment only
+	}
+	err := e.syncFiles(seals, dirDirty, active)
+	if err == nil && active != nil {
+		e.sm.mu.Lock()
+		e.sm.synced = max(e.sm.synced, target)
+		e.sm.mu.Unlock()
+	}
+	if r != nil {
+		r.err = err
+		close(r.done)
+	}
+	for _, s := range seals {
+		if err != nil {
+			break
+		}
+		err = s.writeIndex(true)
+	}
+	if err != nil {
+		e.fail(err)
+	}
+}
+
+// syncFiles makes durable, in this order: the sealed segments, the
+// directory, the active segment. A sealed segment is thus durable before (or
+// with) the segment that follows it, and a segment file's directory entry
+// before any waiter counts on its data.
+func (e *Engine) syncFiles(seals []*segment, dirDirty bool, active *segment) error {
+	for _, s := range seals {
+		if err := s.f.SyncData(); err != nil {
+			return fmt.Errorf("segment %d: sync: %w", s.base, err)
+		}
+	}
+	if dirDirty {
+		if err := engine.SyncDir(e.fs, e.dir); err != nil {
+			return err
+		}
+	}
+	if active != nil {
+		if err := active.f.SyncData(); err != nil {
+			return fmt.Errorf("segment %d: sync: %w", active.base, err)
+		}
+	}
+	return nil
+}
+
+// syncAllLocked makes everything appended durable and writes the pending
+// sealed indexes, outside the flusher (Close, Truncate). The caller holds
+// flushMu and mu.
+func (e *Engine) syncAllLocked() error {
+	seals := e.sealing
+	if err := e.syncFiles(seals, e.dirDirty, e.active); err != nil {
+		return e.fail(err)
+	}
+	e.sealing = nil
+	e.dirDirty = false
+	for _, s := range seals {
+		if err := s.writeIndex(true); err != nil {
+			return e.fail(err)
+		}
+	}
+	e.setSynced(e.end.Load())
+	return nil
+}
+
+// setSynced records that every offset below end is durable.
+func (e *Engine) setSynced(end int64) {
+	e.sm.mu.Lock()
+	e.sm.synced = end
+	e.sm.mu.Unlock()
+}
+
+// completeWaiters ends the queued round with err; final makes every later
+// Sync return ErrClosed.
+func (e *Engine) completeWaiters(err error, final bool) {
+	e.sm.mu.Lock()
+	r := e.sm.next
+	e.sm.next = nil
+	if final {
+		e.sm.closed = true
+	}
+	e.sm.mu.Unlock()
+	if r != nil {
+		r.err = err
+		close(r.done)
+	}
+}

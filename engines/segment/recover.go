@@ -1,0 +1,300 @@
+package segment
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/minikafka/minikafka/engine"
+)
+
+// recover builds the engine's state from its directory; the rules are in the
+// package documentation. It runs before the flusher starts, alone.
+func (e *Engine) recover() error {
+	names, err := e.fs.List(e.dir)
+	if err != nil {
+		return fmt.Errorf("list: %w", err)
+	}
+	bases, err := e.tidy(names)
+	if err != nil {
+		return err
+	}
+	start, err := e.readStart()
+	if err != nil {
+		return err
+	}
+	e.segs = make([]*segment, len(bases))
+	for i, b := range bases {
+		e.segs[i] = newSegment(e.fs, e.dir, b)
+		if i > 0 {
+			e.segs[i-1].end.Store(b)
+		}
+	}
+	if len(e.segs) > 0 {
+		clean, err := e.openClean()
+		if err != nil {
+			return err
+		}
+		if !clean {
+			if err := e.dropStaleClean(); err != nil {
+				return err
+			}
+			if err := e.recoverTail(); err != nil {
+				return err
+			}
+		}
+	}
+	return e.applyStart(start)
+}
+
+// tidy removes what an interrupted operation can leave behind (temporary
+// files of atomic writes, index files whose segment is gone) and returns the
+// segments' base offsets in order.
+func (e *Engine) tidy(names []string) ([]int64, error) {
+	logs := map[int64]bool{}
+	var bases []int64
+	for _, n := range names {
+		if b, ok := parseName(n, logSuffix); ok {
+			logs[b] = true
+			bases = append(bases, b)
+		}
+	}
+	var junk []string
+	for _, n := range names {
+		b, isIndex := parseName(n, indexSuffix)
+		if strings.HasSuffix(n, tmpSuffix) || (isIndex && !logs[b]) {
+			junk = append(junk, n)
+		}
+	}
+	for _, n := range junk {
+		if err := removeIfExists(e.fs, e.fs.PathJoin(e.dir, n)); err != nil {
+			return nil, err
+		}
+		e.log.Info("removed leftover file", "file", n)
+	}
+	if len(junk) > 0 {
+		if err := engine.SyncDir(e.fs, e.dir); err != nil {
+			return nil, err
+		}
+	}
+	slices.Sort(bases)
+	return bases, nil
+}
+
+func (e *Engine) readStart() (int64, error) {
+	path := e.fs.PathJoin(e.dir, startFile)
+	b, ok, err := readSmallFile(e.fs, path)
+	if err != nil || !ok {
+		return 0, err
+	}
+	off, err := decodeStart(b)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w: %w", path, engine.ErrCorrupt, err)
+	}
+	return off, nil
+}
+
+// openClean is the fast path after a clean Close: the marker, the active
+// segment's snapshot index and the segment file's length agree, so nothing
+// is scanned and sealed segments are trusted (their indexes load on first
+// read).
+func (e *Engine) openClean() (bool, error) {
+	b, ok, err := readSmallFile(e.fs, e.fs.PathJoin(e.dir, cleanFile))
+	if err != nil || !ok {
+		return false, err
+	}
+	e.cleanOnDisk = true
+	c, valid := decodeClean(b)
+	last := e.segs[len(e.segs)-1]
+	if !valid || c.activeBase != last.base {
+		return false, nil
+	}
+	st, err := readIndexFile(e.fs, last.indexPath, last.base)
+	if err != nil || st.sealed || st.end != c.end {
+		return false, nil
+	}
+	f, err := e.fs.OpenReadWrite(last.logPath, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return false, fmt.Errorf("segment %d: open: %w", last.base, err)
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Size() != st.endPos {
+		f.Close()
+		return false, nil
+	}
+	last.f = f
+	last.adoptLocked(st)
+	e.active = last
+	e.end.Store(st.end)
+	return true, nil
+}
+
+// dropStaleClean removes a clean-shutdown marker that did not hold, so that
+// it cannot vouch for anything later.
+func (e *Engine) dropStaleClean() error {
+	if !e.cleanOnDisk {
+		return nil
+	}
+	e.log.Warn("clean-shutdown marker does not match the log; recovering as after a crash")
+	if err := removeIfExists(e.fs, e.fs.PathJoin(e.dir, cleanFile)); err != nil {
+		return err
+	}
+	e.cleanOnDisk = false
+	return engine.SyncDir(e.fs, e.dir)
+}
+
+// recoverTail is recovery after a crash. Going back from the last segment,
+// it passes over segments without a sealed index (the active one, and one
+// rolled just before the crash whose index was not written yet) until one
+// with a sealed index: that one's end is authoritative. The segments passed
+// over are scanned in order, each up to the next one's base; the first that
+// falls short (a torn tail) ends the log, and so does an authoritative end
+// short of the next segment (an interrupted Truncate).
+func (e *Engine) recoverTail() error {
+	segs := e.segs
+	n := len(segs)
+	bounds := make([]int64, n)
+	tail := -1 // the segment that ends the log, when it must be cut
+	i := n - 1
+	for ; i >= 0; i-- {
+		s := segs[i]
+		bounds[i] = math.MaxInt64
+		if i < n-1 {
+			bounds[i] = segs[i+1].base
+		}
+		st, err := readIndexFile(e.fs, s.indexPath, s.base)
+		if err != nil || !st.sealed || st.end > bounds[i] {
+			continue
+		}
+		if fi, err := e.fs.Stat(s.logPath); err != nil || fi.Size() < st.endPos {
+			bounds[i] = st.end // never scan past a sealed end, even a damaged one
+			continue
+		}
+		s.adoptLocked(st)
+		if st.end < bounds[i] {
+			tail = i
+		}
+		break
+	}
+	for j := i + 1; tail < 0 && j < n; j++ {
+		complete, err := e.scanTail(segs[j], bounds[j], j == n-1)
+		if err != nil {
+			return err
+		}
+		if !complete {
+			tail = j
+		}
+	}
+	if tail < 0 {
+		last := segs[n-1]
+		if err := last.f.SyncData(); err != nil { // what recovery found is durable from here on
+			return fmt.Errorf("segment %d: sync: %w", last.base, err)
+		}
+		e.active = last
+		e.end.Store(last.end.Load())
+		return nil
+	}
+	return e.cutTail(tail)
+}
+
+// scanTail opens and scans one segment of the unvouched run and reports
+// whether it is complete: for the last segment, every byte is a good frame;
+// for another, its frames reach the next segment's base. A complete sealed
+// segment gets its index now.
+func (e *Engine) scanTail(s *segment, bound int64, last bool) (bool, error) {
+	var (
+		f   vfs.File
+		err error
+	)
+	if last {
+		f, err = e.fs.OpenReadWrite(s.logPath, vfs.WriteCategoryUnspecified)
+	} else {
+		f, err = e.fs.Open(s.logPath)
+	}
+	if err != nil {
+		return false, fmt.Errorf("segment %d: open: %w", s.base, err)
+	}
+	s.f = f
+	st, err := scanSegment(f, s.base, bound)
+	if err != nil {
+		return false, err
+	}
+	s.adoptLocked(st)
+	if !last {
+		if st.end != bound {
+			return false, nil
+		}
+		if err := f.SyncData(); err != nil {
+			return false, fmt.Errorf("segment %d: sync: %w", s.base, err)
+		}
+		return true, s.writeIndex(true)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return false, fmt.Errorf("segment %d: stat: %w", s.base, err)
+	}
+	return bound == math.MaxInt64 && st.endPos >= fileHeaderLen && st.endPos == fi.Size(), nil
+}
+
+// cutTail ends the log in segs[tail]: it seals that segment where its good
+// frames end (the commit point), removes every later segment and starts a
+// new active one. A segment with no good frame goes too, and the new one
+// takes its place.
+func (e *Engine) cutTail(tail int) error {
+	s := e.segs[tail]
+	end := s.end.Load()
+	dropped := e.segs[len(e.segs)-1].base
+	e.log.Warn("cutting the log after a crash", "segment", s.base, "end", end, "byte", s.endPos.Load(), "segments_removed", len(e.segs)-1-tail, "last_segment", dropped)
+	keep := tail
+	if end > s.base {
+		keep = tail + 1
+		if s.f != nil { // scanned here: make what it holds durable before sealing it
+			if err := s.f.SyncData(); err != nil {
+				return fmt.Errorf("segment %d: sync: %w", s.base, err)
+			}
+		}
+		if err := s.writeIndex(true); err != nil {
+			return err
+		}
+	}
+	if err := e.dropLocked(keep); err != nil {
+		return err
+	}
+	return e.startSegmentLocked(end)
+}
+
+// applyStart sets the log start from the start file and the first segment,
+// finishing an interrupted DeleteBefore: segments wholly below the start go,
+// and a log whose end is below its start restarts empty at the start.
+func (e *Engine) applyStart(start int64) error {
+	if len(e.segs) == 0 {
+		e.start.Store(start)
+		return e.startSegmentLocked(start)
+	}
+	start = max(start, e.segs[0].base)
+	if e.end.Load() < start {
+		return e.resetLocked(start)
+	}
+	e.start.Store(start)
+	return e.dropBeforeLocked(start)
+}
+
+// dropBeforeLocked removes the segments, other than the active one, that
+// end at or below offset.
+func (e *Engine) dropBeforeLocked(offset int64) error {
+	n := 0
+	for n < len(e.segs)-1 && e.segs[n].end.Load() <= offset {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	drop := slices.Clone(e.segs[:n])
+	e.sealing = slices.DeleteFunc(e.sealing, func(s *segment) bool { return slices.Contains(drop, s) })
+	e.setSegs(slices.Clone(e.segs[n:]))
+	defer releaseEach(drop)
+	return removeSegments(e.fs, e.dir, drop)
+}

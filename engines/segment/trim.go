@@ -1,0 +1,250 @@
+package segment
+
+import (
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/cockroachdb/errors/oserror"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/minikafka/minikafka/engine"
+)
+
+// Truncate implements engine.LogEngine.
+//
+// No file is ever shortened (vfs.FS has no truncate): the segment holding
+// the cut is sealed there by a sealed index, which is authoritative, and a
+// new segment starts at the cut. The steps are ordered so that a crash at any
+// point leaves a prefix of the old log at least as long as the cut, and the
+// cut itself once the sealed index is durable.
+func (e *Engine) Truncate(offset int64) error {
+	e.flushMu.Lock()
+	defer e.flushMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed.Load() {
+		return engine.ErrClosed
+	}
+	if err := e.failed(); err != nil {
+		return err
+	}
+	start, end := e.start.Load(), e.end.Load()
+	if offset < start || offset > end {
+		return fmt.Errorf("%w: truncate to %d, log is [%d, %d]", engine.ErrOffsetOutOfRange, offset, start, end)
+	}
+	if offset == end {
+		return nil
+	}
+	i := e.segmentIndex(offset)
+	s := e.segs[i]
+	cutBase, cutPos, err := s.seek(offset)
+	if err != nil {
+		return fmt.Errorf("truncate to %d: %w", offset, err)
+	}
+	if cutBase <= start {
+		err = e.resetLocked(start)
+	} else {
+		err = e.cutLocked(i, cutBase, cutPos)
+	}
+	if err != nil {
+		return e.fail(fmt.Errorf("truncate to %d: %w", offset, err))
+	}
+	return nil
+}
+
+// segmentIndex returns the index in segs of the segment holding offset; the
+// caller holds mu and has checked start <= offset < end.
+func (e *Engine) segmentIndex(offset int64) int {
+	i, found := slices.BinarySearchFunc(e.segs, offset, func(s *segment, o int64) int {
+		switch {
+		case s.base < o:
+			return -1
+		case s.base > o:
+			return 1
+		}
+		return 0
+	})
+	if !found {
+		i--
+	}
+	return i
+}
+
+// cutLocked ends the log at cutBase, a batch boundary in segs[i] at byte
+// cutPos.
+func (e *Engine) cutLocked(i int, cutBase, cutPos int64) error {
+	if err := e.startWritingLocked(); err != nil {
+		return err
+	}
+	// What is kept must be durable (and indexed) before a newer segment can
+	// follow it.
+	if err := e.syncAllLocked(); err != nil {
+		return err
+	}
+	s := e.segs[i]
+	keep := i + 1
+	if cutBase == s.base {
+		keep = i
+	}
+	if err := e.dropLocked(keep); err != nil {
+		return err
+	}
+	if keep > i {
+		s.end.Store(cutBase)
+		s.endPos.Store(cutPos)
+		if err := s.writeIndex(true); err != nil {
+			return err
+		}
+	}
+	return e.startSegmentLocked(cutBase)
+}
+
+// dropLocked removes segs[keep:], newest first.
+func (e *Engine) dropLocked(keep int) error {
+	drop := slices.Clone(e.segs[keep:])
+	e.sealing = slices.DeleteFunc(e.sealing, func(s *segment) bool { return slices.Contains(drop, s) })
+	e.setSegs(e.segs[:keep:keep])
+	defer releaseEach(drop)
+	return removeSegments(e.fs, e.dir, drop)
+}
+
+// startSegmentLocked creates a durable, empty active segment at base that
+// ends the log.
+func (e *Engine) startSegmentLocked(base int64) error {
+	s, err := createSegment(e.fs, e.dir, base)
+	if err != nil {
+		return err
+	}
+	e.setSegs(append(e.segs, s))
+	e.active = s
+	if err := s.f.SyncData(); err != nil {
+		return fmt.Errorf("segment %d: sync: %w", base, err)
+	}
+	if err := engine.SyncDir(e.fs, e.dir); err != nil {
+		return err
+	}
+	e.dirDirty = false
+	e.end.Store(base)
+	e.setSynced(base)
+	return nil
+}
+
+// resetLocked empties the log and restarts it at offset: the new start is
+// recorded first (the commit point), then every segment goes.
+func (e *Engine) resetLocked(offset int64) error {
+	if err := e.startWritingLocked(); err != nil {
+		return err
+	}
+	if err := writeStart(e.fs, e.dir, offset); err != nil {
+		return err
+	}
+	e.start.Store(offset)
+	if err := e.dropLocked(0); err != nil {
+		return err
+	}
+	e.sealing = nil
+	return e.startSegmentLocked(offset)
+}
+
+// DeleteBefore implements engine.LogEngine. The new start is written first
+// (durably); then whole segments below it are removed. The active segment is
+// never removed here.
+func (e *Engine) DeleteBefore(offset int64) error {
+	e.flushMu.Lock()
+	defer e.flushMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed.Load() {
+		return engine.ErrClosed
+	}
+	if err := e.failed(); err != nil {
+		return err
+	}
+	if offset <= e.start.Load() {
+		return nil
+	}
+	if offset > e.end.Load() {
+		if err := e.resetLocked(offset); err != nil {
+			return e.fail(fmt.Errorf("delete before %d: %w", offset, err))
+		}
+		return nil
+	}
+	if err := writeStart(e.fs, e.dir, offset); err != nil {
+		return e.fail(fmt.Errorf("delete before %d: %w", offset, err))
+	}
+	e.start.Store(offset)
+	if err := e.dropBeforeLocked(offset); err != nil {
+		return e.fail(fmt.Errorf("delete before %d: %w", offset, err))
+	}
+	return nil
+}
+
+func (e *Engine) setSegs(segs []*segment) {
+	e.segMu.Lock()
+	e.segs = segs
+	e.segMu.Unlock()
+}
+
+func releaseEach(segs []*segment) {
+	for _, s := range segs {
+		s.release()
+	}
+}
+
+// removeSegments deletes the segments' files, last segment first. Each log
+// file's removal is made durable before its index goes, so that no crash
+// leaves a segment file without the sealed index that bounds it (it would
+// be scanned to its physical end, past a logical cut). The directory is
+// synced at the end, before any file of the same name can be created.
+func removeSegments(fs vfs.FS, dir string, segs []*segment) error {
+	for i := len(segs) - 1; i >= 0; i-- {
+		s := segs[i]
+		s.markRemoved()
+		if err := removeIfExists(fs, s.logPath); err != nil {
+			return err
+		}
+		if err := engine.SyncDir(fs, dir); err != nil {
+			return err
+		}
+		if err := removeIfExists(fs, s.indexPath); err != nil {
+			return err
+		}
+	}
+	if len(segs) == 0 {
+		return nil
+	}
+	return engine.SyncDir(fs, dir)
+}
+
+func removeIfExists(fs vfs.FS, path string) error {
+	if err := fs.Remove(path); err != nil && !oserror.IsNotExist(err) {
+		return fmt.Errorf("remove %s: %w", path, err)
+	}
+	return nil
+}
+
+func writeStart(fs vfs.FS, dir string, offset int64) error {
+	if err := engine.WriteFileAtomic(fs, fs.PathJoin(dir, startFile), encodeStart(offset)); err != nil {
+		return fmt.Errorf("write log start: %w", err)
+	}
+	return nil
+}
+
+// readSmallFile returns a small file's contents, or ok false if it does not
+// exist.
+func readSmallFile(fs vfs.FS, path string) (b []byte, ok bool, err error) {
+	f, err := fs.Open(path)
+	if oserror.IsNotExist(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	b, err = io.ReadAll(f)
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", path, err)
+	}
+	return b, true, nil
+}
