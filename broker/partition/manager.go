@@ -147,6 +147,9 @@ func (m *Manager) open() error {
 	if err := fs.MkdirAll(fs.PathJoin(dir, topicsDirName), 0o755); err != nil {
 		return fmt.Errorf("partition: create %s: %w", dir, err)
 	}
+	if err := syncDirs(fs, fs.PathDir(dir), dir); err != nil {
+		return fmt.Errorf("partition: %w", err)
+	}
 	engineName, infos, found, err := readMeta(fs, fs.PathJoin(dir, metaFileName))
 	if err != nil {
 		return fmt.Errorf("partition: %w", err)

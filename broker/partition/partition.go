@@ -89,6 +89,8 @@ func partitionDir(fs vfs.FS, root, topic string, index int32) string {
 func openPartition(m *Manager, topic string, index int32, cfg topicConfig) (*Partition, error) {
 	fs := m.fs
 	dir := partitionDir(fs, m.cfg.Dir, topic, index)
+	_, statErr := fs.Stat(dir)
+	created := statErr != nil
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("partition %s-%d: %w", topic, index, err)
 	}
@@ -99,6 +101,14 @@ func openPartition(m *Manager, topic string, index int32, cfg topicConfig) (*Par
 	log, err := engine.Open(m.cfg.Engine, fs.PathJoin(dir, logDirName), opts)
 	if err != nil {
 		return nil, fmt.Errorf("partition %s-%d: open %s engine: %w", topic, index, m.cfg.Engine, err)
+	}
+	if created {
+		// The new directory entries (the partition's in topics/, the
+		// engine's in the partition's) must survive a crash like the data.
+		if err := syncDirs(fs, fs.PathDir(dir), dir); err != nil {
+			log.Close()
+			return nil, fmt.Errorf("partition %s-%d: %w", topic, index, err)
+		}
 	}
 	p := &Partition{
 		topic: topic, index: index, dir: dir, fs: fs, log: log, cfg: cfg,
@@ -330,6 +340,17 @@ func (p *Partition) close() error {
 	p.wm.close(p.closedErr())
 	if err != nil {
 		return fmt.Errorf("partition %s-%d: close: %w", p.topic, p.index, err)
+	}
+	return nil
+}
+
+// syncDirs fsyncs each directory so that entries created in it survive a
+// crash.
+func syncDirs(fs vfs.FS, dirs ...string) error {
+	for _, d := range dirs {
+		if err := engine.SyncDir(fs, d); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -1,0 +1,274 @@
+package partition_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/minikafka/minikafka/broker/batch"
+	"github.com/minikafka/minikafka/broker/batch/batchtest"
+	"github.com/minikafka/minikafka/broker/partition"
+	"github.com/minikafka/minikafka/broker/producer"
+	"github.com/minikafka/minikafka/engine"
+	"github.com/minikafka/minikafka/engines/memory"
+	"github.com/minikafka/minikafka/engines/pebble"
+)
+
+// durableEngines are the registered engines that keep data across a
+// restart; every restart test runs on each.
+var durableEngines = []string{pebble.Name}
+
+func openFS(t *testing.T, eng string, fs vfs.FS, dir string) (*partition.Manager, error) {
+	t.Helper()
+	return partition.OpenManager(partition.Config{Dir: dir, Engine: eng, EngineOptions: engine.Options{FS: fs}})
+}
+
+// fill appends n plain batches of 2 records to p and waits until durable.
+func fill(t *testing.T, p *partition.Partition, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		app, err := p.Append(batchtest.Plain(t, 2))
+		require.NoError(t, err)
+		require.NoError(t, p.WaitDurable(context.Background(), app.LastOffset+1))
+	}
+}
+
+func TestRestartRestoresTopicsAndRecords(t *testing.T) {
+	for _, eng := range append([]string{memory.Name}, durableEngines...) {
+		t.Run(eng, func(t *testing.T) {
+			dir := t.TempDir()
+			m, err := openFS(t, eng, nil, dir)
+			require.NoError(t, err)
+			retention := "1000"
+			_, err = m.CreateTopic("a", 3, map[string]*string{partition.ConfigRetentionMs: &retention})
+			require.NoError(t, err)
+			_, err = m.CreateTopic("__consumer_offsets", 1, nil)
+			require.NoError(t, err)
+			for i := int32(0); i < 3; i++ {
+				p, err := m.Partition("a", i)
+				require.NoError(t, err)
+				fill(t, p, int(i)+1)
+			}
+			id, _, err := m.InitProducerID()
+			require.NoError(t, err)
+			before := m.Topics()
+			require.NoError(t, m.Close())
+			assert.ErrorIs(t, m.Close(), engine.ErrClosed)
+
+			m2 := open(t, eng, dir, engine.Options{})
+			after := m2.Topics()
+			assert.Equal(t, before, after, "names, ids, partition counts and configs survive")
+			require.Len(t, after, 2)
+			assert.True(t, after[0].Internal, "__consumer_offsets is internal")
+			assert.Equal(t, map[string]string{partition.ConfigRetentionMs: "1000"}, after[1].Configs)
+			id2, _, err := m2.InitProducerID()
+			require.NoError(t, err)
+			assert.Greater(t, id2, id, "producer ids never repeat across restarts")
+			for i := int32(0); i < 3; i++ {
+				p, err := m2.Partition("a", i)
+				require.NoError(t, err)
+				if eng == memory.Name {
+					assert.Equal(t, int64(0), p.EndOffset(), "the memory engine keeps no records")
+					continue
+				}
+				assert.Equal(t, int64(i+1)*2, p.HighWatermark(), "partition %d", i)
+				assert.Len(t, readAll(t, p, 0), int(i+1)*2)
+			}
+		})
+	}
+}
+
+// producerSteps leave producer 5 at epoch 0 with batches seq 0..11 (two
+// records each) at offsets 0..11, then check the state after a reopen.
+func writeProducer(t *testing.T, p *partition.Partition) {
+	t.Helper()
+	for seq := int32(0); seq < 12; seq += 2 {
+		app, err := p.Append(batchtest.Idempotent(t, 5, 0, seq, 2))
+		require.NoError(t, err)
+		require.NoError(t, p.WaitDurable(context.Background(), app.LastOffset+1))
+	}
+}
+
+func checkProducer(t *testing.T, p *partition.Partition) {
+	t.Helper()
+	runProduces(t, p, 5, []produce{
+		{seq: 10, n: 2, dup: true, base: 10},
+		{seq: 4, n: 2, dup: true, base: 4},
+		{seq: 2, n: 2, dup: true, base: 2}, // the oldest of the five remembered
+		{seq: 0, n: 2, want: kerr.OutOfOrderSequenceNumber}, // out of the window
+		{seq: 14, n: 1, want: kerr.OutOfOrderSequenceNumber},
+		{seq: 12, n: 1, base: 12},
+	})
+}
+
+func snapshots(t *testing.T, fs vfs.FS, dir string) []string {
+	t.Helper()
+	names, err := fs.List(fs.PathJoin(dir, "topics", "t-0"))
+	require.NoError(t, err)
+	var out []string
+	for _, n := range names {
+		if strings.HasSuffix(n, ".snapshot") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func TestRestartKeepsProducerState(t *testing.T) {
+	for _, eng := range durableEngines {
+		t.Run(eng+"/clean close writes a snapshot", func(t *testing.T) {
+			fs, dir := vfs.NewMem(), "/data"
+			m, err := openFS(t, eng, fs, dir)
+			require.NoError(t, err)
+			writeProducer(t, onePartition(t, m, "t"))
+			require.NoError(t, m.Close())
+			assert.Equal(t, []string{fmt.Sprintf("producer-%020d.snapshot", 12)}, snapshots(t, fs, dir))
+
+			m2, err := openFS(t, eng, fs, dir)
+			require.NoError(t, err)
+			defer m2.Close()
+			p, err := m2.Partition("t", 0)
+			require.NoError(t, err)
+			checkProducer(t, p)
+		})
+		t.Run(eng+"/crash without a snapshot rebuilds from the log", func(t *testing.T) {
+			mem, dir := vfs.NewCrashableMem(), "/data"
+			m, err := openFS(t, eng, mem, dir)
+			require.NoError(t, err)
+			defer m.Close()
+			writeProducer(t, onePartition(t, m, "t"))
+			crashed := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+			assert.Empty(t, snapshots(t, crashed, dir))
+
+			m2, err := openFS(t, eng, crashed, dir)
+			require.NoError(t, err)
+			defer m2.Close()
+			p, err := m2.Partition("t", 0)
+			require.NoError(t, err)
+			assert.Equal(t, int64(12), p.HighWatermark(), "every durable batch survived the crash")
+			checkProducer(t, p)
+		})
+		t.Run(eng+"/snapshot past the log end is discarded", func(t *testing.T) {
+			fs, dir := vfs.NewMem(), "/data"
+			m, err := openFS(t, eng, fs, dir)
+			require.NoError(t, err)
+			writeProducer(t, onePartition(t, m, "t"))
+			require.NoError(t, m.Close())
+			// A snapshot from a future the crash took back: producer 5 far ahead.
+			bogus := producer.NewState()
+			for seq := int32(100); seq < 110; seq++ {
+				bogus.Record(hdrFor(5, 0, seq), int64(seq))
+			}
+			pdir := fs.PathJoin(dir, "topics", "t-0")
+			require.NoError(t, producer.WriteSnapshot(fs, fs.PathJoin(pdir, fmt.Sprintf("producer-%020d.snapshot", 1000)), bogus, 1000))
+
+			m2, err := openFS(t, eng, fs, dir)
+			require.NoError(t, err)
+			defer m2.Close()
+			p, err := m2.Partition("t", 0)
+			require.NoError(t, err)
+			checkProducer(t, p)
+			assert.NotContains(t, snapshots(t, fs, dir), fmt.Sprintf("producer-%020d.snapshot", 1000))
+		})
+		t.Run(eng+"/damaged snapshot falls back to the log", func(t *testing.T) {
+			fs, dir := vfs.NewMem(), "/data"
+			m, err := openFS(t, eng, fs, dir)
+			require.NoError(t, err)
+			writeProducer(t, onePartition(t, m, "t"))
+			require.NoError(t, m.Close())
+			path := fs.PathJoin(dir, "topics", "t-0", fmt.Sprintf("producer-%020d.snapshot", 12))
+			f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
+			require.NoError(t, err)
+			_, err = f.Write([]byte("MKPS garbage"))
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+
+			m2, err := openFS(t, eng, fs, dir)
+			require.NoError(t, err)
+			defer m2.Close()
+			p, err := m2.Partition("t", 0)
+			require.NoError(t, err)
+			checkProducer(t, p)
+		})
+	}
+}
+
+func TestCrashLosesNothingAcknowledged(t *testing.T) {
+	for _, eng := range durableEngines {
+		t.Run(eng, func(t *testing.T) {
+			mem, dir := vfs.NewCrashableMem(), "/data"
+			m, err := openFS(t, eng, mem, dir)
+			require.NoError(t, err)
+			defer m.Close()
+			p := onePartition(t, m, "t")
+			ctx := ctxT(t)
+			var acked int64
+			for i := 0; i < 20; i++ {
+				app, err := p.Append(batchtest.Plain(t, 3))
+				require.NoError(t, err)
+				if i%2 == 0 {
+					require.NoError(t, p.WaitHighWatermark(ctx, app.LastOffset+1))
+					acked = app.LastOffset + 1
+				}
+			}
+			crashed := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 50, RNG: rand.New(rand.NewPCG(1, 2))})
+			m2, err := openFS(t, eng, crashed, dir)
+			require.NoError(t, err)
+			defer m2.Close()
+			p2, err := m2.Partition("t", 0)
+			require.NoError(t, err)
+			assert.GreaterOrEqual(t, p2.HighWatermark(), acked)
+			recs := readAll(t, p2, 0)
+			require.GreaterOrEqual(t, int64(len(recs)), acked)
+			for i, r := range recs {
+				require.Equal(t, int64(i), r.Offset)
+			}
+		})
+	}
+}
+
+func TestDeleteTopic(t *testing.T) {
+	for _, eng := range durableEngines {
+		t.Run(eng, func(t *testing.T) {
+			dir := t.TempDir()
+			m := open(t, eng, dir, engine.Options{})
+			p := onePartition(t, m, "t")
+			fill(t, p, 3)
+			info, _ := m.Topic("t")
+
+			require.NoError(t, m.DeleteTopic("t"))
+			assert.ErrorIs(t, m.DeleteTopic("t"), kerr.UnknownTopicOrPartition)
+			_, err := m.Partition("t", 0)
+			assert.ErrorIs(t, err, kerr.UnknownTopicOrPartition)
+			_, err = p.Append(batchtest.Plain(t, 1))
+			assert.ErrorIs(t, err, kerr.NotLeaderForPartition, "a handle from before the delete")
+			assert.NoDirExists(t, filepath.Join(dir, "topics", "t-0"))
+			assert.NoDirExists(t, filepath.Join(dir, "topics", "t-0.deleting"))
+
+			info2, err := m.CreateTopic("t", 1, nil)
+			require.NoError(t, err)
+			assert.NotEqual(t, info.ID, info2.ID, "a recreated topic is a new topic")
+			p2, err := m.Partition("t", 0)
+			require.NoError(t, err)
+			assert.Equal(t, int64(0), p2.EndOffset(), "no record of the deleted topic comes back")
+			require.NoError(t, m.Close())
+
+			m2 := open(t, eng, dir, engine.Options{})
+			p3, err := m2.Partition("t", 0)
+			require.NoError(t, err)
+			assert.Equal(t, int64(0), p3.EndOffset())
+		})
+	}
+}
+
+func hdrFor(id int64, epoch int16, seq int32) batch.Header {
+	return batch.Header{ProducerID: id, ProducerEpoch: epoch, BaseSequence: seq, NumRecords: 1}
+}
