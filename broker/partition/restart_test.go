@@ -102,7 +102,7 @@ func checkProducer(t *testing.T, p *partition.Partition) {
 	runProduces(t, p, 5, []produce{
 		{seq: 10, n: 2, dup: true, base: 10},
 		{seq: 4, n: 2, dup: true, base: 4},
-		{seq: 2, n: 2, dup: true, base: 2}, // the oldest of the five remembered
+		{seq: 2, n: 2, dup: true, base: 2},                  // the oldest of the five remembered
 		{seq: 0, n: 2, want: kerr.OutOfOrderSequenceNumber}, // out of the window
 		{seq: 14, n: 1, want: kerr.OutOfOrderSequenceNumber},
 		{seq: 12, n: 1, base: 12},
