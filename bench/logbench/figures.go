@@ -37,6 +37,12 @@ var (
 		}
 		return float64(s.Usage.Allocated)
 	}
+	ApparentBytes Metric = func(s Sample) float64 {
+		if s.Usage == nil {
+			return math.NaN()
+		}
+		return float64(s.Usage.Apparent)
+	}
 	DeviceReadBytes Metric = func(s Sample) float64 {
 		if s.Device == nil {
 			return math.NaN()

@@ -100,6 +100,20 @@ func bytesCell(v float64) string {
 	return bench.Bytes(int64(v))
 }
 
+// diskCell is the median allocated size, with the apparent size (sum of
+// file lengths) when preallocation makes them differ.
+func diskCell(sr *SubjectResult) string {
+	alloc := sr.Median(WorkloadIngest, DiskBytes)
+	apparent := sr.Median(WorkloadIngest, ApparentBytes)
+	if math.IsNaN(alloc) {
+		return "–"
+	}
+	if math.IsNaN(apparent) || math.Abs(alloc-apparent) < 0.05*alloc {
+		return bench.Bytes(int64(alloc))
+	}
+	return fmt.Sprintf("%s (files %s long)", bench.Bytes(int64(alloc)), bench.Bytes(int64(apparent)))
+}
+
 func taking(r *Results, workload string) []*SubjectResult {
 	var out []*SubjectResult
 	for _, s := range r.Subjects {
@@ -134,7 +148,7 @@ func ingestSection(rep *bench.Report, r *Results) {
 	raw, peb := r.Subject(RawName), r.Subject("pebble")
 	c := r.Config
 	s := rep.Section("Bulk ingest")
-	s.Para("%d records of %d bytes in batches of %d (one batch = %d bytes of Data), one Sync per batch, one writer. WA = bytes the device wrote from open to close / payload bytes; SA = bytes allocated on disk after close / payload bytes.",
+	s.Para("%d records of %d bytes in batches of %d (one batch = %d bytes of Data), one Sync per batch, one writer. WA = bytes the device wrote from open to close / payload bytes; SA = bytes allocated on disk after close / payload bytes (preallocated space counts; the files' own length is shown when it differs).",
 		c.Records, c.RecordBytes, c.BatchRecords, c.RecordBytes*c.BatchRecords)
 	t := s.Table("subject", "records/s", "MB/s", "batch p99", "WA", "SA", "on disk", "× raw", "× pebble", "notes").Left(9)
 	for _, sr := range taking(r, WorkloadIngest) {
@@ -144,7 +158,7 @@ func ingestSection(rep *bench.Report, r *Results) {
 			cell(sr.Spread(WorkloadIngest, P99), bench.Millis),
 			cell(sr.Spread(WorkloadIngest, WriteAmplification), amp),
 			cell(sr.Spread(WorkloadIngest, SpaceAmplification), amp),
-			bytesCell(sr.Median(WorkloadIngest, DiskBytes)),
+			diskCell(sr),
 			ratioCell(sr, raw, WorkloadIngest), ratioCell(sr, peb, WorkloadIngest), failures(sr, WorkloadIngest))
 	}
 }

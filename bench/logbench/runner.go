@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 
 	"github.com/schollz/progressbar/v3"
 
@@ -93,6 +94,7 @@ func (r *runner) appendOnce(s Subject, writers, rep int) Sample {
 	if err != nil {
 		return failed(name, rep, fmt.Errorf("open: %w", err))
 	}
+	runtime.GC() // the previous workload's garbage is not this one's cost
 	before := r.deviceStats()
 	smp := durableAppend(w, writers, r.cfg.AppendRecordBytes, r.cfg.AppendDuration, r.payload)
 	after := r.deviceStats()
@@ -140,12 +142,14 @@ func (r *runner) ingestAndRead(s Subject, rep int) []Sample {
 // returns (the device figures run from open to close, so that whatever the
 // subject writes at close counts); a non-durable one is returned open.
 func (r *runner) ingestOnce(s Subject, dir string, rep int) (Ingester, Sample) {
+	batches := ingestBatches(r.cfg.Records, r.cfg.BatchRecords, r.cfg.RecordBytes, r.payload)
+	runtime.GC()
 	before := r.deviceStats()
 	in, err := s.Ingester(dir)
 	if err != nil {
 		return nil, failed(WorkloadIngest, rep, fmt.Errorf("open: %w", err))
 	}
-	smp := ingest(in, r.cfg.Records, r.cfg.BatchRecords, r.cfg.RecordBytes, r.payload)
+	smp := ingest(in, batches, r.cfg.Records, r.cfg.BatchRecords)
 	smp.Workload, smp.Rep = WorkloadIngest, rep
 	if !s.Durable && smp.Err == "" {
 		return in, smp

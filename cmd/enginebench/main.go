@@ -21,6 +21,7 @@ import (
 	"github.com/minikafka/minikafka/bench/logbench"
 
 	_ "github.com/minikafka/minikafka/engines/memory"
+	_ "github.com/minikafka/minikafka/engines/pebble"
 )
 
 func main() {
@@ -39,6 +40,7 @@ func run(args []string, stderr io.Writer) error {
 		reps     = fs.Int("reps", 0, "repetitions of each figure (default 3, 1 with -quick)")
 		records  = fs.Int64("records", 0, "records of the bulk ingest (default 1000000, 20000 with -quick)")
 		appendD  = fs.Duration("append-time", 0, "duration of each durable-append figure (default 5s, 100ms with -quick)")
+		probe    = fs.Duration("probe", -1, "how long to measure the device's background writes before the run (default 3s, 0 with -quick)")
 		out      = fs.String("out", "results", "directory for engines.md and engines.json")
 		dir      = fs.String("dir", "", "where the scratch data goes (default: the system temporary directory); its disk is what is measured")
 		progress = fs.Bool("progress", true, "show a progress bar on stderr")
@@ -61,6 +63,9 @@ func run(args []string, stderr io.Writer) error {
 	}
 	if *appendD > 0 {
 		cfg.AppendDuration = *appendD
+	}
+	if *probe >= 0 {
+		cfg.Probe = *probe
 	}
 	cfg.Dir = *dir
 	if *progress {
