@@ -47,3 +47,12 @@ func startKfake(t testing.TB, partitions int32) *Server {
 	t.Cleanup(c.Close)
 	return &Server{Name: "kfake", Addr: c.ListenAddrs()[0]}
 }
+
+// Targets are every server the interop tests run on: kfake first, as the
+// reference, then the broker over each registered engine.
+func Targets() []Target {
+	return append([]Target{Kfake}, brokerTargets()...)
+}
+
+// brokerTargets: filled in once the broker exists.
+func brokerTargets() []Target { return nil }

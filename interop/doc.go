@@ -1,0 +1,9 @@
+// Package interop holds the real-client interoperability tests: franz-go,
+// sarama and kcat (librdkafka) produce to and consume from mini-kafka's
+// broker over every registered engine, with every compression codec, and
+// across a broker restart. franz-go's in-memory fake cluster (kfake) runs the
+// same tests as a reference, so a failure that also happens there is the
+// test's, not the broker's.
+//
+// The package has no code outside its tests; interoptest starts the servers.
+package interop
