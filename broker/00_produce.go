@@ -1,0 +1,149 @@
+package broker
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka/broker/partition"
+)
+
+// Produce: v0-11 advertised, v3-11 served
+//
+// Behaviour:
+//   - v0-2 (message sets, magic 0 and 1) are advertised only so that
+//     librdkafka 2.0.2 keeps compressing (it stops when the advertised
+//     minimum is 3); a request at those versions gets UNSUPPORTED_VERSION on
+//     every partition.
+//   - The ordering phase, on the connection's reader, appends each
+//     partition's records in request order (Partition.Append returns once
+//     the batch has its offsets), so a pipelined idempotent producer's
+//     sequences arrive in order. The waiting phase runs on its own
+//     goroutine: acks=1 waits until the batch is durable under the sync
+//     policy, acks=-1 until the high watermark passes it; both end with
+//     REQUEST_TIMED_OUT after the request's TimeoutMillis (<= 0: no limit).
+//   - acks=0: appended the same way, and no response at all.
+//   - Any other acks value: INVALID_REQUIRED_ACKS on every partition.
+//   - Unknown topic: auto-created with the default partition count when
+//     auto-creation is on, else UNKNOWN_TOPIC_OR_PARTITION.
+//   - A transactional produce (TransactionID set): every partition gets
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED; transactions are not supported.
+//   - Batch errors come from the log layer as Kafka codes: CORRUPT_MESSAGE
+//     (CRC, counts, lengths), INVALID_RECORD, MESSAGE_TOO_LARGE,
+//     OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH; a retried
+//     duplicate gets its original offsets.
+//
+// Version notes:
+//   - v2: LogAppendTime; v5: LogStartOffset; v8: ErrorMessage per
+//     partition; v9: flexible.
+
+func init() { register(0, 0, 11, handleProduce) }
+
+// produceWait is one appended partition-batch awaiting its acknowledgement.
+type produceWait struct {
+	part *partition.Partition
+	end  int64 // offset just past the batch
+	resp *kmsg.ProduceResponseTopicPartition
+}
+
+func handleProduce(r *request) reply {
+	req := r.body.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+
+	var refuse *kerr.Error
+	switch {
+	case req.Version < 3:
+		refuse = kerr.UnsupportedVersion
+	case req.TransactionID != nil:
+		refuse = kerr.TransactionalIDAuthorizationFailed
+	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+		refuse = kerr.InvalidRequiredAcks
+	}
+
+	var waits []produceWait
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		resp.Topics = append(resp.Topics, st)
+		parts := resp.Topics[len(resp.Topics)-1].Partitions
+		for i, rp := range rt.Partitions {
+			sp := &parts[i]
+			sp.Default()
+			sp.Partition = rp.Partition
+			if refuse != nil {
+				sp.ErrorCode = refuse.Code
+				continue
+			}
+			if w, ok := r.s.appendPartition(req, rt.Topic, rp, sp); ok {
+				waits = append(waits, w)
+			}
+		}
+	}
+	if req.Acks == 0 {
+		return reply{none: true}
+	}
+	if len(waits) == 0 {
+		return done(resp)
+	}
+	return later(func(ctx context.Context) kmsg.Response {
+		r.s.awaitProduce(ctx, req, waits)
+		return resp
+	})
+}
+
+// appendPartition runs the ordering phase for one partition: it fills sp
+// and reports whether there is an acknowledgement to wait for.
+func (s *Server) appendPartition(req *kmsg.ProduceRequest, topic string, rp kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) (produceWait, bool) {
+	setErr := func(err error) {
+		sp.ErrorCode = errorCode(nil, err)
+		if req.Version >= 8 {
+			sp.ErrorMessage = errorMessage(err)
+		}
+		if sp.ErrorCode == kerr.KafkaStorageError.Code {
+			s.log.Error("produce failed", "topic", topic, "partition", rp.Partition, "err", err)
+		}
+	}
+	p, err := s.partition(topic, rp.Partition, true)
+	if err != nil {
+		setErr(err)
+		return produceWait{}, false
+	}
+	app, err := p.Append(rp.Records)
+	if err != nil {
+		setErr(err)
+		return produceWait{}, false
+	}
+	sp.BaseOffset = app.BaseOffset
+	sp.LogAppendTime = app.LogAppendTime
+	sp.LogStartOffset = app.LogStartOffset
+	return produceWait{part: p, end: app.LastOffset + 1, resp: sp}, true
+}
+
+// awaitProduce is the waiting phase: it sets each partition's error code
+// once its batch is acknowledged under req.Acks, or the request times out.
+func (s *Server) awaitProduce(ctx context.Context, req *kmsg.ProduceRequest, waits []produceWait) {
+	ctx, cancel := withTimeout(ctx, s.cfg.Clock, time.Duration(req.TimeoutMillis)*time.Millisecond)
+	defer cancel()
+	start := s.cfg.Clock.Now()
+	n := s.durableWaiters.Add(int64(len(waits)))
+	defer s.durableWaiters.Add(-int64(len(waits)))
+	for _, w := range waits {
+		var err error
+		if req.Acks == 1 {
+			err = w.part.WaitDurable(ctx, w.end)
+		} else {
+			err = w.part.WaitHighWatermark(ctx, w.end)
+		}
+		if err != nil {
+			w.resp.ErrorCode = errorCode(ctx, err)
+			if req.Version >= 8 {
+				w.resp.ErrorMessage = errorMessage(err)
+			}
+		}
+	}
+	s.metrics.durableWait.Observe(s.cfg.Clock.Now().Sub(start).Seconds())
+	s.metrics.commitBatch.Observe(float64(n))
+}

@@ -1,0 +1,124 @@
+package broker
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka/broker/partition"
+)
+
+// DescribeConfigs: v0-4
+//
+// Behaviour:
+//   - Topic resources: every topic config the broker knows (the keys of
+//     partition.ConfigDefaults), a value set on the topic with source
+//     DYNAMIC_TOPIC_CONFIG, else its default with source DEFAULT_CONFIG.
+//     ConfigNames null means all; a named key we do not know is left out,
+//     as Kafka does. Unknown topic: UNKNOWN_TOPIC_OR_PARTITION.
+//   - Broker resources (name "" or our node id): a few read-only static
+//     settings (broker.id, num.partitions, auto.create.topics.enable,
+//     message.max.bytes, log.dirs). Another broker id: INVALID_REQUEST.
+//   - Any other resource type: INVALID_REQUEST.
+//   - No synonyms (IncludeSynonyms gets an empty list); documentation null.
+//
+// Version notes:
+//   - v1: Source, synonyms; v3: ConfigType, documentation; v4: flexible.
+
+func init() { register(32, 0, 4, handleDescribeConfigs) }
+
+// topicConfigTypes are the types of the topic configs the partition layer
+// accepts (partition.ConfigDefaults holds their names and defaults).
+var topicConfigTypes = map[string]kmsg.ConfigType{
+	partition.ConfigCleanupPolicy:        kmsg.ConfigTypeList,
+	partition.ConfigRetentionMs:          kmsg.ConfigTypeLong,
+	partition.ConfigRetentionBytes:       kmsg.ConfigTypeLong,
+	partition.ConfigSegmentBytes:         kmsg.ConfigTypeInt,
+	partition.ConfigMaxMessageBytes:      kmsg.ConfigTypeInt,
+	partition.ConfigMessageTimestampType: kmsg.ConfigTypeString,
+	partition.ConfigMinInsyncReplicas:    kmsg.ConfigTypeInt,
+}
+
+// configEntry is one described config.
+type configEntry struct {
+	name     string
+	value    *string
+	source   kmsg.ConfigSource
+	typ      kmsg.ConfigType
+	readOnly bool
+}
+
+// topicConfigEntries lists a topic's effective configs, sorted by name: set
+// ones as dynamic topic configs, the rest as defaults.
+func topicConfigEntries(info partition.TopicInfo) []configEntry {
+	var out []configEntry
+	for _, c := range info.AllConfigs() {
+		v := c.Value
+		e := configEntry{name: c.Name, value: &v, source: kmsg.ConfigSourceDynamicTopicConfig, typ: topicConfigTypes[c.Name]}
+		if c.Default {
+			e.source = kmsg.ConfigSourceDefaultConfig
+		}
+		if e.typ == kmsg.ConfigTypeUnknown {
+			e.typ = kmsg.ConfigTypeString
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func (s *Server) brokerConfigEntries() []configEntry {
+	str := func(v string) *string { return &v }
+	static := kmsg.ConfigSourceStaticBrokerConfig
+	return []configEntry{
+		{"auto.create.topics.enable", str(strconv.FormatBool(s.cfg.AutoCreate)), static, kmsg.ConfigTypeBoolean, true},
+		{"broker.id", str(strconv.Itoa(int(NodeID))), static, kmsg.ConfigTypeInt, true},
+		{"log.dirs", str(s.cfg.Dir), static, kmsg.ConfigTypeString, true},
+		{"message.max.bytes", str(partition.ConfigDefaults[partition.ConfigMaxMessageBytes]), static, kmsg.ConfigTypeInt, true},
+		{"num.partitions", str(strconv.Itoa(int(s.cfg.DefaultPartitions))), static, kmsg.ConfigTypeInt, true},
+	}
+}
+
+func handleDescribeConfigs(r *request) reply {
+	req := r.body.(*kmsg.DescribeConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	for _, rr := range req.Resources {
+		sr := kmsg.NewDescribeConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		entries, err := r.s.describeResource(rr)
+		if err != nil {
+			sr.ErrorCode = errorCode(nil, err)
+			sr.ErrorMessage = errorMessage(err)
+		}
+		for _, e := range entries {
+			if rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, e.name) {
+				continue
+			}
+			c := kmsg.NewDescribeConfigsResponseResourceConfig()
+			c.Name, c.Value, c.ReadOnly, c.Source, c.ConfigType = e.name, e.value, e.readOnly, e.source, e.typ
+			c.IsDefault = e.source == kmsg.ConfigSourceDefaultConfig
+			sr.Configs = append(sr.Configs, c)
+		}
+		resp.Resources = append(resp.Resources, sr)
+	}
+	return done(resp)
+}
+
+func (s *Server) describeResource(rr kmsg.DescribeConfigsRequestResource) ([]configEntry, error) {
+	switch rr.ResourceType {
+	case kmsg.ConfigResourceTypeTopic:
+		info, ok := s.parts.Topic(rr.ResourceName)
+		if !ok {
+			return nil, fmt.Errorf("%w: %q", kerr.UnknownTopicOrPartition, rr.ResourceName)
+		}
+		return topicConfigEntries(info), nil
+	case kmsg.ConfigResourceTypeBroker:
+		if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(NodeID)) {
+			return nil, fmt.Errorf("%w: no broker %q here", kerr.InvalidRequest, rr.ResourceName)
+		}
+		return s.brokerConfigEntries(), nil
+	}
+	return nil, fmt.Errorf("%w: resource type %d is not supported", kerr.InvalidRequest, rr.ResourceType)
+}

@@ -1,0 +1,176 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/minikafka/minikafka/clock"
+	"github.com/minikafka/minikafka/engine"
+)
+
+// NodeID is this broker's id in Metadata, FindCoordinator and the like. There
+// is one broker today; the cluster work will make it configurable.
+const NodeID int32 = 1
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultEngine            = "segment"
+	DefaultAddr              = ":9092"
+	DefaultPartitions        = 1
+	DefaultMaxConns          = 10000
+	DefaultMaxFrameBytes     = 100 << 20 // Kafka's socket.request.max.bytes
+	DefaultMaxInflightBytes  = 64 << 20
+	DefaultMaxInflightPerCon = 8
+	DefaultIdleTimeout       = 10 * time.Minute // Kafka's connections.max.idle.ms
+	DefaultFrameTimeout      = 30 * time.Second
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultShutdownTimeout   = 5 * time.Second
+	DefaultFetchMaxBytes     = 55 << 20 // Kafka's fetch.max.bytes
+	DefaultClusterID         = "minikafka"
+)
+
+// Config configures a Server. The zero value of every field but Dir means
+// its default.
+type Config struct {
+	// Dir holds all data: topics, partitions, producer state.
+	Dir string
+	// Engine is the registered engine every partition uses.
+	Engine string
+	// EngineOptions are passed to every partition's engine (sync policy, ...).
+	// Clock and Logger default to the Server's.
+	EngineOptions engine.Options
+
+	// Addr is where ListenAndServe listens.
+	Addr string
+	// AdvertisedAddr is the host:port clients are told to connect to in
+	// Metadata; empty means the listener's own address.
+	AdvertisedAddr string
+
+	// DefaultPartitions is the partition count of auto-created topics and of
+	// CreateTopics requests that ask for the default (-1).
+	DefaultPartitions int32
+	// AutoCreate creates unknown topics on Produce and on Metadata requests
+	// that allow it.
+	AutoCreate bool
+
+	// MaxConns bounds open client connections; one more is closed at once.
+	MaxConns int
+	// MaxFrameBytes bounds one request; a longer one closes the connection
+	// before anything is allocated for it.
+	MaxFrameBytes int32
+	// MaxInflightBytes bounds the request bytes held in memory across all
+	// connections (a reader waits for room before reading a body).
+	MaxInflightBytes int64
+	// MaxInflightPerConn bounds pipelined requests per connection.
+	MaxInflightPerConn int
+	// IdleTimeout closes a connection that sends nothing for that long.
+	IdleTimeout time.Duration
+	// FrameTimeout closes a connection whose request has started but not
+	// fully arrived within that long (slowloris).
+	FrameTimeout time.Duration
+	// WriteTimeout closes a connection that does not take a response within
+	// that long.
+	WriteTimeout time.Duration
+	// ShutdownTimeout bounds how long Close waits for in-flight requests.
+	ShutdownTimeout time.Duration
+	// FetchMaxBytes caps a fetch response whatever the client asks.
+	FetchMaxBytes int32
+	// ClusterID is reported in Metadata.
+	ClusterID string
+
+	// Clock is what every timeout reads. Nil means clock.Real.
+	Clock clock.Clock
+	// Logger receives structured logs. Nil discards them.
+	Logger *slog.Logger
+	// Registerer receives the Prometheus metrics; nil means a registry of the
+	// Server's own, served by (*Server).MetricsHandler.
+	Registerer prometheus.Registerer
+}
+
+func (c Config) withDefaults() Config {
+	if c.Engine == "" {
+		c.Engine = DefaultEngine
+	}
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.DefaultPartitions <= 0 {
+		c.DefaultPartitions = DefaultPartitions
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxFrameBytes <= 0 {
+		c.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	if c.MaxInflightBytes <= 0 {
+		c.MaxInflightBytes = DefaultMaxInflightBytes
+	}
+	if c.MaxInflightPerConn <= 0 {
+		c.MaxInflightPerConn = DefaultMaxInflightPerCon
+	}
+	c.IdleTimeout = orDefault(c.IdleTimeout, DefaultIdleTimeout)
+	c.FrameTimeout = orDefault(c.FrameTimeout, DefaultFrameTimeout)
+	c.WriteTimeout = orDefault(c.WriteTimeout, DefaultWriteTimeout)
+	c.ShutdownTimeout = orDefault(c.ShutdownTimeout, DefaultShutdownTimeout)
+	if c.FetchMaxBytes <= 0 {
+		c.FetchMaxBytes = DefaultFetchMaxBytes
+	}
+	if c.ClusterID == "" {
+		c.ClusterID = DefaultClusterID
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.EngineOptions.Clock == nil {
+		c.EngineOptions.Clock = c.Clock
+	}
+	if c.EngineOptions.Logger == nil {
+		c.EngineOptions.Logger = c.Logger
+	}
+	return c
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+func (c Config) validate() error {
+	if c.Dir == "" {
+		return errors.New("broker: Config.Dir is required")
+	}
+	if _, err := engine.Lookup(c.Engine); err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	if c.AdvertisedAddr != "" {
+		if _, _, err := splitHostPort(c.AdvertisedAddr); err != nil {
+			return fmt.Errorf("broker: advertised address: %w", err)
+		}
+	}
+	return nil
+}
+
+// splitHostPort splits host:port with a numeric port.
+func splitHostPort(addr string) (string, int32, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil {
+		return "", 0, fmt.Errorf("port of %q: %w", addr, err)
+	}
+	return host, int32(port), nil
+}

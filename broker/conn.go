@@ -1,0 +1,305 @@
+package broker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// conn serves one client connection with two goroutines:
+//
+//   - the reader reads a frame, decodes it and runs its handler's ordering
+//     phase, then queues the pending response and reads the next frame;
+//     a handler's waiting phase runs on a goroutine of its own;
+//   - the writer takes pending responses off the queue in request order,
+//     waits for each to be ready and writes it.
+//
+// At most MaxInflightPerConn requests are between read and written, and their
+// frames count against the server's in-flight byte budget until written, so
+// a connection's memory is bounded whatever its client does.
+type conn struct {
+	s      *Server
+	nc     net.Conn
+	br     *bufio.Reader
+	log    *slog.Logger
+	remote string
+
+	// ctx ends when the connection dies (a write fails) or the server stops
+	// hard; waiting phases watch it. readCtx ends, in addition, when reading
+	// must stop (shutdown, a timed-out frame).
+	ctx       context.Context
+	cancel    context.CancelFunc
+	readCtx   context.Context
+	stopReads context.CancelFunc
+
+	slots chan struct{} // one per request between read and written
+	queue chan *pending // in request order
+	readW *watchdog     // idle and frame deadlines
+	done  chan struct{} // closed when the writer has finished
+	once  sync.Once     // guards stopReading's deadline
+}
+
+// pending is one request between its ordering phase and its written response.
+type pending struct {
+	hdr    header
+	api    *api
+	read   time.Time     // when the frame had fully arrived
+	charge int64         // budget bytes to release once written
+	ready  chan struct{} // nil if resp was ready at once; else closed when it is
+	resp   kmsg.Response
+	none   bool  // no response is written
+	err    error // close the connection here
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{
+		s:      s,
+		nc:     nc,
+		br:     bufio.NewReaderSize(nc, 16<<10),
+		remote: nc.RemoteAddr().String(),
+		slots:  make(chan struct{}, s.cfg.MaxInflightPerConn),
+		queue:  make(chan *pending, s.cfg.MaxInflightPerConn),
+		done:   make(chan struct{}),
+	}
+	c.log = s.log.With("remote", c.remote)
+	c.ctx, c.cancel = context.WithCancel(s.connCtx)
+	c.readCtx, c.stopReads = context.WithCancel(c.ctx)
+	c.readW = newWatchdog(s.cfg.Clock, c.stopReadingLocked)
+	return c
+}
+
+// serve runs the connection until it ends; it returns once both goroutines
+// have finished and the socket is closed.
+func (c *conn) serve() {
+	go c.write()
+	c.read()
+	<-c.done
+}
+
+// stopReading makes the reader stop at its next read or wait: used by
+// graceful shutdown. Requests already read still get their responses.
+func (c *conn) stopReading() {
+	c.readW.mu.Lock()
+	defer c.readW.mu.Unlock()
+	c.stopReadingLocked()
+}
+
+// stopReadingLocked is the watchdog's action; it must not block.
+func (c *conn) stopReadingLocked() {
+	c.stopReads()
+	_ = c.nc.SetReadDeadline(pastDeadline)
+}
+
+func (c *conn) read() {
+	defer close(c.queue)
+	for {
+		select {
+		case c.slots <- struct{}{}:
+		case <-c.readCtx.Done():
+			return
+		}
+		p, err := c.readRequest()
+		if err != nil {
+			<-c.slots
+			c.logReadError(err)
+			if !c.s.shuttingDown() {
+				// The client left or broke the framing: nobody will
+				// read the responses still pending, so cancel them.
+				c.fail()
+			}
+			return
+		}
+		c.queue <- p
+		if p.err != nil {
+			return
+		}
+	}
+}
+
+// readRequest reads and decodes one frame and runs its ordering phase.
+func (c *conn) readRequest() (*pending, error) {
+	cfg := &c.s.cfg
+	c.readW.arm(cfg.IdleTimeout)
+	if _, err := c.br.Peek(1); err != nil {
+		return nil, err
+	}
+	// The first byte is here: the rest of the frame has FrameTimeout.
+	c.readW.arm(cfg.FrameTimeout)
+	n, err := readFrameSize(c.br, cfg.MaxFrameBytes)
+	if err != nil {
+		return nil, err
+	}
+	// Waiting for budget is not the client's fault: no deadline meanwhile.
+	c.readW.disarm()
+	if err := c.s.budget.acquire(c.readCtx, int64(n)); err != nil {
+		return nil, err
+	}
+	c.readW.arm(cfg.FrameTimeout)
+	frame, err := readFrameBody(c.br, n)
+	c.readW.disarm()
+	if err != nil {
+		c.s.budget.release(int64(n))
+		return nil, err
+	}
+	p := &pending{read: c.s.cfg.Clock.Now(), charge: int64(n)}
+	h, a, body, err := decode(frame)
+	p.hdr, p.api = h, a
+	if err != nil {
+		c.s.metrics.badRequests.Inc()
+		c.log.Info("closing connection: bad request", "key", h.key, "version", h.version, "err", err)
+		p.err = err
+		return p, nil
+	}
+	c.run(p, &request{s: c.s, c: c, hdr: h, body: body})
+	return p, nil
+}
+
+// run calls the handler and arranges for its waiting phase.
+func (c *conn) run(p *pending, r *request) {
+	rep := p.api.serve(r)
+	switch {
+	case rep.err != nil:
+		c.log.Info("closing connection: protocol error", "api", p.api.name, "err", rep.err)
+		p.err = rep.err
+	case rep.none:
+		p.none = true
+	case rep.wait != nil:
+		p.ready = make(chan struct{})
+		go func() {
+			defer close(p.ready)
+			p.resp = rep.wait(c.ctx)
+		}()
+	default:
+		p.resp = rep.resp
+	}
+}
+
+func (c *conn) logReadError(err error) {
+	switch {
+	case errors.Is(err, io.EOF):
+		c.log.Debug("client closed the connection")
+	case c.readCtx.Err() != nil && c.s.shuttingDown():
+		c.log.Debug("stopped reading for shutdown")
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		c.log.Info("closing connection: read timed out (idle, or a frame that did not arrive in time)")
+	default:
+		c.log.Info("closing connection", "err", err)
+	}
+}
+
+func (c *conn) write() {
+	defer close(c.done)
+	defer c.nc.Close()
+	defer c.cancel()
+
+	bw := bufio.NewWriterSize(c.nc, 32<<10)
+	writeW := newWatchdog(c.s.cfg.Clock, func() { _ = c.nc.SetWriteDeadline(pastDeadline) })
+	var buf []byte
+	broken := false
+	for {
+		p, ok := c.next(bw, broken)
+		if !ok {
+			return
+		}
+		if !broken && p.err == nil && !p.none && p.resp != nil {
+			buf = c.encode(buf[:0], p)
+			writeW.arm(c.s.cfg.WriteTimeout)
+			_, err := bw.Write(buf)
+			writeW.disarm()
+			if err != nil {
+				c.log.Info("closing connection: write failed", "err", err)
+				broken = true
+				c.fail()
+			}
+			if cap(buf) > 1<<20 {
+				buf = nil // do not keep a large fetch's buffer per idle connection
+			}
+		}
+		c.finish(p)
+		if p.err != nil && !broken {
+			if err := bw.Flush(); err != nil {
+				c.log.Debug("flush before close", "err", err)
+			}
+			broken = true
+			c.fail()
+		}
+	}
+}
+
+// next returns the next pending response once ready, flushing what is
+// buffered before it blocks. It returns false when the reader has finished
+// and the queue is drained.
+func (c *conn) next(bw *bufio.Writer, broken bool) (*pending, bool) {
+	var p *pending
+	var ok bool
+	select {
+	case p, ok = <-c.queue:
+	default:
+		c.flush(bw, broken)
+		p, ok = <-c.queue
+	}
+	if !ok {
+		c.flush(bw, broken)
+		return nil, false
+	}
+	if p.ready != nil {
+		select {
+		case <-p.ready:
+		default:
+			c.flush(bw, broken)
+			// The waiting phase watches c.ctx, so this ends promptly
+			// even when the connection is dying.
+			<-p.ready
+		}
+	}
+	return p, true
+}
+
+func (c *conn) flush(bw *bufio.Writer, broken bool) {
+	if broken || bw.Buffered() == 0 {
+		return
+	}
+	if err := bw.Flush(); err != nil {
+		c.log.Info("closing connection: write failed", "err", err)
+		c.fail()
+	}
+}
+
+// fail kills the connection: reads stop, waiting phases are cancelled.
+func (c *conn) fail() {
+	c.stopReading()
+	c.cancel()
+	_ = c.nc.Close()
+}
+
+func (c *conn) encode(dst []byte, p *pending) []byte {
+	resp := p.resp
+	// ApiVersions answers a version it does not serve with a v0 response
+	// (its handler sets that); every other response is in the request's
+	// version, whatever the handler built it with.
+	if p.hdr.key != apiVersionsKey {
+		resp.SetVersion(p.hdr.version)
+	}
+	flexible := resp.IsFlexible() && p.hdr.key != apiVersionsKey
+	dst = appendResponseHeader(dst, p.hdr.corr, flexible)
+	dst = resp.AppendTo(dst)
+	finishFrame(dst)
+	return dst
+}
+
+// finish accounts for a request whose response was written (or dropped).
+func (c *conn) finish(p *pending) {
+	c.s.budget.release(p.charge)
+	<-c.slots
+	if p.api != nil && p.err == nil {
+		c.s.metrics.observe(p.api.name, c.s.cfg.Clock.Now().Sub(p.read))
+	}
+}

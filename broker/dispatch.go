@@ -1,0 +1,146 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Registration: each NN_api_name.go file in this package calls register in
+// its init function with the API key, the version range it handles and its
+// handler. ApiVersions advertises exactly the registered ranges, and dispatch
+// refuses (closes the connection on) any key or version outside them, so what
+// is advertised and what is served cannot drift apart.
+//
+// A handler runs on the connection's reader goroutine, one request at a time
+// in the order the client sent them. That is the "ordering phase": anything
+// whose order matters (appending produce batches, so idempotent sequences
+// arrive in order) happens there, and it must not block for long. Anything
+// that waits (a durable write, the high watermark, a fetch long poll, a group
+// rebalance) goes in reply.wait, which runs on its own goroutine while the
+// reader moves on to the next request. Responses are written strictly in
+// request order whichever phase produced them.
+
+// handler serves one API key. It returns the reply for r; it never returns a
+// Go error for a Kafka-level problem (those are error codes in the response).
+type handler func(r *request) reply
+
+// reply is what a handler produces: exactly one of resp, wait or none.
+type reply struct {
+	// resp is a complete response.
+	resp kmsg.Response
+	// wait computes the response on its own goroutine. ctx ends when the
+	// connection or the server goes away; wait must then return promptly
+	// (any response, it will not be written).
+	wait func(ctx context.Context) kmsg.Response
+	// none: the request gets no response at all (Produce with acks=0).
+	none bool
+	// err closes the connection after the responses before it are written:
+	// the client broke the protocol.
+	err error
+}
+
+func done(resp kmsg.Response) reply                            { return reply{resp: resp} }
+func later(wait func(ctx context.Context) kmsg.Response) reply { return reply{wait: wait} }
+func fail(err error) reply                                     { return reply{err: err} }
+
+// request is one decoded request on its way through a handler.
+type request struct {
+	s    *Server
+	c    *conn
+	hdr  header
+	body kmsg.Request
+}
+
+// api is one registered API key.
+type api struct {
+	key      int16
+	name     string
+	min, max int16
+	serve    handler
+}
+
+var (
+	apisMu sync.RWMutex
+	apis   = map[int16]*api{}
+)
+
+// register adds the handler of one API key for versions min..max. It is meant
+// for init functions; a bad or duplicate registration is a programming error
+// and panics. max may not exceed what kmsg can decode.
+func register(key, minVersion, maxVersion int16, serve handler) {
+	apisMu.Lock()
+	defer apisMu.Unlock()
+	req := kmsg.RequestForKey(key)
+	switch {
+	case req == nil:
+		panic(fmt.Sprintf("broker: register: kmsg does not know API key %d", key))
+	case minVersion < 0 || maxVersion < minVersion || maxVersion > req.MaxVersion():
+		panic(fmt.Sprintf("broker: register %s: bad version range %d..%d (kmsg max %d)",
+			kmsg.NameForKey(key), minVersion, maxVersion, req.MaxVersion()))
+	case apis[key] != nil:
+		panic(fmt.Sprintf("broker: register: %s registered twice", kmsg.NameForKey(key)))
+	}
+	apis[key] = &api{key: key, name: kmsg.NameForKey(key), min: minVersion, max: maxVersion, serve: serve}
+}
+
+// lookupAPI returns the registration of key, or nil.
+func lookupAPI(key int16) *api {
+	apisMu.RLock()
+	defer apisMu.RUnlock()
+	return apis[key]
+}
+
+// registered lists every registration ordered by key (for ApiVersions).
+func registered() []*api {
+	apisMu.RLock()
+	defer apisMu.RUnlock()
+	out := make([]*api, 0, len(apis))
+	for _, a := range apis {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b *api) int { return int(a.key) - int(b.key) })
+	return out
+}
+
+// Errors that close a connection because a request cannot be served.
+var (
+	errUnknownAPI     = errors.New("unknown API key")
+	errUnsupportedVer = errors.New("unsupported API version")
+	errUndecodable    = errors.New("undecodable request")
+)
+
+// decode parses one request frame: the header, then the body with kmsg.
+// ApiVersions above our range is let through undecoded (body nil): the
+// handler answers it with a v0 response as KIP-511 asks.
+func decode(frame []byte) (header, *api, kmsg.Request, error) {
+	h, rest, err := parseHeaderPrefix(frame)
+	if err != nil {
+		return h, nil, nil, err
+	}
+	a := lookupAPI(h.key)
+	if a == nil {
+		return h, nil, nil, fmt.Errorf("%w %d", errUnknownAPI, h.key)
+	}
+	if h.version < a.min || (h.version > a.max && h.key != apiVersionsKey) {
+		return h, a, nil, fmt.Errorf("%w: %s v%d (serving v%d-v%d)", errUnsupportedVer, a.name, h.version, a.min, a.max)
+	}
+	if h.key == apiVersionsKey && h.version > a.max {
+		return h, a, nil, nil
+	}
+	body := kmsg.RequestForKey(h.key)
+	body.SetVersion(h.version)
+	if body.IsFlexible() {
+		if rest, err = skipTags(rest); err != nil {
+			return h, a, nil, err
+		}
+	}
+	if err := body.ReadFrom(rest); err != nil {
+		return h, a, nil, fmt.Errorf("%w: %s v%d: %w", errUndecodable, a.name, h.version, err)
+	}
+	return h, a, body, nil
+}

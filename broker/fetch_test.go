@@ -1,0 +1,235 @@
+package broker_test
+
+import (
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka/broker/batch/batchtest"
+	"github.com/minikafka/minikafka/broker/brokertest"
+)
+
+// fetchReq is a Fetch v12 of topic partition 0 from offset.
+func fetchReq(topic string, offset int64, maxWait time.Duration, minBytes int32) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(12)
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = int32(maxWait/time.Millisecond), minBytes, 1<<20
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.FetchOffset, rp.PartitionMaxBytes = offset, 1<<20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// readResponse reads the response to req sent earlier on c.
+func readResponse(t *testing.T, c *rawConn, req kmsg.Request, corr int32) kmsg.Response {
+	t.Helper()
+	body := c.readFrame()
+	require.Equal(t, corr, int32(binary.BigEndian.Uint32(body)), "correlation id")
+	body = body[4:]
+	resp := req.ResponseKind()
+	if resp.IsFlexible() {
+		body = body[1:]
+	}
+	require.NoError(t, resp.ReadFrom(body))
+	return resp
+}
+
+// waitPending polls until the manual clock has at least n timers.
+func waitPending(t *testing.T, pending func() int, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for pending() < n {
+		require.True(t, time.Now().Before(deadline), "timed out waiting for %d timers (have %d)", n, pending())
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestFetchLongPoll(t *testing.T) {
+	b, clk := manualBroker(t, time.Minute, time.Hour)
+	b.CreateTopic(t, "lp", 1)
+
+	t.Run("woken by data before MaxWait", func(t *testing.T) {
+		c := dialRaw(t, b.Addr)
+		metadataWorks(t, b.Addr)
+		base := clk.Pending()
+		req := fetchReq("lp", 0, time.Hour, 1)
+		c.write(c.encode(req))
+		waitPending(t, clk.Pending, base+1) // the fetch's MaxWait timer
+		produceRaw(t, dialRaw(t, b.Addr), "lp", -1, batchtest.Plain(t, 2))
+		resp := readResponse(t, c, req, c.corr).(*kmsg.FetchResponse)
+		sp := resp.Topics[0].Partitions[0]
+		require.Zero(t, sp.ErrorCode)
+		assert.Equal(t, int64(2), sp.HighWatermark)
+		recs := batchtest.MustDecode(t, sp.RecordBatches)
+		assert.Len(t, recs, 2, "the records that woke the fetch")
+		assert.Zero(t, resp.SessionID, "sessions declined")
+	})
+	t.Run("MaxWait on the injected clock", func(t *testing.T) {
+		c := dialRaw(t, b.Addr)
+		metadataWorks(t, b.Addr)
+		base := clk.Pending()
+		req := fetchReq("lp", 2, 500*time.Millisecond, 1)
+		c.write(c.encode(req))
+		waitPending(t, clk.Pending, base+1)
+		clk.Advance(500 * time.Millisecond)
+		resp := readResponse(t, c, req, c.corr).(*kmsg.FetchResponse)
+		sp := resp.Topics[0].Partitions[0]
+		require.Zero(t, sp.ErrorCode)
+		assert.Empty(t, sp.RecordBatches, "nothing new")
+	})
+	t.Run("MinBytes not reached waits for MaxWait and returns what there is", func(t *testing.T) {
+		c := dialRaw(t, b.Addr)
+		metadataWorks(t, b.Addr)
+		base := clk.Pending()
+		req := fetchReq("lp", 0, time.Second, 1<<20)
+		c.write(c.encode(req))
+		waitPending(t, clk.Pending, base+1)
+		clk.Advance(time.Second)
+		resp := readResponse(t, c, req, c.corr).(*kmsg.FetchResponse)
+		assert.Len(t, batchtest.MustDecode(t, resp.Topics[0].Partitions[0].RecordBatches), 2)
+	})
+	t.Run("offset out of range answers at once", func(t *testing.T) {
+		resp := dialRaw(t, b.Addr).roundTrip(fetchReq("lp", 99, time.Hour, 1)).(*kmsg.FetchResponse)
+		sp := resp.Topics[0].Partitions[0]
+		assert.Equal(t, kerr.OffsetOutOfRange.Code, sp.ErrorCode)
+		assert.Equal(t, int64(2), sp.HighWatermark)
+	})
+	t.Run("unknown partition answers at once", func(t *testing.T) {
+		resp := dialRaw(t, b.Addr).roundTrip(fetchReq("nope", 0, time.Hour, 1)).(*kmsg.FetchResponse)
+		assert.Equal(t, kerr.UnknownTopicOrPartition.Code, resp.Topics[0].Partitions[0].ErrorCode)
+	})
+	t.Run("a fetch session is declined", func(t *testing.T) {
+		req := fetchReq("lp", 0, 0, 1)
+		req.SessionID, req.SessionEpoch = 42, 1
+		resp := dialRaw(t, b.Addr).roundTrip(req).(*kmsg.FetchResponse)
+		assert.Equal(t, kerr.FetchSessionIDNotFound.Code, resp.ErrorCode)
+	})
+}
+
+func TestFetchMaxBytes(t *testing.T) {
+	b := brokertest.Start(t)
+	b.CreateTopic(t, "mb", 2)
+	c := dialRaw(t, b.Addr)
+	for range 3 {
+		produceRaw(t, c, "mb", -1, batchtest.Plain(t, 10))
+	}
+	one := len(batchtest.Plain(t, 10))
+
+	req := fetchReq("mb", 0, 0, 1)
+	req.Topics[0].Partitions[0].PartitionMaxBytes = 1 // less than a batch
+	resp := c.roundTrip(req).(*kmsg.FetchResponse)
+	assert.Len(t, resp.Topics[0].Partitions[0].RecordBatches, one, "at least one whole batch for the first partition")
+
+	req = fetchReq("mb", 0, 0, 1)
+	req.MaxBytes = int32(2*one + 1)
+	resp = c.roundTrip(req).(*kmsg.FetchResponse)
+	assert.Len(t, resp.Topics[0].Partitions[0].RecordBatches, 2*one, "whole batches within MaxBytes")
+}
+
+func TestPipelinedRequestsAnswerInOrder(t *testing.T) {
+	b := brokertest.Start(t)
+	b.CreateTopic(t, "pipe", 1)
+	c := dialRaw(t, b.Addr)
+	var reqs []kmsg.Request
+	var wire []byte
+	for i := range 12 {
+		var req kmsg.Request
+		if i%4 == 3 {
+			m := kmsg.NewPtrMetadataRequest()
+			m.SetVersion(12)
+			req = m
+		} else {
+			p := kmsg.NewPtrProduceRequest()
+			p.SetVersion(9)
+			p.Acks, p.TimeoutMillis = -1, 10_000
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = "pipe"
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Records = batchtest.Plain(t, 3)
+			rt.Partitions = append(rt.Partitions, rp)
+			p.Topics = append(p.Topics, rt)
+			req = p
+		}
+		reqs = append(reqs, req)
+		wire = append(wire, c.encode(req)...)
+	}
+	c.write(wire) // all at once: the broker reads ahead of its answers
+	want := int64(0)
+	for i, req := range reqs {
+		resp := readResponse(t, c, req, int32(i+1))
+		if pr, ok := resp.(*kmsg.ProduceResponse); ok {
+			sp := pr.Topics[0].Partitions[0]
+			require.Zero(t, sp.ErrorCode)
+			assert.Equal(t, want, sp.BaseOffset, "request %d appended in order", i)
+			want += 3
+		}
+	}
+}
+
+func TestAcksZeroHasNoResponse(t *testing.T) {
+	b := brokertest.Start(t)
+	b.CreateTopic(t, "a0", 1)
+	c := dialRaw(t, b.Addr)
+	p := kmsg.NewPtrProduceRequest()
+	p.SetVersion(9)
+	p.Acks = 0
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "a0"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = batchtest.Plain(t, 1)
+	rt.Partitions = append(rt.Partitions, rp)
+	p.Topics = append(p.Topics, rt)
+	c.write(c.encode(p))
+	m := kmsg.NewPtrMetadataRequest()
+	m.SetVersion(12)
+	resp := c.roundTrip(m) // the next frame is the metadata response
+	require.IsType(t, &kmsg.MetadataResponse{}, resp)
+	part, err := b.Partitions().Partition("a0", 0)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), part.EndOffset(), "the acks=0 batch was appended")
+}
+
+func TestProduceRefusals(t *testing.T) {
+	b := brokertest.Start(t)
+	b.CreateTopic(t, "pr", 1)
+	for _, tc := range []struct {
+		name    string
+		version int16
+		acks    int16
+		txn     bool
+		want    *kerr.Error
+	}{
+		{"v2 message sets", 2, -1, false, kerr.UnsupportedVersion},
+		{"acks=2", 9, 2, false, kerr.InvalidRequiredAcks},
+		{"transactional", 9, -1, true, kerr.TransactionalIDAuthorizationFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := kmsg.NewPtrProduceRequest()
+			p.SetVersion(tc.version)
+			p.Acks, p.TimeoutMillis = tc.acks, 1000
+			if tc.txn {
+				id := "txn"
+				p.TransactionID = &id
+			}
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = "pr"
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Records = batchtest.Plain(t, 1)
+			rt.Partitions = append(rt.Partitions, rp)
+			p.Topics = append(p.Topics, rt)
+			resp := dialRaw(t, b.Addr).roundTrip(p).(*kmsg.ProduceResponse)
+			assert.Equal(t, tc.want.Code, resp.Topics[0].Partitions[0].ErrorCode)
+		})
+	}
+	part, err := b.Partitions().Partition("pr", 0)
+	require.NoError(t, err)
+	assert.Zero(t, part.EndOffset(), "nothing appended")
+}
