@@ -72,7 +72,8 @@ func (ti *timeIndex) catchUp(p *Partition) error {
 	start, hw := p.log.StartOffset(), p.wm.get()
 	if ti.covered < start || ti.entries == nil {
 		// First use, or the log start moved past what was indexed.
-		*ti = timeIndex{covered: start, running: -1, maxBase: -1, entries: []tsEntry{{offset: start, before: -1}}}
+		ti.covered, ti.running, ti.maxBase, ti.sinceAdd = start, -1, -1, 0
+		ti.entries = []tsEntry{{offset: start, before: -1}}
 	}
 	for ti.covered < hw {
 		bs, err := p.log.Read(ti.covered, scanChunkBytes)

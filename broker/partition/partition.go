@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -67,6 +68,7 @@ type Partition struct {
 	// engine append and the producer state update happen under it.
 	mu        sync.Mutex
 	closed    bool
+	gone      atomic.Bool // closed, readable without mu
 	producers *producer.State
 	epoch     int32
 	sinceSnap int64 // bytes appended since the last producer snapshot
@@ -232,6 +234,9 @@ func (p *Partition) afterAppend(end int64) {
 // (a consumer at the tail); outside [StartOffset, EndOffset] returns
 // kerr.OffsetOutOfRange. Corrupt stored data returns kerr.KafkaStorageError.
 func (p *Partition) Read(offset int64, maxBytes int) (Read, error) {
+	if p.gone.Load() {
+		return Read{}, p.closedErr()
+	}
 	hw := p.wm.get()
 	start, end := p.log.StartOffset(), p.log.EndOffset()
 	r := Read{HighWatermark: hw, LastStableOffset: hw, LogStartOffset: start}
@@ -329,6 +334,7 @@ func (p *Partition) close() error {
 		return nil
 	}
 	p.closed = true
+	p.gone.Store(true)
 	p.mu.Unlock()
 	close(p.stop)
 	<-p.done

@@ -1,0 +1,123 @@
+package partition_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/minikafka/minikafka/broker/batch/batchtest"
+	"github.com/minikafka/minikafka/engine"
+	"github.com/minikafka/minikafka/engines/memory"
+)
+
+// expired is a context that has already ended.
+func expired() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+func TestHighWatermarkWaitsForSyncUnderSyncAlways(t *testing.T) {
+	dir := t.TempDir()
+	m := open(t, flakyName, dir, engine.Options{Sync: engine.SyncAlways})
+	p := onePartition(t, m, "t")
+	f := flakyAt(filepath.Join(dir, "topics", "t-0", "log"))
+	gate := make(chan struct{})
+	f.set(func(f *flakyEngine) { f.gate = gate })
+
+	app, err := p.Append(batchtest.Plain(t, 3))
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), p.EndOffset(), "the batch is ordered at once")
+	assert.Equal(t, int64(0), p.HighWatermark(), "but not committed before the fsync")
+	r, err := p.Read(0, 1<<20)
+	require.NoError(t, err)
+	assert.Empty(t, r.Records, "consumers never see what a crash could take back")
+	assert.ErrorIs(t, p.WaitHighWatermark(expired(), 3), context.Canceled)
+	assert.ErrorIs(t, p.WaitDurable(expired(), 3), context.Canceled)
+
+	close(gate)
+	ctx := ctxT(t)
+	require.NoError(t, p.WaitDurable(ctx, app.LastOffset+1))
+	require.NoError(t, p.WaitHighWatermark(ctx, app.LastOffset+1))
+	assert.Equal(t, int64(3), p.HighWatermark())
+	assert.Len(t, readAll(t, p, 0), 3)
+}
+
+func TestHighWatermarkFollowsEndUnlessSyncAlways(t *testing.T) {
+	for _, policy := range []engine.SyncPolicy{engine.SyncInterval, engine.SyncNever} {
+		t.Run(policy.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			m := open(t, flakyName, dir, engine.Options{Sync: policy})
+			p := onePartition(t, m, "t")
+			f := flakyAt(filepath.Join(dir, "topics", "t-0", "log"))
+			f.set(func(f *flakyEngine) { f.gate = make(chan struct{}) }) // a sync would block forever
+			_, err := p.Append(batchtest.Plain(t, 2))
+			require.NoError(t, err)
+			assert.Equal(t, int64(2), p.HighWatermark(), "the HW moves with the append itself")
+		})
+	}
+}
+
+func TestSyncFailureFailsWaiters(t *testing.T) {
+	dir := t.TempDir()
+	m := open(t, flakyName, dir, engine.Options{Sync: engine.SyncAlways})
+	p := onePartition(t, m, "t")
+	f := flakyAt(filepath.Join(dir, "topics", "t-0", "log"))
+	f.set(func(f *flakyEngine) { f.failSync = true })
+	app, err := p.Append(batchtest.Plain(t, 1))
+	require.NoError(t, err)
+	ctx := ctxT(t)
+	err = p.WaitHighWatermark(ctx, app.LastOffset+1)
+	assert.ErrorIs(t, err, kerr.KafkaStorageError)
+	assert.ErrorIs(t, err, errInjected)
+	err = p.WaitDurable(ctx, app.LastOffset+1)
+	assert.ErrorIs(t, err, kerr.KafkaStorageError)
+	assert.Equal(t, int64(0), p.HighWatermark())
+}
+
+func TestLongPollWakesOnAppend(t *testing.T) {
+	m := open(t, memory.Name, t.TempDir(), engine.Options{})
+	p := onePartition(t, m, "t")
+	ctx := ctxT(t)
+	woke := make(chan error, 1)
+	go func() { woke <- p.WaitForData(ctx, 0) }()
+	changed := p.Changed()
+	select {
+	case err := <-woke:
+		t.Fatalf("WaitForData returned %v on an empty partition", err)
+	default:
+	}
+	_, err := p.Append(batchtest.Plain(t, 1))
+	require.NoError(t, err)
+	require.NoError(t, <-woke)
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("Changed was not closed by the HW moving")
+	}
+	require.NoError(t, p.WaitForData(ctx, 0), "data is already there")
+
+	short, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, p.WaitForData(short, 1), context.DeadlineExceeded)
+}
+
+func TestCloseWakesWaiters(t *testing.T) {
+	m := open(t, memory.Name, t.TempDir(), engine.Options{})
+	p := onePartition(t, m, "t")
+	ctx := ctxT(t)
+	fetch, produce := make(chan error, 1), make(chan error, 1)
+	go func() { fetch <- p.WaitForData(ctx, 0) }()
+	go func() { produce <- p.WaitHighWatermark(ctx, 10) }()
+	require.NoError(t, m.DeleteTopic("t"))
+	assert.ErrorIs(t, <-fetch, kerr.NotLeaderForPartition)
+	assert.ErrorIs(t, <-produce, kerr.NotLeaderForPartition)
+	assert.ErrorIs(t, p.WaitDurable(ctx, 1), kerr.NotLeaderForPartition)
+	_, err := p.Read(0, 100)
+	assert.Error(t, err)
+}
