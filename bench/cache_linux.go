@@ -48,6 +48,16 @@ func EvictCache(dir string) (method string, resident float64, err error) {
 	return method, resident, err
 }
 
+// CacheControl says how EvictCache can work here, for a report.
+func CacheControl() string {
+	f, err := os.OpenFile("/proc/sys/vm/drop_caches", os.O_WRONLY, 0)
+	if err != nil {
+		return "posix_fadvise(DONTNEED) per file; /proc/sys/vm/drop_caches not writable (" + err.Error() + ")"
+	}
+	f.Close()
+	return "posix_fadvise(DONTNEED) per file, then /proc/sys/vm/drop_caches if pages remain (writable here)"
+}
+
 // Resident returns the share (0 to 1) of dir's file pages that sit in the
 // page cache, from mincore(2) over each file. An empty directory is 0.
 func Resident(dir string) (float64, error) {

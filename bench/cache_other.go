@@ -13,3 +13,6 @@ func EvictCache(string) (method string, resident float64, err error) {
 
 // Resident is Linux-only.
 func Resident(string) (float64, error) { return 1, errNoCacheControl }
+
+// CacheControl says why reads stay warm here.
+func CacheControl() string { return "none: " + errNoCacheControl.Error() }

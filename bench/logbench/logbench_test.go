@@ -16,6 +16,7 @@ import (
 	"github.com/minikafka/minikafka/bench/logbench"
 	"github.com/minikafka/minikafka/engine"
 	"github.com/minikafka/minikafka/engines/memory"
+	"github.com/minikafka/minikafka/engines/pebble"
 )
 
 // tiny is the whole pipeline on sizes that run in a moment. No figure is
@@ -31,15 +32,18 @@ func tiny(t *testing.T, subjects ...string) logbench.Config {
 }
 
 func TestRunWholePipeline(t *testing.T) {
-	c := tiny(t, memory.Name, logbench.RawName, logbench.BadgerTxnName)
+	c := tiny(t, memory.Name, logbench.RawName, logbench.BadgerTxnName, pebble.Name)
 	res, err := logbench.Run(c)
 	require.NoError(t, err)
 
-	require.Len(t, res.Subjects, 3)
-	assert.Equal(t, []string{logbench.RawName, logbench.BadgerTxnName, memory.Name},
-		[]string{res.Subjects[0].Name, res.Subjects[1].Name, res.Subjects[2].Name}, "report order")
+	var names []string
+	for _, sr := range res.Subjects {
+		names = append(names, sr.Name)
+	}
+	assert.Equal(t, []string{logbench.RawName, pebble.Name, logbench.BadgerTxnName, memory.Name}, names, "report order")
 	want := map[string][]string{
 		logbench.RawName:       {"append-1", "append-8", "ingest", "read"},
+		pebble.Name:            {"append-1", "append-8", "ingest", "reopen", "reopen-warm", "read"},
 		logbench.BadgerTxnName: {"append-1", "append-8"},
 		memory.Name:            {"append-1", "append-8", "ingest", "read"},
 	}
@@ -65,6 +69,9 @@ func TestRunWholePipeline(t *testing.T) {
 	require.NotNil(t, ing.Usage)
 	assert.Equal(t, c.Records*int64(c.RecordBytes), ing.Usage.Apparent, "the raw file is the payload")
 	assert.Equal(t, "open", res.Subject(memory.Name).Of(logbench.WorkloadRead)[0].Cache)
+	peb := res.Subject(pebble.Name)
+	assert.Positive(t, peb.Of(logbench.WorkloadReopen)[0].Seconds)
+	assert.Equal(t, "warm", peb.Of(logbench.WorkloadReopenWarm)[0].Cache)
 
 	for _, tr := range res.Targets {
 		assert.Equal(t, "SKIP", tr.Verdict(), "no segment engine here: %s", tr)
@@ -73,7 +80,7 @@ func TestRunWholePipeline(t *testing.T) {
 	res.Command, res.Commit = "test", "none"
 	md := string(logbench.Report(res).Markdown())
 	for _, s := range []string{"## Targets", "## Durable append, 8 writer(s)", "## Bulk ingest",
-		"## Sequential read", "## Reopen to first read", "## Machine", "| raw |", "| badger-txn |", "| memory |"} {
+		"## Sequential read", "## Reopen to first read", "## Machine", "| raw |", "| pebble |", "| badger-txn |", "| memory |"} {
 		assert.Contains(t, md, s)
 	}
 	_, err = json.Marshal(res)

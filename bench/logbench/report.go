@@ -181,14 +181,16 @@ func readSection(rep *bench.Report, r *Results) {
 
 func reopenSection(rep *bench.Report, r *Results) {
 	s := rep.Section("Reopen to first read")
-	s.Para("After a clean close of the ingested log (%d records) and eviction from the page cache: the time from Open until the first record has been read.", r.Config.Records)
-	t := s.Table("subject", "open + first read", "cache", "device read", "notes").Left(2, 4)
+	s.Para("After a clean close of the ingested log (%d records): the time from Open until the first record has been read, first with the log evicted from the page cache (cold), then again at once (warm).", r.Config.Records)
+	t := s.Table("subject", "cold", "warm", "cache (cold run)", "device read (cold run)", "notes").Left(3, 5)
 	for _, sr := range taking(r, WorkloadReopen) {
+		notes := strings.TrimSpace(failures(sr, WorkloadReopen) + " " + failures(sr, WorkloadReopenWarm))
 		t.Row(sr.Name,
 			cell(sr.Spread(WorkloadReopen, Duration), bench.Millis),
+			cell(sr.Spread(WorkloadReopenWarm, Duration), bench.Millis),
 			cacheCell(sr, WorkloadReopen),
 			bytesCell(sr.Median(WorkloadReopen, DeviceReadBytes)),
-			failures(sr, WorkloadReopen))
+			notes)
 	}
 }
 
@@ -230,6 +232,7 @@ func machineSection(rep *bench.Report, r *Results) {
 		items = append(items, fmt.Sprintf("background device writes before the run: %s in %.1f s (%.2f MB/s), counted in every WA figure too",
 			bench.Bytes(b.WrittenBytes), b.Seconds, float64(b.WrittenBytes)/b.Seconds/1e6))
 	}
+	items = append(items, "page-cache eviction: "+r.CacheControl)
 	if r.DeviceNote != "" {
 		items = append(items, "device counters: "+r.DeviceNote)
 	}

@@ -99,10 +99,12 @@ type Results struct {
 	// Background is what the device wrote during Config.Probe before the run
 	// (nil without a probe or device counters); LoadAfter is the load
 	// average when the run ended.
-	Background *Background      `json:"background,omitempty"`
-	LoadAfter  string           `json:"loadavg_after"`
-	DeviceNote string           `json:"device_note,omitempty"`
-	Subjects   []*SubjectResult `json:"subjects"`
+	Background *Background `json:"background,omitempty"`
+	LoadAfter  string      `json:"loadavg_after"`
+	DeviceNote string      `json:"device_note,omitempty"`
+	// CacheControl is how the run evicts data from the page cache.
+	CacheControl string           `json:"cache_control"`
+	Subjects     []*SubjectResult `json:"subjects"`
 	// Targets are the issue's targets checked against this run.
 	Targets []TargetResult `json:"targets"`
 }
@@ -150,7 +152,7 @@ func Run(c Config) (*Results, error) {
 	defer os.RemoveAll(root)
 
 	r := &runner{cfg: c, root: root, payload: bench.NewPayload(1, 8<<20)}
-	res := &Results{Date: time.Now().UTC(), Machine: bench.Machine(root), Config: c}
+	res := &Results{Date: time.Now().UTC(), Machine: bench.Machine(root), Config: c, CacheControl: bench.CacheControl()}
 	if r.disk, err = bench.DiskFor(root); err != nil {
 		res.DeviceNote = err.Error()
 	}

@@ -31,10 +31,7 @@ func (r *runner) steps(s Subject) int {
 		n += len(r.cfg.Writers)
 	}
 	if s.Ingester != nil {
-		n += 2 // ingest, read
-		if s.Durable && s.Reopen != nil {
-			n++
-		}
+		n += 1 + len(readBacks(s))
 	}
 	return n
 }
@@ -105,36 +102,38 @@ func (r *runner) appendOnce(s Subject, writers, rep int) Sample {
 	return smp
 }
 
+// readBacks lists the workloads that read back what the ingest wrote.
+func readBacks(s Subject) []string {
+	if s.Durable && s.Reopen != nil {
+		return []string{WorkloadReopen, WorkloadReopenWarm, WorkloadRead}
+	}
+	return []string{WorkloadRead}
+}
+
 // ingestAndRead runs the bulk ingest, then (for a durable subject, after a
-// clean close) the reopen-to-first-read and the cold sequential read of the
-// same log.
+// clean close) reopen-to-first-read, cold then warm, and the cold sequential
+// read of the same log.
 func (r *runner) ingestAndRead(s Subject, rep int) []Sample {
 	dir := r.scratch(s.Name, WorkloadIngest, rep)
 	defer os.RemoveAll(dir)
 	in, smp := r.ingestOnce(s, dir, rep)
 	r.tick(s, WorkloadIngest, rep)
 	out := []Sample{smp}
-	if smp.Err != "" {
-		// Nothing trustworthy to read back.
-		out = append(out, failed(WorkloadRead, rep, errors.New("ingest failed")))
-		r.tick(s, WorkloadRead, rep)
-		if s.Durable && s.Reopen != nil {
-			out = append(out, failed(WorkloadReopen, rep, errors.New("ingest failed")))
-			r.tick(s, WorkloadReopen, rep)
+	for _, wl := range readBacks(s) {
+		var got Sample
+		switch {
+		case smp.Err != "":
+			got = failed(wl, rep, errors.New("ingest failed")) // nothing trustworthy to read
+		case !s.Durable:
+			got = r.readOpen(in, smp, rep)
+		case wl == WorkloadRead:
+			got = r.readCold(s, dir, smp, rep)
+		default:
+			got = r.reopenOnce(s, dir, rep, wl == WorkloadReopen)
 		}
-		return out
+		out = append(out, got)
+		r.tick(s, wl, rep)
 	}
-	if !s.Durable {
-		out = append(out, r.readOpen(in, smp, rep))
-		r.tick(s, WorkloadRead, rep)
-		return out
-	}
-	if s.Reopen != nil {
-		out = append(out, r.reopenOnce(s, dir, rep))
-		r.tick(s, WorkloadReopen, rep)
-	}
-	out = append(out, r.readCold(s, dir, smp, rep))
-	r.tick(s, WorkloadRead, rep)
 	return out
 }
 
@@ -175,17 +174,23 @@ func (r *runner) readOpen(in Ingester, wrote Sample, rep int) Sample {
 	return smp
 }
 
-func (r *runner) reopenOnce(s Subject, dir string, rep int) Sample {
-	cache, err := evict(dir)
-	if err != nil {
-		return failed(WorkloadReopen, rep, err)
+// reopenOnce times Open to first read, after evicting dir from the page
+// cache when cold is set (else just after the previous reopen, warm).
+func (r *runner) reopenOnce(s Subject, dir string, rep int, cold bool) Sample {
+	wl, cache := WorkloadReopenWarm, "warm"
+	if cold {
+		var err error
+		wl = WorkloadReopen
+		if cache, err = evict(dir); err != nil {
+			return failed(wl, rep, err)
+		}
 	}
 	before := r.deviceStats()
 	took, err := s.Reopen(dir)
 	if err != nil {
-		return failed(WorkloadReopen, rep, err)
+		return failed(wl, rep, err)
 	}
-	return Sample{Workload: WorkloadReopen, Rep: rep, Records: 1, Seconds: took.Seconds(),
+	return Sample{Workload: wl, Rep: rep, Records: 1, Seconds: took.Seconds(),
 		Cache: cache, Device: deviceDelta(before, r.deviceStats())}
 }
 

@@ -72,7 +72,7 @@ func Evaluate(r *Results) []TargetResult {
 		abs("segment bulk ingest write amplification", WorkloadIngest, WriteAmplification, 1.2, "×"),
 		abs("segment bulk ingest space amplification", WorkloadIngest, SpaceAmplification, 1.1, "×"),
 		ratio("segment cold sequential read vs raw scan", WorkloadRead, raw, RawName, 0.9),
-		abs("segment reopen to first read", WorkloadReopen, Duration, 0.005, "ms"),
+		abs("segment reopen to first read (cold page cache)", WorkloadReopen, Duration, 0.005, "ms"),
 	}
 }
 

@@ -12,7 +12,10 @@ import (
 const (
 	WorkloadIngest = "ingest"
 	WorkloadRead   = "read"
-	WorkloadReopen = "reopen"
+	// WorkloadReopen is open to first read with the log evicted from the
+	// page cache; WorkloadReopenWarm repeats it at once, cache warm.
+	WorkloadReopen     = "reopen"
+	WorkloadReopenWarm = "reopen-warm"
 )
 
 // AppendWorkload names durable append with n concurrent writers.
