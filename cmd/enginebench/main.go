@@ -22,6 +22,7 @@ import (
 
 	_ "github.com/minikafka/minikafka/engines/memory"
 	_ "github.com/minikafka/minikafka/engines/pebble"
+	_ "github.com/minikafka/minikafka/engines/segment"
 )
 
 func main() {
