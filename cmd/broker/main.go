@@ -1,0 +1,187 @@
+// Command broker runs a mini-kafka broker: the Kafka protocol over the
+// storage engine of your choice.
+//
+//	broker -dir ./data                       # segment engine on :9092
+//	broker -engine pebble -dir ./data -addr :9093 -advertised-addr host:9093
+//	broker -dir ./data -metrics-addr :9100   # Prometheus /metrics and /healthz
+//
+// SIGTERM or SIGINT shuts it down gracefully: it stops accepting, answers
+// the requests already read, syncs every engine and exits.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/minikafka/minikafka/broker"
+	"github.com/minikafka/minikafka/engine"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "broker:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command line.
+type options struct {
+	cfg         broker.Config
+	syncPolicy  string
+	metricsAddr string
+	logLevel    string
+	logFormat   string
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.cfg.Engine, "engine", broker.DefaultEngine, "storage engine: "+strings.Join(engine.Names(), "|"))
+	fs.StringVar(&o.cfg.Dir, "dir", "data", "data directory")
+	fs.StringVar(&o.cfg.Addr, "addr", broker.DefaultAddr, "listen address")
+	fs.StringVar(&o.cfg.AdvertisedAddr, "advertised-addr", "", "host:port clients are told to connect to (default: the listen address, the host name if it listens on every interface)")
+	partitions := fs.Int("partitions", broker.DefaultPartitions, "partition count of auto-created topics and of CreateTopics asking for the default")
+	fs.BoolVar(&o.cfg.AutoCreate, "auto-create", true, "create unknown topics on produce and metadata requests")
+	fs.StringVar(&o.syncPolicy, "sync", "always", "when appended data reaches the disk: always|interval|never")
+	fs.DurationVar(&o.cfg.EngineOptions.SyncInterval, "sync-interval", engine.DefaultSyncInterval, "flush period under -sync=interval")
+	fs.IntVar(&o.cfg.MaxConns, "max-conns", broker.DefaultMaxConns, "maximum open client connections; more are closed at once")
+	maxFrame := fs.Int("max-frame-bytes", broker.DefaultMaxFrameBytes, "maximum request size; a larger one closes the connection")
+	fs.Int64Var(&o.cfg.MaxInflightBytes, "max-inflight-bytes", broker.DefaultMaxInflightBytes, "request bytes held in memory across all connections")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on this address (empty: off)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug|info|warn|error")
+	fs.StringVar(&o.logFormat, "log-format", "text", "text|json")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *partitions < 1 || *partitions > 1<<20 {
+		return o, fmt.Errorf("-partitions %d: want 1 to %d", *partitions, 1<<20)
+	}
+	if *maxFrame < 1024 || *maxFrame > 1<<30 {
+		return o, fmt.Errorf("-max-frame-bytes %d: want 1024 to %d", *maxFrame, 1<<30)
+	}
+	o.cfg.DefaultPartitions, o.cfg.MaxFrameBytes = int32(*partitions), int32(*maxFrame)
+	policy, err := engine.ParseSyncPolicy(o.syncPolicy)
+	if err != nil {
+		return o, err
+	}
+	o.cfg.EngineOptions.Sync = policy
+	return o, nil
+}
+
+func newLogger(o options, w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return nil, fmt.Errorf("-log-level: %w", err)
+	}
+	hopts := &slog.HandlerOptions{Level: level}
+	switch o.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, hopts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, hopts)), nil
+	}
+	return nil, fmt.Errorf("-log-format %q: want text or json", o.logFormat)
+}
+
+// run serves until ctx ends, then shuts down gracefully. ready, if not nil,
+// gets the broker's and the metrics listener's addresses once both listen.
+func run(ctx context.Context, args []string, logOut io.Writer, ready func(kafka, metrics net.Addr)) error {
+	o, err := parseFlags(args, logOut)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	log, err := newLogger(o, logOut)
+	if err != nil {
+		return err
+	}
+	o.cfg.Logger = log
+	ln, err := net.Listen("tcp", o.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	s, err := broker.New(o.cfg)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	var healthy atomic.Bool
+	healthy.Store(true)
+	metricsAddr, stopMetrics, err := serveMetrics(o.metricsAddr, s, &healthy, log)
+	if err != nil {
+		ln.Close()
+		return errors.Join(err, s.Close())
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+	if ready != nil {
+		ready(ln.Addr(), metricsAddr)
+	}
+
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down", "cause", context.Cause(ctx))
+	case err := <-served:
+		log.Error("serving stopped", "err", err)
+	}
+	healthy.Store(false)
+	closeErr := s.Close()
+	stopMetrics()
+	if err := <-served; !errors.Is(err, broker.ErrServerClosed) {
+		return errors.Join(err, closeErr)
+	}
+	return closeErr
+}
+
+// serveMetrics serves /metrics and /healthz on addr ("" serves nothing). It
+// returns the listener's address and a function that stops it.
+func serveMetrics(addr string, s *broker.Server, healthy *atomic.Bool, log *slog.Logger) (net.Addr, func(), error) {
+	if addr == "" {
+		return nil, func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("metrics listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", s.MetricsHandler())
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if !healthy.Load() {
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server stopped", "err", err)
+		}
+	}()
+	log.Info("serving metrics", "addr", ln.Addr().String())
+	return ln.Addr(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(ctx)
+	}, nil
+}
