@@ -93,7 +93,10 @@ func startRun(t *testing.T, args ...string) (kafka, metrics string, stop func() 
 
 type testLog struct{ t *testing.T }
 
-func (l testLog) Write(p []byte) (int, error) { l.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
 
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
