@@ -3,6 +3,7 @@ package logbench
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/minikafka/minikafka/bench"
@@ -20,6 +21,9 @@ func Report(r *Results) *bench.Report {
 		fmt.Sprintf("repetitions: %d per figure; tables show the median and [min–max]; ratios compare medians", r.Config.Reps),
 		"subjects: "+subjectNotes(r),
 	)
+	if w := busyWarning(r); w != "" {
+		s.Para("**%s**", w)
+	}
 	targetSection(rep, r)
 	appendSections(rep, r)
 	ingestSection(rep, r)
@@ -27,6 +31,30 @@ func Report(r *Results) *bench.Report {
 	reopenSection(rep, r)
 	machineSection(rep, r)
 	return rep
+}
+
+// busyWarning flags a run whose machine was doing other work: a load
+// average above half the CPUs, before or after.
+func busyWarning(r *Results) string {
+	worst := max(loadOf(r.Machine.LoadAvg), loadOf(r.LoadAfter))
+	if r.Machine.CPUs == 0 || worst <= float64(r.Machine.CPUs)/2 {
+		return ""
+	}
+	return fmt.Sprintf("The machine was busy during this run (1-minute load average up to %.1f on %d CPUs): figures are noisy; compare ratios within the run, not with other runs.",
+		worst, r.Machine.CPUs)
+}
+
+// loadOf reads the 1-minute load from a /proc/loadavg line.
+func loadOf(loadavg string) float64 {
+	f := strings.Fields(loadavg)
+	if len(f) == 0 {
+		return 0
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return 0
+	}
+	return v
 }
 
 func subjectNotes(r *Results) string {

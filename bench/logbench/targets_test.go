@@ -1,6 +1,7 @@
 package logbench_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -93,5 +94,23 @@ func TestEvaluateIgnoresFailedRepetitions(t *testing.T) {
 	for _, tr := range ts {
 		assert.Equal(t, "SKIP", tr.Verdict(), tr.String())
 		assert.Contains(t, tr.Missing, "no successful")
+	}
+}
+
+func TestReportWarnsWhenBusy(t *testing.T) {
+	cases := []struct {
+		before, after string
+		warn          bool
+	}{
+		{"0.20 0.1 0.1 1/100 5", "0.90 0.3 0.1 1/100 6", false},
+		{"0.20 0.1 0.1 1/100 5", "3.50 1.0 0.5 1/100 6", true},
+		{"", "", false},
+	}
+	for _, c := range cases {
+		t.Run(c.before+"→"+c.after, func(t *testing.T) {
+			r := &logbench.Results{Machine: bench.MachineInfo{CPUs: 2, LoadAvg: c.before}, LoadAfter: c.after}
+			md := string(logbench.Report(r).Markdown())
+			assert.Equal(t, c.warn, strings.Contains(md, "The machine was busy"))
+		})
 	}
 }
