@@ -96,28 +96,44 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 // DeleteGroups serves DeleteGroups v0-2: a group with no members loses its
 // metadata and offsets (tombstones, answered once durable).
 func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
-	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
-	for _, id := range req.Groups {
-		rg := kmsg.NewDeleteGroupsResponseGroup()
-		rg.Group = id
-		rg.ErrorCode = c.deleteGroup(ctx, id)
-		resp.Groups = append(resp.Groups, rg)
-	}
-	return resp
+	return c.StartDeleteGroups(req)(ctx)
 }
 
-func (c *Coordinator) deleteGroup(ctx context.Context, id string) int16 {
+// StartDeleteGroups is DeleteGroups in two phases, as StartJoinGroup.
+func (c *Coordinator) StartDeleteGroups(req *kmsg.DeleteGroupsRequest) func(context.Context) *kmsg.DeleteGroupsResponse {
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	waits := make([]func(context.Context) int16, len(req.Groups))
+	for i, id := range req.Groups {
+		waits[i] = c.startDelete(id)
+	}
+	return func(ctx context.Context) *kmsg.DeleteGroupsResponse {
+		for i, id := range req.Groups {
+			rg := kmsg.NewDeleteGroupsResponseGroup()
+			rg.Group = id
+			rg.ErrorCode = waits[i](ctx)
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp
+	}
+}
+
+func (c *Coordinator) startDelete(id string) func(context.Context) int16 {
+	code := func(code int16) func(context.Context) int16 {
+		return func(context.Context) int16 { return code }
+	}
 	if !c.ValidGroupID(id, true) {
-		return kerr.InvalidGroupID.Code
+		return code(kerr.InvalidGroupID.Code)
 	}
 	w, ch := c.newWaiter()
 	if c.step(id, false, func(g *Group, now time.Time) { g.Delete(now, w) }) == nil {
 		c.forget(w)
-		return c.missingGroupCode(kerr.GroupIDNotFound.Code)
+		return code(c.missingGroupCode(kerr.GroupIDNotFound.Code))
 	}
-	r, ok := await(ctx, ch)
-	if !ok {
-		return kerr.CoordinatorNotAvailable.Code
+	return func(ctx context.Context) int16 {
+		r, ok := await(ctx, ch)
+		if !ok {
+			return kerr.CoordinatorNotAvailable.Code
+		}
+		return r.Code
 	}
-	return r.Code
 }

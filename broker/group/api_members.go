@@ -23,12 +23,20 @@ func millis(ms int32) time.Duration { return time.Duration(ms) * time.Millisecon
 // JoinGroup serves JoinGroup v0-9. It blocks until the rebalance completes
 // (or ctx ends, in which case the answer is an error nobody will read).
 func (c *Coordinator) JoinGroup(ctx context.Context, cl Client, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
+	return c.StartJoinGroup(cl, req)(ctx)
+}
+
+// StartJoinGroup is JoinGroup in two phases: the group takes the request
+// now, in the caller's order (a connection's requests are stepped in the
+// order it sent them); the returned function waits for the answer.
+func (c *Coordinator) StartJoinGroup(cl Client, req *kmsg.JoinGroupRequest) func(context.Context) *kmsg.JoinGroupResponse {
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 	resp.MemberID = req.MemberID
 	resp.Generation = -1
+	now := func(context.Context) *kmsg.JoinGroupResponse { return resp }
 	if !c.ValidGroupID(req.Group, false) {
 		resp.ErrorCode = kerr.InvalidGroupID.Code
-		return resp
+		return now
 	}
 	w, ch := c.newWaiter()
 	jr := JoinRequest{
@@ -53,13 +61,20 @@ func (c *Coordinator) JoinGroup(ctx context.Context, cl Client, req *kmsg.JoinGr
 	if c.step(req.Group, true, func(g *Group, now time.Time) { g.Join(now, jr) }) == nil {
 		c.forget(w)
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return now
+	}
+	return func(ctx context.Context) *kmsg.JoinGroupResponse {
+		r, ok := await(ctx, ch)
+		if !ok {
+			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			return resp
+		}
+		fillJoin(resp, r)
 		return resp
 	}
-	r, ok := await(ctx, ch)
-	if !ok {
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		return resp
-	}
+}
+
+func fillJoin(resp *kmsg.JoinGroupResponse, r Reply) {
 	resp.ErrorCode = r.Code
 	if j := r.Join; j != nil {
 		resp.MemberID = j.MemberID
@@ -82,16 +97,21 @@ func (c *Coordinator) JoinGroup(ctx context.Context, cl Client, req *kmsg.JoinGr
 			resp.Members = append(resp.Members, rm)
 		}
 	}
-	return resp
 }
 
 // SyncGroup serves SyncGroup v0-5. A follower blocks until the leader's
 // assignment arrives; the leader until it is durable.
 func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
+	return c.StartSyncGroup(req)(ctx)
+}
+
+// StartSyncGroup is SyncGroup in two phases, as StartJoinGroup.
+func (c *Coordinator) StartSyncGroup(req *kmsg.SyncGroupRequest) func(context.Context) *kmsg.SyncGroupResponse {
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+	now := func(context.Context) *kmsg.SyncGroupResponse { return resp }
 	if !c.ValidGroupID(req.Group, false) {
 		resp.ErrorCode = kerr.InvalidGroupID.Code
-		return resp
+		return now
 	}
 	w, ch := c.newWaiter()
 	sr := SyncRequest{
@@ -111,20 +131,22 @@ func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 	if c.step(req.Group, false, func(g *Group, now time.Time) { g.Sync(now, sr) }) == nil {
 		c.forget(w)
 		resp.ErrorCode = c.missingGroupCode(kerr.UnknownMemberID.Code)
+		return now
+	}
+	return func(ctx context.Context) *kmsg.SyncGroupResponse {
+		r, ok := await(ctx, ch)
+		if !ok {
+			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			return resp
+		}
+		resp.ErrorCode = r.Code
+		if s := r.Sync; s != nil && r.Code == 0 {
+			resp.ProtocolType = &s.ProtocolType
+			resp.Protocol = &s.Protocol
+			resp.MemberAssignment = s.Assignment
+		}
 		return resp
 	}
-	r, ok := await(ctx, ch)
-	if !ok {
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		return resp
-	}
-	resp.ErrorCode = r.Code
-	if s := r.Sync; s != nil && r.Code == 0 {
-		resp.ProtocolType = &s.ProtocolType
-		resp.Protocol = &s.Protocol
-		resp.MemberAssignment = s.Assignment
-	}
-	return resp
 }
 
 // missingGroupCode is the answer when a group is not there: code, or

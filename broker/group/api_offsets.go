@@ -11,6 +11,15 @@ import (
 // request goes into one batch; the answer comes once it is durable, and
 // only then do the offsets become visible to OffsetFetch.
 func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	return c.StartOffsetCommit(req)()
+}
+
+// StartOffsetCommit is OffsetCommit in two phases: the commit is fenced and
+// appended to the log now, so commits from one connection reach the log in
+// the order it sent them (the latest one wins); the returned function waits
+// until it is durable and answers. The wait is not cancellable: a commit
+// once appended is applied or failed by the log, never abandoned.
+func (c *Coordinator) StartOffsetCommit(req *kmsg.OffsetCommitRequest) func() *kmsg.OffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	groupOK := c.ValidGroupID(req.Group, true)
 	for _, t := range req.Topics {
@@ -51,18 +60,21 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 		}
 	}
 	if len(commits) == 0 {
+		return func() *kmsg.OffsetCommitResponse { return resp }
+	}
+	wait := c.commit(req, commits)
+	return func() *kmsg.OffsetCommitResponse {
+		code := wait()
+		for _, p := range codes {
+			*p = code
+		}
 		return resp
 	}
-	code := c.commit(req, commits)
-	for _, p := range codes {
-		*p = code
-	}
-	return resp
 }
 
-// commit fences, writes and applies commits; it returns the code for all
-// of them.
-func (c *Coordinator) commit(req *kmsg.OffsetCommitRequest, commits []Commit) int16 {
+// commit fences and appends commits, and returns the wait that makes them
+// visible once durable and says the code for all of them.
+func (c *Coordinator) commit(req *kmsg.OffsetCommitRequest, commits []Commit) func() int16 {
 	var (
 		code      int16
 		end       int64
@@ -91,22 +103,25 @@ func (c *Coordinator) commit(req *kmsg.OffsetCommitRequest, commits []Commit) in
 	})
 	switch {
 	case e == nil:
-		return c.missingGroupCode(kerr.IllegalGeneration.Code)
-	case code != 0:
-		return code
+		code = c.missingGroupCode(kerr.IllegalGeneration.Code)
 	case appendErr != nil:
 		c.cfg.Logger.Warn("group: offset commit append failed", "group", req.Group, "err", appendErr)
-		return storeErrorCode(appendErr)
+		code = storeErrorCode(appendErr)
 	}
-	// The wait uses the coordinator's context, not the request's: once
-	// appended, the commit must be applied or abandoned consistently.
-	err := c.cfg.Log.WaitDurable(c.ctx, end)
-	c.stepOn(e, func(g *Group, _ time.Time) { g.CommitDone(commits, end, err == nil) })
-	if err != nil {
-		c.cfg.Logger.Warn("group: offset commit not durable", "group", req.Group, "err", err)
-		return storeErrorCode(err)
+	if e == nil || code != 0 {
+		return func() int16 { return code }
 	}
-	return 0
+	return func() int16 {
+		// The coordinator's context, not the request's: once appended, the
+		// commit must be applied or failed consistently with the log.
+		err := c.cfg.Log.WaitDurable(c.ctx, end)
+		c.stepOn(e, func(g *Group, _ time.Time) { g.CommitDone(commits, end, err == nil) })
+		if err != nil {
+			c.cfg.Logger.Warn("group: offset commit not durable", "group", req.Group, "err", err)
+			return storeErrorCode(err)
+		}
+		return 0
+	}
 }
 
 // stepOn is step on a known entry, even a Dead one.
