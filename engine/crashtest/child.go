@@ -26,9 +26,9 @@ const (
 	killWriters = 4
 	// killSegmentBytes keeps segmented engines rolling during kill rounds.
 	killSegmentBytes = 64 << 10
-	// deleteEvery: the first appender moves the log start every this many
-	// of its acknowledgements.
-	deleteEvery = 25
+	// deleteOneIn: after each of its acknowledgements, the first appender
+	// moves the log start with this chance (one in deleteOneIn).
+	deleteOneIn = 6
 )
 
 // The child's protocol, one line per event on stdout, each written with a
@@ -93,7 +93,7 @@ func (c *child) say(format string, args ...any) {
 // acknowledgement. The deleter also moves the log start now and then.
 func (c *child) appender(rng *rand.Rand, deleter bool) {
 	ctx := context.Background()
-	for i := 1; ; i++ {
+	for {
 		records := int32(1 + rng.IntN(10))
 		size := 12 + rng.IntN(2000)
 		if rng.IntN(50) == 0 {
@@ -110,7 +110,7 @@ func (c *child) appender(rng *rand.Rand, deleter bool) {
 			c.die("Sync(%d): %v", b.NextOffset(), err)
 		}
 		c.say("%s %d %d %d", lineAck, b.BaseOffset, b.Records, len(b.Data))
-		if deleter && i%deleteEvery == 0 {
+		if deleter && rng.IntN(deleteOneIn) == 0 {
 			start, end := c.e.StartOffset(), c.e.EndOffset()
 			off := start + (end-start)/3
 			if off == start {

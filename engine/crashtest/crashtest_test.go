@@ -40,7 +40,7 @@ func TestPowerLossCatchesBrokenEngines(t *testing.T) {
 			require.NoError(t, err, "the workload runs without a crash")
 			var found []string
 			for k := 1; k <= n && len(found) == 0; k++ {
-				for _, prob := range crashAt(d, p, s, k).problems {
+				for _, prob := range crashAt(d, p, modes[k%2], s, k).problems {
 					if strings.Contains(prob, c.want) {
 						found = append(found, prob)
 					}
@@ -68,7 +68,7 @@ func TestRunSkipsWhatDoesNotApply(t *testing.T) {
 func TestCrashFS(t *testing.T) {
 	mem, err := newDisk()
 	require.NoError(t, err)
-	fs := newCrashFS(mem, 4, rand.New(rand.NewPCG(1, 1)), 100)
+	fs := newCrashFS(mem, 4, rand.New(rand.NewPCG(1, 1)), 100, true)
 	f, err := fs.Create("/data/f", vfs.WriteCategoryUnspecified) // op 1
 	require.NoError(t, err)
 	_, err = f.Write([]byte("hello ")) // op 2
@@ -93,10 +93,30 @@ func TestCrashFS(t *testing.T) {
 	assert.Contains(t, fs.crashOp, "write /data/f")
 }
 
+func TestCrashFSProcessStops(t *testing.T) {
+	mem, err := newDisk()
+	require.NoError(t, err)
+	fs := newCrashFS(mem, 2, rand.New(rand.NewPCG(1, 1)), 100, false)
+	f, err := fs.Create("/data/f", vfs.WriteCategoryUnspecified) // op 1
+	require.NoError(t, err)
+	n, err := f.Write([]byte("hello world!")) // op 2: torn on the clone only
+	require.NoError(t, err, "a halted process never sees the crash")
+	assert.Equal(t, 12, n)
+	assert.True(t, fs.lost())
+	_, err = f.Write([]byte(" more"))
+	require.NoError(t, err, "calls after the crash go on working")
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Close())
+	assert.Equal(t, "hello world! more", readAllFile(t, mem, "/data/f"), "the old disk got every write")
+	got := readAllFile(t, fs.clone, "/data/f")
+	assert.Less(t, len(got), len("hello world!"), "the clone holds only a strict prefix of the torn write: %q", got)
+	assert.True(t, strings.HasPrefix("hello world!", got))
+}
+
 func TestCrashFSDropsUnsyncedData(t *testing.T) {
 	mem, err := newDisk()
 	require.NoError(t, err)
-	fs := newCrashFS(mem, 0, rand.New(rand.NewPCG(1, 1)), 0)
+	fs := newCrashFS(mem, 0, rand.New(rand.NewPCG(1, 1)), 0, true)
 	f, err := fs.Create("/data/f", vfs.WriteCategoryUnspecified)
 	require.NoError(t, err)
 	_, err = f.Write([]byte("synced"))

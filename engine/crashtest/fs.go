@@ -24,7 +24,9 @@ var errPowerLost = errors.New("crashtest: injected error: the machine lost power
 //     torn write); any other operation at the crash point does not happen;
 //   - the surviving disk is a CrashClone taken at that instant: everything
 //     synced, plus a random share (unsyncedPct) of what was not;
-//   - from then on every call fails with errPowerLost.
+//   - from then on, with failAfter, every call fails with errPowerLost;
+//     without it, calls go on working on a disk that no longer matters, as
+//     if the process had stopped at the crash and did not know it.
 //
 // Every mutating call runs under mu, and so does the crash, so an fsync that
 // returned nil to the engine is always in the clone: an engine cannot record
@@ -38,6 +40,7 @@ type crashFS struct {
 	crashAt     int // 1-based; 0 means never
 	rng         *rand.Rand
 	unsyncedPct int
+	failAfter   bool
 	clone       *vfs.MemFS
 	crashOp     string   // the operation the power went out on
 	recent      []string // the last few operations before it, oldest first
@@ -48,27 +51,55 @@ const recentOps = 6
 
 var _ vfs.FS = (*crashFS)(nil)
 
-func newCrashFS(mem *vfs.MemFS, crashAt int, rng *rand.Rand, unsyncedPct int) *crashFS {
-	return &crashFS{mem: mem, crashAt: crashAt, rng: rng, unsyncedPct: unsyncedPct}
+func newCrashFS(mem *vfs.MemFS, crashAt int, rng *rand.Rand, unsyncedPct int, failAfter bool) *crashFS {
+	return &crashFS{mem: mem, crashAt: crashAt, rng: rng, unsyncedPct: unsyncedPct, failAfter: failAfter}
 }
 
-// mutate runs one counted operation. apply performs it; torn is true when the
-// power goes out during it, and then apply does the part that reaches the
-// disk (a prefix of a write) or nothing.
-func (fs *crashFS) mutate(desc string, apply func(torn bool) error) error {
+// stage is which part of an operation apply performs.
+type stage int
+
+const (
+	whole  stage = iota // no crash during it
+	before              // the part that reaches the disk before the power goes out
+	after               // the rest, on the old disk, when the process does not see the crash
+)
+
+// mutate runs one counted operation through apply. At the crash point, the
+// part of it that lands (a prefix of a write, nothing of anything else) is
+// applied, the clone is taken, and then either the call fails (failAfter)
+// or the rest is applied to the old disk and the call succeeds: the halted
+// process never learns of the crash.
+func (fs *crashFS) mutate(desc string, apply func(stage) error) error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if fs.crashed.Load() {
-		return fmt.Errorf("%s: %w", desc, errPowerLost)
+		if fs.failAfter {
+			return fmt.Errorf("%s: %w", desc, errPowerLost)
+		}
+		return apply(whole) // on the old disk: the clone is already taken
 	}
 	fs.ops++
 	if fs.ops != fs.crashAt {
 		fs.note(desc)
-		return apply(false)
+		return apply(whole)
 	}
-	_ = apply(true) // whatever it managed before the power went out
+	_ = apply(before) // whatever it managed before the power went out
 	fs.crashLocked(desc)
-	return fmt.Errorf("%s: %w", desc, errPowerLost)
+	if fs.failAfter {
+		return fmt.Errorf("%s: %w", desc, errPowerLost)
+	}
+	return apply(after)
+}
+
+// allOrNothing adapts an operation that either happens or does not (all but
+// writes) to mutate's stages: none of it lands before a crash.
+func allOrNothing(op func() error) func(stage) error {
+	return func(s stage) error {
+		if s == before {
+			return nil
+		}
+		return op()
+	}
 }
 
 func (fs *crashFS) note(desc string) {
@@ -94,6 +125,16 @@ func (fs *crashFS) crashNow() {
 	}
 }
 
+// crashedAt is the operation the power went out on, if it has.
+func (fs *crashFS) crashedAt() string {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.crashOp
+}
+
+// lost reports whether the power has gone out.
+func (fs *crashFS) lost() bool { return fs.crashed.Load() }
+
 // opCount is how many mutating operations the filesystem has seen.
 func (fs *crashFS) opCount() int {
 	fs.mu.Lock()
@@ -101,9 +142,10 @@ func (fs *crashFS) opCount() int {
 	return fs.ops
 }
 
-// read guards a call that changes nothing: it only fails after the crash.
+// read guards a call that changes nothing: it only fails after the crash,
+// with failAfter.
 func (fs *crashFS) read(desc string) error {
-	if fs.crashed.Load() {
+	if fs.failAfter && fs.crashed.Load() {
 		return fmt.Errorf("%s: %w", desc, errPowerLost)
 	}
 	return nil
@@ -124,14 +166,11 @@ func (fs *crashFS) wrap(name string, f vfs.File) vfs.File {
 
 func (fs *crashFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	var f vfs.File
-	err := fs.mutate("create "+name, func(torn bool) error {
-		if torn {
-			return nil
-		}
+	err := fs.mutate("create "+name, allOrNothing(func() error {
 		var err error
 		f, err = fs.mem.Create(name, category)
 		return err
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}
@@ -139,12 +178,9 @@ func (fs *crashFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File
 }
 
 func (fs *crashFS) Link(oldname, newname string) error {
-	return fs.mutate("link "+oldname+" "+newname, func(torn bool) error {
-		if torn {
-			return nil
-		}
+	return fs.mutate("link "+oldname+" "+newname, allOrNothing(func() error {
 		return fs.mem.Link(oldname, newname)
-	})
+	}))
 }
 
 func (fs *crashFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
@@ -164,14 +200,11 @@ func (fs *crashFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
 
 func (fs *crashFS) OpenReadWrite(name string, category vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
 	var f vfs.File
-	err := fs.mutate("open-rw "+name, func(torn bool) error {
-		if torn {
-			return nil
-		}
+	err := fs.mutate("open-rw "+name, allOrNothing(func() error {
 		var err error
 		f, err = fs.mem.OpenReadWrite(name, category)
 		return err
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}
@@ -194,42 +227,30 @@ func (fs *crashFS) OpenDir(name string) (vfs.File, error) {
 }
 
 func (fs *crashFS) Remove(name string) error {
-	return fs.mutate("remove "+name, func(torn bool) error {
-		if torn {
-			return nil
-		}
+	return fs.mutate("remove "+name, allOrNothing(func() error {
 		return fs.mem.Remove(name)
-	})
+	}))
 }
 
 func (fs *crashFS) RemoveAll(name string) error {
-	return fs.mutate("remove-all "+name, func(torn bool) error {
-		if torn {
-			return nil
-		}
+	return fs.mutate("remove-all "+name, allOrNothing(func() error {
 		return fs.mem.RemoveAll(name)
-	})
+	}))
 }
 
 func (fs *crashFS) Rename(oldname, newname string) error {
-	return fs.mutate("rename "+oldname+" "+newname, func(torn bool) error {
-		if torn {
-			return nil
-		}
+	return fs.mutate("rename "+oldname+" "+newname, allOrNothing(func() error {
 		return fs.mem.Rename(oldname, newname)
-	})
+	}))
 }
 
 func (fs *crashFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	var f vfs.File
-	err := fs.mutate("reuse "+oldname+" "+newname, func(torn bool) error {
-		if torn {
-			return nil
-		}
+	err := fs.mutate("reuse "+oldname+" "+newname, allOrNothing(func() error {
 		var err error
 		f, err = fs.mem.ReuseForWrite(oldname, newname, category)
 		return err
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}
@@ -237,24 +258,18 @@ func (fs *crashFS) ReuseForWrite(oldname, newname string, category vfs.DiskWrite
 }
 
 func (fs *crashFS) MkdirAll(dir string, perm os.FileMode) error {
-	return fs.mutate("mkdir "+dir, func(torn bool) error {
-		if torn {
-			return nil
-		}
+	return fs.mutate("mkdir "+dir, allOrNothing(func() error {
 		return fs.mem.MkdirAll(dir, perm)
-	})
+	}))
 }
 
 func (fs *crashFS) Lock(name string) (io.Closer, error) {
 	var c io.Closer
-	err := fs.mutate("lock "+name, func(torn bool) error {
-		if torn {
-			return nil
-		}
+	err := fs.mutate("lock "+name, allOrNothing(func() error {
 		var err error
 		c, err = fs.mem.Lock(name)
 		return err
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}
@@ -312,28 +327,38 @@ func (f *crashFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func (f *crashFile) Write(p []byte) (int, error) {
-	n := 0
-	err := f.fs.mutate(fmt.Sprintf("write %s (%d bytes)", f.name, len(p)), func(torn bool) error {
+	n, landed := 0, 0
+	err := f.fs.mutate(fmt.Sprintf("write %s (%d bytes)", f.name, len(p)), func(s stage) error {
 		var err error
-		if torn {
-			_, err = f.f.Write(p[:f.fs.tornLen(len(p))])
-			return err
+		switch s {
+		case before:
+			landed = f.fs.tornLen(len(p))
+			_, err = f.f.Write(p[:landed])
+		case after:
+			_, err = f.f.Write(p[landed:])
+			n = len(p)
+		default:
+			n, err = f.f.Write(p)
 		}
-		n, err = f.f.Write(p)
 		return err
 	})
 	return n, err
 }
 
 func (f *crashFile) WriteAt(p []byte, off int64) (int, error) {
-	n := 0
-	err := f.fs.mutate(fmt.Sprintf("write %s (%d bytes at %d)", f.name, len(p), off), func(torn bool) error {
+	n, landed := 0, 0
+	err := f.fs.mutate(fmt.Sprintf("write %s (%d bytes at %d)", f.name, len(p), off), func(s stage) error {
 		var err error
-		if torn {
-			_, err = f.f.WriteAt(p[:f.fs.tornLen(len(p))], off)
-			return err
+		switch s {
+		case before:
+			landed = f.fs.tornLen(len(p))
+			_, err = f.f.WriteAt(p[:landed], off)
+		case after:
+			_, err = f.f.WriteAt(p[landed:], off+int64(landed))
+			n = len(p)
+		default:
+			n, err = f.f.WriteAt(p, off)
 		}
-		n, err = f.f.WriteAt(p, off)
 		return err
 	})
 	return n, err
@@ -355,33 +380,24 @@ func (f *crashFile) Stat() (vfs.FileInfo, error) {
 }
 
 func (f *crashFile) Sync() error {
-	return f.fs.mutate("sync "+f.name, func(torn bool) error {
-		if torn {
-			return nil
-		}
+	return f.fs.mutate("sync "+f.name, allOrNothing(func() error {
 		return f.f.Sync()
-	})
+	}))
 }
 
 func (f *crashFile) SyncData() error {
-	return f.fs.mutate("syncdata "+f.name, func(torn bool) error {
-		if torn {
-			return nil
-		}
+	return f.fs.mutate("syncdata "+f.name, allOrNothing(func() error {
 		return f.f.SyncData()
-	})
+	}))
 }
 
 func (f *crashFile) SyncTo(length int64) (bool, error) {
 	full := false
-	err := f.fs.mutate(fmt.Sprintf("syncto %s %d", f.name, length), func(torn bool) error {
-		if torn {
-			return nil
-		}
+	err := f.fs.mutate(fmt.Sprintf("syncto %s %d", f.name, length), allOrNothing(func() error {
 		var err error
 		full, err = f.f.SyncTo(length)
 		return err
-	})
+	}))
 	return full, err
 }
 

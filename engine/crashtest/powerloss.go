@@ -28,6 +28,22 @@ const (
 // from "exactly what was synced" to "everything written" (a process crash).
 var unsyncedShares = []int{0, 30, 70, 100}
 
+// mode is what the engine sees after the power goes out.
+type mode struct {
+	name      string
+	failAfter bool
+}
+
+var modes = []mode{
+	// ProcessStops: the workload stops at the crash and the engine's later
+	// calls succeed on a disk that no longer matters: a machine that halts.
+	// It checks recovery alone, even for an engine that cannot take errors.
+	{name: "ProcessStops"},
+	// CallsFail: every call after the crash fails, fsyncs included, and the
+	// engine must return errors, not panic or hang.
+	{name: "CallsFail", failAfter: true},
+}
+
 func testPowerLoss(t *testing.T, d engine.Driver, master uint64) {
 	needDurable(t, d)
 	if !d.Caps.CustomFS {
@@ -39,14 +55,18 @@ func testPowerLoss(t *testing.T, d engine.Driver, master uint64) {
 			seeds = append(seeds, master+1+i)
 		}
 	}
-	for _, s := range seeds {
-		sweep(t, d, s)
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			for _, s := range seeds {
+				sweep(t, d, m, s)
+			}
+		})
 	}
 }
 
 // sweep counts the write operations of the seed's workload, then crashes it
 // at each of them in turn (or only at -crash.k).
-func sweep(t *testing.T, d engine.Driver, seed uint64) {
+func sweep(t *testing.T, d engine.Driver, m mode, seed uint64) {
 	p := makePlan(rand.New(rand.NewPCG(seed, 0x706c616e)), workloadSize())
 	n, err := countOps(d, p)
 	if err != nil {
@@ -64,15 +84,15 @@ func sweep(t *testing.T, d engine.Driver, seed uint64) {
 	)
 	defer func() {
 		if len(panics) > 0 {
-			t.Errorf("seed %d: the engine panicked instead of returning an error, after the power went out, at %d of %d crash points %v; the first:\n%s",
+			t.Errorf("seed %d: the engine panicked, after the power went out, at %d of %d crash points %v; the first:\n%s",
 				seed, len(panics), n, panics, firstPanic)
 		}
 	}()
 	for k := first; k <= last; k++ {
 		if *flagV {
-			fmt.Fprintf(os.Stderr, "crashtest: seed %d, crash point %d of %d\n", seed, k, n)
+			fmt.Fprintf(os.Stderr, "crashtest: %s seed %d, crash point %d of %d\n", m.name, seed, k, n)
 		}
-		res := crashAt(d, p, seed, k)
+		res := crashAt(d, p, m, seed, k)
 		if res.panicked != nil {
 			if panics = append(panics, k); len(panics) == 1 {
 				firstPanic = res.report(seed, k, n, replay(t, replayFlags(seed, k)))
@@ -120,7 +140,7 @@ func countOps(d engine.Driver, p plan) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	fs := newCrashFS(mem, 0, nil, 0)
+	fs := newCrashFS(mem, 0, nil, 0, false)
 	var o outcome
 	if err := guard("the workload", func() { execute(context.Background(), d, fs, logDir, p, &o) }); err != nil {
 		return 0, err
@@ -128,8 +148,8 @@ func countOps(d engine.Driver, p plan) (int, error) {
 	if !o.finished {
 		return 0, fmt.Errorf("%s", o.stopped)
 	}
-	if bad := recoverAndCheck(d, mem, o.x); len(bad) > 0 {
-		return 0, fmt.Errorf("after a clean Close and reopen:\n  - %s", strings.Join(bad, "\n  - "))
+	if rec := recoverAndCheck(d, mem, o.x); len(rec.bad) > 0 {
+		return 0, fmt.Errorf("after a clean Close and reopen:\n  - %s", strings.Join(rec.bad, "\n  - "))
 	}
 	return fs.opCount(), nil
 }
@@ -142,12 +162,13 @@ type crashResult struct {
 	stopped     string
 	problems    []string
 	hung        bool
-	panicked    *panicError // the workload panicked after the crash
+	panicked    *panicError // the engine panicked after a crash
+	second      secondCrash
 }
 
 // crashAt runs the workload on a fresh disk that loses power at write
 // operation k, then recovers the surviving disk and checks it.
-func crashAt(d engine.Driver, p plan, seed uint64, k int) crashResult {
+func crashAt(d engine.Driver, p plan, m mode, seed uint64, k int) crashResult {
 	rng := rand.New(rand.NewPCG(seed, uint64(k)))
 	res := crashResult{unsyncedPct: unsyncedShares[rng.IntN(len(unsyncedShares))]}
 	mem, err := newDisk()
@@ -155,13 +176,13 @@ func crashAt(d engine.Driver, p plan, seed uint64, k int) crashResult {
 		res.problems = []string{err.Error()}
 		return res
 	}
-	fs := newCrashFS(mem, k, rng, res.unsyncedPct)
+	fs := newCrashFS(mem, k, rng, res.unsyncedPct, m.failAfter)
 	var o outcome
 	err = guard("the workload", func() { execute(context.Background(), d, fs, logDir, p, &o) })
 	switch {
 	case errors.Is(err, errHang):
 		res.problems = append(res.problems, err.Error())
-		res.hung = true
+		res.hung, res.crashOp = true, fs.crashedAt()
 		return res // o is still the hung goroutine's
 	case errors.As(err, &res.panicked):
 		// Reported apart from durability: go on and check the disk it left.
@@ -170,10 +191,19 @@ func crashAt(d engine.Driver, p plan, seed uint64, k int) crashResult {
 	}
 	fs.crashNow()
 	res.crashOp, res.recent, res.stopped = fs.crashOp, fs.recent, o.stopped
-	bad := recoverAndCheck(d, fs.clone, o.x)
-	res.problems = append(res.problems, bad...)
-	for _, b := range bad {
-		res.hung = res.hung || strings.Contains(b, errHang.Error())
+	pristine := copyDisk(fs.clone)
+	counted := newCrashFS(fs.clone, 0, nil, 0, false)
+	rec := recoverAndCheck(d, counted, o.x)
+	res.problems = append(res.problems, rec.bad...)
+	res.hung = rec.hung
+	if len(res.problems) > 0 || res.panicked != nil {
+		return res
+	}
+	res.second = crashRecovery(d, pristine, rec, counted.opCount(), rng, m.failAfter)
+	res.problems = append(res.problems, res.second.problems...)
+	res.hung = res.second.hung
+	if res.second.panicked != nil {
+		res.panicked = res.second.panicked
 	}
 	return res
 }
@@ -184,6 +214,10 @@ func (r crashResult) report(seed uint64, k, n int, replayCmd string) string {
 		seed, k, n, r.crashOp, r.unsyncedPct)
 	if r.stopped != "" {
 		fmt.Fprintf(&b, "  the workload stopped at %s\n", r.stopped)
+	}
+	if r.second.at > 0 {
+		fmt.Fprintf(&b, "  then, recovering, power lost again at its write operation %d of %d (%s); the disk kept %d%% of unsynced data\n",
+			r.second.at, r.second.of, r.second.crashOp, r.second.unsyncedPct)
 	}
 	if r.panicked != nil {
 		fmt.Fprintf(&b, "  - %v\n", r.panicked)
@@ -196,32 +230,4 @@ func (r crashResult) report(seed uint64, k, n int, replayCmd string) string {
 	}
 	fmt.Fprintf(&b, "  replay: %s", replayCmd)
 	return b.String()
-}
-
-// recoverAndCheck opens a fresh engine on the surviving disk, checks its log
-// against x, appends one more batch and closes it.
-func recoverAndCheck(d engine.Driver, disk vfs.FS, x expect) []string {
-	var bad []string
-	err := guard("recovery", func() {
-		e, err := d.Open(logDir, engineOptions(disk))
-		if err != nil {
-			bad = append(bad, fmt.Sprintf("Open after the crash failed: %v", err))
-			return
-		}
-		r, b := readLog(e)
-		bad = append(bad, b...)
-		bad = append(bad, compare(r, x)...)
-		_, b = resume(context.Background(), e, 2, 100)
-		bad = append(bad, b...)
-		if err := e.Close(); err != nil {
-			bad = append(bad, fmt.Sprintf("Close after recovery failed: %v", err))
-		}
-	})
-	if errors.Is(err, errHang) {
-		return []string{err.Error()} // bad is still the hung goroutine's
-	}
-	if err != nil {
-		bad = append(bad, err.Error())
-	}
-	return bad
 }

@@ -119,26 +119,35 @@ const segmentBytes = 4 << 10
 // outcome is what running the plan on an engine that may lose power left.
 type outcome struct {
 	x        expect // what the recovered log may look like
-	stopped  string // the call that failed first, if any
-	openErr  error  // Open itself failed (the crash came during it)
-	finished bool   // every step and Close returned nil
+	stopped  string // why the workload stopped early, if it did
+	finished bool   // every step and Close returned nil before the crash
 }
+
+// errLostDuring marks a call that returned nil but only after the power
+// went out: what it did may or may not be on the surviving disk.
+var errLostDuring = errors.New("crashtest: returned nil, but the power went out before it returned")
 
 // execute opens the engine on fs, runs the plan and closes the engine,
 // recording in o as it goes (so that o is meaningful even if the engine
-// panics). It stops at the first error: from the crash on, every call is
-// expected to fail. o.x accounts for a call that failed while in flight (its
-// effect may or may not be on disk).
+// panics). It stops at the first error and at the first call that returns
+// after the crash: such a call was in flight when the power went out, and
+// o.x allows both its effect and its absence. That is also what makes an
+// acknowledgement sound: a Sync counts only if it returned nil before the
+// crash, and the crash is ordered with every fsync (see crashFS).
 func execute(ctx context.Context, d engine.Driver, fs *crashFS, dir string, p plan, o *outcome) {
 	o.x = expect{strict: true}
 	e, err := d.Open(dir, engineOptions(fs))
-	if err != nil {
-		o.openErr = err
+	switch {
+	case err != nil:
 		o.stopped = fmt.Sprintf("Open: %v", err)
+		return
+	case fs.lost():
+		o.stopped = "Open: " + errLostDuring.Error()
+		_ = e.Close()
 		return
 	}
 	for _, s := range p.steps {
-		if err := apply(ctx, e, s, &o.x); err != nil {
+		if err := apply(ctx, e, s, &o.x, fs.lost); err != nil {
 			o.stopped = fmt.Sprintf("%v: %v", s, err)
 			_ = e.Close() // errors expected: the disk is gone
 			return
@@ -148,28 +157,43 @@ func execute(ctx context.Context, d engine.Driver, fs *crashFS, dir string, p pl
 		o.stopped = fmt.Sprintf("Close: %v", err)
 		return
 	}
+	if fs.lost() {
+		o.stopped = "Close: " + errLostDuring.Error()
+		return
+	}
 	o.x.acked = o.x.end() // Close syncs what was appended
 	o.finished = true
 }
 
-// apply runs one step and updates x to what may be on disk afterwards.
-func apply(ctx context.Context, e engine.LogEngine, s step, x *expect) error {
+// apply runs one step and updates x to what may be on disk afterwards. A
+// step that fails, or returns after the power went out (lost), was in
+// flight: x allows both outcomes and apply returns an error.
+func apply(ctx context.Context, e engine.LogEngine, s step, x *expect, lost func() bool) error {
+	if lost() {
+		return errPowerLost // not started: the workload stopped with the machine
+	}
+	call := func(err error) error {
+		if err == nil && lost() {
+			return errLostDuring
+		}
+		return err
+	}
 	switch s.kind {
 	case stepAppend:
 		// Appended data is never required (it is not synced), so the batch
 		// joins the expectation whether or not Append succeeded: if it failed,
 		// a whole copy of it on disk is still allowed, a partial one is not.
 		x.batches = append(x.batches, s.batch)
-		return e.Append(s.batch)
+		return call(e.Append(s.batch))
 	case stepSync:
 		end := x.end()
-		if err := e.Sync(ctx, end); err != nil {
+		if err := call(e.Sync(ctx, end)); err != nil {
 			return err
 		}
 		x.acked = max(x.acked, end)
 	case stepTruncate:
 		post := x.truncated(s.offset)
-		if err := e.Truncate(s.offset); err != nil {
+		if err := call(e.Truncate(s.offset)); err != nil {
 			// In flight: the old batches may survive, and anything from the
 			// truncation point on may be lost, since it was being dropped.
 			x.acked = min(x.acked, post.end())
@@ -177,7 +201,7 @@ func apply(ctx context.Context, e engine.LogEngine, s step, x *expect) error {
 		}
 		*x = post
 	case stepDeleteBefore:
-		if err := e.DeleteBefore(s.offset); err != nil {
+		if err := call(e.DeleteBefore(s.offset)); err != nil {
 			x.startHi = s.offset // in flight: either start is fine
 			return err
 		}
