@@ -16,14 +16,3 @@ func Datasync(f *os.File) error {
 		}
 	}
 }
-
-// Preallocate reserves n bytes of f from off, extending its size, so that
-// later writes there change no file size and fdatasync has no size to
-// journal. Filesystems that cannot preallocate leave f as it was.
-func Preallocate(f *os.File, off, n int64) error {
-	err := unix.Fallocate(int(f.Fd()), 0, off, n)
-	if err == unix.EOPNOTSUPP || err == unix.ENOSYS {
-		return nil
-	}
-	return err
-}

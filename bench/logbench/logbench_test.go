@@ -32,7 +32,7 @@ func tiny(t *testing.T, subjects ...string) logbench.Config {
 }
 
 func TestRunWholePipeline(t *testing.T) {
-	c := tiny(t, memory.Name, logbench.RawName, logbench.BadgerTxnName, pebble.Name)
+	c := tiny(t, memory.Name, logbench.RawName, logbench.RawOverwriteName, logbench.BadgerTxnName, pebble.Name)
 	res, err := logbench.Run(c)
 	require.NoError(t, err)
 
@@ -40,12 +40,14 @@ func TestRunWholePipeline(t *testing.T) {
 	for _, sr := range res.Subjects {
 		names = append(names, sr.Name)
 	}
-	assert.Equal(t, []string{logbench.RawName, pebble.Name, logbench.BadgerTxnName, memory.Name}, names, "report order")
+	assert.Equal(t, []string{logbench.RawName, logbench.RawOverwriteName, pebble.Name, logbench.BadgerTxnName, memory.Name},
+		names, "report order")
 	want := map[string][]string{
-		logbench.RawName:       {"append-1", "append-8", "ingest", "read"},
-		pebble.Name:            {"append-1", "append-8", "ingest", "reopen", "reopen-warm", "read"},
-		logbench.BadgerTxnName: {"append-1", "append-8"},
-		memory.Name:            {"append-1", "append-8", "ingest", "read"},
+		logbench.RawName:          {"append-1", "append-8", "ingest", "read"},
+		logbench.RawOverwriteName: {"append-1", "append-8", "ingest"},
+		pebble.Name:               {"append-1", "append-8", "ingest", "reopen", "reopen-warm", "read"},
+		logbench.BadgerTxnName:    {"append-1", "append-8"},
+		memory.Name:               {"append-1", "append-8", "ingest", "read"},
 	}
 	for _, sr := range res.Subjects {
 		var got []string

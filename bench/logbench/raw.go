@@ -11,69 +11,115 @@ import (
 	"github.com/minikafka/minikafka/bench"
 )
 
-// RawName names the raw-disk baseline.
-const RawName = "raw"
+// RawName names the raw-disk baseline; RawOverwriteName its variant that
+// overwrites a pre-zeroed file.
+const (
+	RawName          = "raw"
+	RawOverwriteName = "raw-overwrite"
+)
 
-// rawFileName is the file the raw baseline writes in its directory.
+// rawFileName is the file the raw baselines write in their directory.
 const rawFileName = "raw.log"
 
-// RawSubject is the limit of the disk: a plain file, preallocated ahead of
-// the writes as a WAL is (see rawChunk). Durable
-// append goes through a group-commit loop (one flusher goroutine that does
-// one write and one fdatasync for every record queued before it, and
-// releases their writers together); bulk ingest writes and fdatasyncs each
-// batch in the caller, with nothing in between; the read is a sequential
-// read(2) of the file in scan-sized chunks.
+// RawSubject is the limit of the disk for an appending log: a plain
+// O_APPEND file. Durable append goes through a group-commit loop (one
+// flusher goroutine that does one write and one fdatasync for every record
+// queued before it, and releases their writers together); bulk ingest writes
+// and fdatasyncs each batch in the caller, with nothing in between; the read
+// is a sequential read(2) of the file in scan-sized chunks.
 //
 // The file has no framing, so the scan counts bytes and derives records from
 // recordBytes, the record size of the ingest.
 func RawSubject(recordBytes int) Subject {
 	return Subject{
 		Name:     RawName,
-		Note:     "baseline: plain file preallocated in 64 MiB chunks, pwrite+fdatasync; one flusher, one write+fdatasync per group of writers",
+		Note:     "baseline: plain O_APPEND file, write+fdatasync; one flusher, one write+fdatasync per group of writers",
 		Durable:  true,
-		Writer:   func(dir string) (Writer, error) { return openRawLog(dir) },
-		Ingester: func(dir string) (Ingester, error) { return openRawIngester(dir) },
+		Writer:   func(dir string) (Writer, error) { return openRawLog(dir, 0) },
+		Ingester: func(dir string) (Ingester, error) { return openRawIngester(dir, 0) },
 		Scanner:  func(dir string) (Scanner, error) { return openRawScanner(dir, recordBytes) },
 	}
 }
 
-// rawChunk is how far ahead the raw file is preallocated. Like a database's
-// WAL, the file is grown in chunks with fallocate and written with pwrite, so
-// that an fdatasync flushes data without a size change to journal: the
-// cheapest durable append this filesystem offers.
-const rawChunk = 64 << 20
+// rawRing is the size of the file RawOverwriteSubject writes around.
+const rawRing = 64 << 20
 
-// rawFile is the plain file both raw writers append to.
-type rawFile struct {
-	f         *os.File
-	off       int64 // end of the data written
-	allocated int64
+// RawOverwriteSubject is the ceiling of the disk: the same loops as
+// RawSubject, but writing over a file whose blocks were written (zeroed)
+// when it was opened, wrapping around at rawRing bytes, as a database
+// recycling its WAL files does. fdatasync then flushes data with no file
+// size or extent change to journal. It keeps only the last rawRing bytes,
+// so nothing is read back; the zeroing happens at open, outside every
+// measurement.
+func RawOverwriteSubject() Subject {
+	return Subject{
+		Name:     RawOverwriteName,
+		Note:     "baseline: pre-zeroed 64 MiB file overwritten in a ring, pwrite+fdatasync, same group commit as raw; not read back",
+		Durable:  true,
+		Writer:   func(dir string) (Writer, error) { return openRawLog(dir, rawRing) },
+		Ingester: func(dir string) (Ingester, error) { return openRawIngester(dir, rawRing) },
+	}
 }
 
-func createRaw(dir string) (*rawFile, error) {
+// rawFile is the plain file the raw writers append to: with O_APPEND when
+// ring is 0, else by pwrite around a pre-zeroed file of ring bytes.
+type rawFile struct {
+	f    *os.File
+	off  int64 // bytes written so far
+	ring int64
+}
+
+func createRaw(dir string, ring int64) (*rawFile, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("raw: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, rawFileName), os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o644)
+	flags := os.O_CREATE | os.O_RDWR | os.O_TRUNC
+	if ring == 0 {
+		flags |= os.O_APPEND
+	}
+	f, err := os.OpenFile(filepath.Join(dir, rawFileName), flags, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("raw: %w", err)
 	}
-	return &rawFile{f: f}, nil
+	r := &rawFile{f: f, ring: ring}
+	if ring > 0 {
+		if err := r.zero(); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// zero writes the whole ring once and makes it durable, so that later
+// writes overwrite allocated, written blocks.
+func (r *rawFile) zero() error {
+	buf := make([]byte, 1<<20)
+	for off := int64(0); off < r.ring; off += int64(len(buf)) {
+		if _, err := r.f.WriteAt(buf[:min(int64(len(buf)), r.ring-off)], off); err != nil {
+			return fmt.Errorf("raw: zero: %w", err)
+		}
+	}
+	return r.sync()
 }
 
 func (r *rawFile) append(data []byte) error {
-	if end := r.off + int64(len(data)); end > r.allocated {
-		n := max(rawChunk, end-r.allocated)
-		if err := bench.Preallocate(r.f, r.allocated, n); err != nil {
-			return fmt.Errorf("raw: preallocate: %w", err)
+	if r.ring == 0 {
+		if _, err := r.f.Write(data); err != nil {
+			return fmt.Errorf("raw: write: %w", err)
 		}
-		r.allocated += n
+		r.off += int64(len(data))
+		return nil
 	}
-	if _, err := r.f.WriteAt(data, r.off); err != nil {
-		return fmt.Errorf("raw: write: %w", err)
+	for len(data) > 0 {
+		pos := r.off % r.ring
+		n := min(int64(len(data)), r.ring-pos)
+		if _, err := r.f.WriteAt(data[:n], pos); err != nil {
+			return fmt.Errorf("raw: write: %w", err)
+		}
+		data = data[n:]
+		r.off += n
 	}
-	r.off += int64(len(data))
 	return nil
 }
 
@@ -84,14 +130,7 @@ func (r *rawFile) sync() error {
 	return nil
 }
 
-// close cuts the preallocated tail, so that the file holds the data alone.
-func (r *rawFile) close() error {
-	err := r.f.Truncate(r.off)
-	if err == nil {
-		err = r.sync()
-	}
-	return errors.Join(err, r.f.Close())
-}
+func (r *rawFile) close() error { return r.f.Close() }
 
 // rawLog is the group-commit loop, shaped like a log writer's: a writer
 // copies its record into the pending buffer and takes the pending
@@ -117,8 +156,8 @@ type rawGen struct {
 	err    error // set before synced is closed
 }
 
-func openRawLog(dir string) (*rawLog, error) {
-	f, err := createRaw(dir)
+func openRawLog(dir string, ring int64) (*rawLog, error) {
+	f, err := createRaw(dir, ring)
 	if err != nil {
 		return nil, err
 	}
@@ -181,8 +220,8 @@ func (l *rawLog) Close() error {
 // rawIngester writes and fdatasyncs each batch in the caller.
 type rawIngester struct{ f *rawFile }
 
-func openRawIngester(dir string) (*rawIngester, error) {
-	f, err := createRaw(dir)
+func openRawIngester(dir string, ring int64) (*rawIngester, error) {
+	f, err := createRaw(dir, ring)
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ import (
 // Config is one benchmark run. Default and Quick give the two usual ones.
 type Config struct {
 	// Subjects names what to measure: registered engines and the baselines
-	// RawName and BadgerTxnName. Empty means all of them.
+	// RawName, RawOverwriteName and BadgerTxnName. Empty means all of them.
 	Subjects []string `json:"subjects"`
 	// Reps is how many times each figure is measured.
 	Reps int `json:"reps"`
@@ -75,7 +75,7 @@ func Quick() Config {
 // AllSubjects lists every subject that can be measured: the registered
 // engines and the baselines, in report order.
 func AllSubjects() []string {
-	names := append(engine.Names(), RawName, BadgerTxnName)
+	names := append(engine.Names(), RawName, RawOverwriteName, BadgerTxnName)
 	slices.SortStableFunc(names, func(a, b string) int { return subjectRank(a) - subjectRank(b) })
 	return names
 }
@@ -83,7 +83,7 @@ func AllSubjects() []string {
 // subjectRank orders the report: the disk's limit first, then the engines
 // the targets compare, then the rest.
 func subjectRank(name string) int {
-	if i := slices.Index([]string{RawName, "segment", "pebble", "badger", BadgerTxnName, "memory"}, name); i >= 0 {
+	if i := slices.Index([]string{RawName, RawOverwriteName, "segment", "pebble", "badger", BadgerTxnName, "memory"}, name); i >= 0 {
 		return i
 	}
 	return 100
@@ -204,6 +204,8 @@ func (c Config) subjects() ([]Subject, error) {
 		switch n {
 		case RawName:
 			out = append(out, RawSubject(c.RecordBytes))
+		case RawOverwriteName:
+			out = append(out, RawOverwriteSubject())
 		case BadgerTxnName:
 			out = append(out, BadgerTxnSubject())
 		default:

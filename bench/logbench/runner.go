@@ -104,10 +104,17 @@ func (r *runner) appendOnce(s Subject, writers, rep int) Sample {
 
 // readBacks lists the workloads that read back what the ingest wrote.
 func readBacks(s Subject) []string {
-	if s.Durable && s.Reopen != nil {
-		return []string{WorkloadReopen, WorkloadReopenWarm, WorkloadRead}
+	if !s.Durable {
+		return []string{WorkloadRead} // while still open
 	}
-	return []string{WorkloadRead}
+	var out []string
+	if s.Reopen != nil {
+		out = append(out, WorkloadReopen, WorkloadReopenWarm)
+	}
+	if s.Scanner != nil {
+		out = append(out, WorkloadRead)
+	}
+	return out
 }
 
 // ingestAndRead runs the bulk ingest, then (for a durable subject, after a
@@ -138,16 +145,17 @@ func (r *runner) ingestAndRead(s Subject, rep int) []Sample {
 }
 
 // ingestOnce ingests into dir. A durable subject is closed before it
-// returns (the device figures run from open to close, so that whatever the
-// subject writes at close counts); a non-durable one is returned open.
+// returns (the device figures run from the end of open to the end of close,
+// as for durable append, so that whatever the subject writes at close
+// counts); a non-durable one is returned open.
 func (r *runner) ingestOnce(s Subject, dir string, rep int) (Ingester, Sample) {
 	batches := ingestBatches(r.cfg.Records, r.cfg.BatchRecords, r.cfg.RecordBytes, r.payload)
-	runtime.GC()
-	before := r.deviceStats()
 	in, err := s.Ingester(dir)
 	if err != nil {
 		return nil, failed(WorkloadIngest, rep, fmt.Errorf("open: %w", err))
 	}
+	runtime.GC()
+	before := r.deviceStats()
 	smp := ingest(in, batches, r.cfg.Records, r.cfg.BatchRecords)
 	smp.Workload, smp.Rep = WorkloadIngest, rep
 	if !s.Durable && smp.Err == "" {
@@ -198,9 +206,6 @@ func (r *runner) reopenOnce(s Subject, dir string, rep int, cold bool) Sample {
 // again (whatever the open itself read goes too; pages an engine keeps
 // mapped cannot go, and the cache label then says so) and scans.
 func (r *runner) readCold(s Subject, dir string, wrote Sample, rep int) Sample {
-	if s.Scanner == nil {
-		return failed(WorkloadRead, rep, errors.New("durable subject without a scanner"))
-	}
 	if _, err := evict(dir); err != nil {
 		return failed(WorkloadRead, rep, err)
 	}
