@@ -33,6 +33,12 @@ func (e *Engine) recover() error {
 			e.segs[i-1].end.Store(b)
 		}
 	}
+	// Segments wholly below the start are gone whatever else holds (an
+	// interrupted DeleteBefore); each non-last one ends at most where the
+	// next begins.
+	if err := e.dropBeforeLocked(start); err != nil {
+		return err
+	}
 	if len(e.segs) > 0 {
 		clean, err := e.openClean()
 		if err != nil {
@@ -296,5 +302,5 @@ func (e *Engine) dropBeforeLocked(offset int64) error {
 	e.sealing = slices.DeleteFunc(e.sealing, func(s *segment) bool { return slices.Contains(drop, s) })
 	e.setSegs(slices.Clone(e.segs[n:]))
 	defer releaseEach(drop)
-	return removeSegments(e.fs, e.dir, drop)
+	return removeSegments(e.fs, e.dir, drop, false)
 }

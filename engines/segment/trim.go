@@ -106,7 +106,7 @@ func (e *Engine) dropLocked(keep int) error {
 	e.sealing = slices.DeleteFunc(e.sealing, func(s *segment) bool { return slices.Contains(drop, s) })
 	e.setSegs(e.segs[:keep:keep])
 	defer releaseEach(drop)
-	return removeSegments(e.fs, e.dir, drop)
+	return removeSegments(e.fs, e.dir, drop, true)
 }
 
 // startSegmentLocked creates a durable, empty active segment at base that
@@ -192,14 +192,20 @@ func releaseEach(segs []*segment) {
 	}
 }
 
-// removeSegments deletes the segments' files, last segment first. Each log
-// file's removal is made durable before its index goes, so that no crash
-// leaves a segment file without the sealed index that bounds it (it would
-// be scanned to its physical end, past a logical cut). The directory is
-// synced at the end, before any file of the same name can be created.
-func removeSegments(fs vfs.FS, dir string, segs []*segment) error {
-	for i := len(segs) - 1; i >= 0; i-- {
+// removeSegments deletes the segments' files one at a time, so that what
+// is left after a crash part way is still one contiguous run of segments:
+// newestFirst for a suffix (Truncate, recovery), oldest first for a prefix
+// (DeleteBefore). Each log file's removal is made durable before its index
+// goes, so that no crash leaves a segment file without the sealed index that
+// bounds it (it would be scanned to its physical end, past a logical cut).
+// The directory is synced at the end, before any file of the same name can
+// be created.
+func removeSegments(fs vfs.FS, dir string, segs []*segment, newestFirst bool) error {
+	for i := range segs {
 		s := segs[i]
+		if newestFirst {
+			s = segs[len(segs)-1-i]
+		}
 		s.markRemoved()
 		if err := removeIfExists(fs, s.logPath); err != nil {
 			return err
