@@ -25,6 +25,7 @@ func Report(r *Results) *bench.Report {
 		s.Para("**%s**", w)
 	}
 	targetSection(rep, r)
+	methodSection(rep, r)
 	appendSections(rep, r)
 	ingestSection(rep, r)
 	readSection(rep, r)
@@ -63,6 +64,16 @@ func subjectNotes(r *Results) string {
 		parts = append(parts, fmt.Sprintf("**%s** (%s)", s.Name, s.Note))
 	}
 	return strings.Join(parts, "; ")
+}
+
+func methodSection(rep *bench.Report, r *Results) {
+	rep.Section("How to read this").List(
+		"Every subject runs in this one process, repetition by repetition: each repetition visits every subject in turn, so a slow spell of the machine spreads over all of them.",
+		"Ratios (× raw, × pebble) divide medians of records/s measured in this run.",
+		"raw is a plain O_APPEND file written and fdatasync'd by one flusher per group of writers: what an appending log gets from this filesystem. raw-overwrite runs the same loops over a pre-zeroed file, so fdatasync journals no size or extent change: the disk's ceiling, reached by a log that recycles its files.",
+		"Device figures (WA, device read) are deltas of the block device's own counters over the workload; they count every process using that device, so background writes (see Machine) inflate them.",
+		fmt.Sprintf("Data sit in %s; durability is fdatasync under each engine's sync=always policy.", r.Machine.Dir),
+	)
 }
 
 func targetSection(rep *bench.Report, r *Results) {

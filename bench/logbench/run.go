@@ -168,6 +168,7 @@ func Run(c Config) (*Results, error) {
 	}
 	if r.bar != nil {
 		_ = r.bar.Finish()
+		fmt.Fprintln(c.Progress)
 	}
 	res.LoadAfter = strings.TrimSpace(readFile("/proc/loadavg"))
 	res.Targets = Evaluate(res)

@@ -36,12 +36,17 @@ func (r *runner) steps(s Subject) int {
 	return n
 }
 
-func (r *runner) tick(s Subject, workload string, rep int) {
-	if r.bar == nil {
-		return
+// begin shows the workload about to run; done counts it.
+func (r *runner) begin(s Subject, workload string, rep int) {
+	if r.bar != nil {
+		r.bar.Describe(fmt.Sprintf("rep %d/%d %-13s %-11s", rep, r.cfg.Reps, s.Name, workload))
 	}
-	r.bar.Describe(fmt.Sprintf("rep %d/%d %-10s %-10s", rep, r.cfg.Reps, s.Name, workload))
-	_ = r.bar.Add(1)
+}
+
+func (r *runner) done() {
+	if r.bar != nil {
+		_ = r.bar.Add(1)
+	}
 }
 
 // rep runs one repetition of every workload s takes part in.
@@ -84,7 +89,8 @@ func failed(workload string, rep int, err error) Sample {
 
 func (r *runner) appendOnce(s Subject, writers, rep int) Sample {
 	name := AppendWorkload(writers)
-	defer r.tick(s, name, rep)
+	r.begin(s, name, rep)
+	defer r.done()
 	dir := r.scratch(s.Name, name, rep)
 	defer os.RemoveAll(dir)
 	w, err := s.Writer(dir)
@@ -123,10 +129,12 @@ func readBacks(s Subject) []string {
 func (r *runner) ingestAndRead(s Subject, rep int) []Sample {
 	dir := r.scratch(s.Name, WorkloadIngest, rep)
 	defer os.RemoveAll(dir)
+	r.begin(s, WorkloadIngest, rep)
 	in, smp := r.ingestOnce(s, dir, rep)
-	r.tick(s, WorkloadIngest, rep)
+	r.done()
 	out := []Sample{smp}
 	for _, wl := range readBacks(s) {
+		r.begin(s, wl, rep)
 		var got Sample
 		switch {
 		case smp.Err != "":
@@ -139,7 +147,7 @@ func (r *runner) ingestAndRead(s Subject, rep int) []Sample {
 			got = r.reopenOnce(s, dir, rep, wl == WorkloadReopen)
 		}
 		out = append(out, got)
-		r.tick(s, wl, rep)
+		r.done()
 	}
 	return out
 }
