@@ -261,6 +261,20 @@ func validTopicName(name string) error {
 	return nil
 }
 
+// collision returns an existing topic whose name equals name once '.' is
+// read as '_'.
+func (m *Manager) collision(name string) (string, bool) {
+	norm := strings.ReplaceAll(name, ".", "_")
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for other := range m.topics {
+		if other != name && strings.ReplaceAll(other, ".", "_") == norm {
+			return other, true
+		}
+	}
+	return "", false
+}
+
 func (m *Manager) checkOpen() error {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -295,6 +309,12 @@ func (m *Manager) CreateTopic(name string, partitions int32, configs map[string]
 	}
 	if _, ok := m.Topic(name); ok {
 		return TopicInfo{}, fmt.Errorf("topic %q: %w", name, kerr.TopicAlreadyExists)
+	}
+	if other, ok := m.collision(name); ok {
+		// Kafka's rule: metric names replace '.' with '_', so the two
+		// topics would be indistinguishable there.
+		return TopicInfo{}, fmt.Errorf("topic %q collides with existing topic %q ('.' and '_' are confusable): %w",
+			name, other, kerr.InvalidTopicException)
 	}
 	id, err := uuid.NewRandomFromReader(m.cfg.Rand)
 	if err != nil {

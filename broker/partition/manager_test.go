@@ -39,6 +39,7 @@ func TestCreateTopicValidation(t *testing.T) {
 		{"space", "a b", 1, nil, kerr.InvalidTopicException},
 		{"non-ascii", "tópico", 1, nil, kerr.InvalidTopicException},
 		{"already exists", "exists", 1, nil, kerr.TopicAlreadyExists},
+		{"collides with a.B_c-9", "a_B.c-9", 1, nil, kerr.InvalidTopicException},
 		{"zero partitions", "z", 0, nil, kerr.InvalidPartitions},
 		{"negative partitions", "z", -2, nil, kerr.InvalidPartitions},
 		{"two billion partitions", "z", 2_000_000_000, nil, kerr.InvalidPartitions},

@@ -167,18 +167,30 @@ func TestReadBounds(t *testing.T) {
 }
 
 func TestConcurrentAppendersAndReaders(t *testing.T) {
-	m := open(t, memory.Name, t.TempDir(), engine.Options{})
+	for _, eng := range append([]string{memory.Name}, durableEngines...) {
+		t.Run(eng, func(t *testing.T) { concurrentAppendersAndReaders(t, eng) })
+	}
+}
+
+// concurrentAppendersAndReaders runs idempotent producers (each its own
+// producer id, acks=all) against a tailing consumer on one partition.
+func concurrentAppendersAndReaders(t *testing.T, eng string) {
+	m := open(t, eng, t.TempDir(), engine.Options{Sync: engine.SyncAlways})
 	p := onePartition(t, m, "t")
 	ctx := ctxT(t)
-	const writers, perWriter = 4, 50
+	const writers, perWriter = 4, 40
 	var wg sync.WaitGroup
 	for w := 0; w < writers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			id, epoch, err := m.InitProducerID()
+			if !assert.NoError(t, err) {
+				return
+			}
 			for i := 0; i < perWriter; i++ {
-				app, err := p.Append(batchtest.Plain(t, 2))
-				if !assert.NoError(t, err) {
+				app, err := p.Append(batchtest.Idempotent(t, id, epoch, int32(i*2), 2))
+				if !assert.NoError(t, err) || !assert.False(t, app.Duplicate) {
 					return
 				}
 				assert.NoError(t, p.WaitHighWatermark(ctx, app.LastOffset+1))
@@ -212,4 +224,39 @@ func TestConcurrentAppendersAndReaders(t *testing.T) {
 	wg.Wait()
 	<-done
 	assert.Equal(t, int64(writers*perWriter*2), p.HighWatermark())
+	assert.Equal(t, writers, p.ProducerState().Len())
+}
+
+func TestDeleteDuringAppends(t *testing.T) {
+	m := open(t, memory.Name, t.TempDir(), engine.Options{})
+	_, err := m.CreateTopic("t", 2, nil)
+	require.NoError(t, err)
+	ctx := ctxT(t)
+	var wg sync.WaitGroup
+	for w := int32(0); w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				p, err := m.Partition("t", w%2)
+				if err != nil {
+					assert.ErrorIs(t, err, kerr.UnknownTopicOrPartition)
+					return
+				}
+				app, err := p.Append(batchtest.Plain(t, 1))
+				if err != nil {
+					assert.ErrorIs(t, err, kerr.NotLeaderForPartition)
+					return
+				}
+				if err := p.WaitHighWatermark(ctx, app.LastOffset+1); err != nil {
+					assert.ErrorIs(t, err, kerr.NotLeaderForPartition)
+					return
+				}
+			}
+		}()
+	}
+	require.NoError(t, m.DeleteTopic("t"))
+	wg.Wait()
+	_, ok := m.Topic("t")
+	assert.False(t, ok)
 }
