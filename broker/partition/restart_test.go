@@ -20,11 +20,12 @@ import (
 	"github.com/minikafka/minikafka/engine"
 	"github.com/minikafka/minikafka/engines/memory"
 	"github.com/minikafka/minikafka/engines/pebble"
+	"github.com/minikafka/minikafka/engines/segment"
 )
 
 // durableEngines are the registered engines that keep data across a
 // restart; every restart test runs on each.
-var durableEngines = []string{pebble.Name}
+var durableEngines = []string{pebble.Name, segment.Name}
 
 func openFS(t *testing.T, eng string, fs vfs.FS, dir string) (*partition.Manager, error) {
 	t.Helper()
