@@ -34,10 +34,12 @@ const (
 // The child's protocol, one line per event on stdout, each written with a
 // single write(2) after the event happened:
 //
+//	opening                       Open (the recovery) is about to be called
 //	ack <base> <records> <size>   Sync returned nil for this batch
 //	del <offset>                  DeleteBefore(offset) is about to be called
 //	deleted <offset>              DeleteBefore(offset) returned nil
 const (
+	lineOpening = "opening"
 	lineAck     = "ack"
 	lineDel     = "del"
 	lineDeleted = "deleted"
@@ -63,6 +65,7 @@ func runChild(d engine.Driver) {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		os.Exit(3)
 	}()
+	fmt.Fprintln(os.Stdout, lineOpening)
 	e, err := d.Open(os.Getenv(envDir), killOptions())
 	if err != nil {
 		die("open: %v", err)

@@ -84,7 +84,9 @@
 // with DeleteBefore now and then and prints before and after. The child never
 // stops on its own (it exits only if its stdin closes, that is if the parent
 // test died). The parent kills it with SIGKILL after a random number of
-// acknowledgements plus a random delay, reopens the engine, checks the
+// acknowledgements plus a random delay (one round in five, a few
+// milliseconds after it starts opening the log: during its recovery of the
+// previous round's crash), reopens the engine, checks the
 // properties above against every acknowledged batch, appends one batch,
 // closes, and starts the child again on the same directory: each round is a
 // recovery of the previous recovery. Batches the child wrote but had not

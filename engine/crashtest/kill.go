@@ -42,8 +42,13 @@ func killRounds(t *testing.T, d engine.Driver, master uint64, kills int) string 
 	rng := rand.New(rand.NewPCG(master, 0x6b696c6c))
 	var st killState
 	for round := range kills {
+		// One round in five kills the child while it recovers the log (Open),
+		// the others after up to 40 acknowledgements.
 		acks := 1 + rng.IntN(40)
 		delay := time.Duration(rng.IntN(20_000)) * time.Microsecond
+		if rng.IntN(5) == 0 {
+			acks, delay = 0, time.Duration(rng.IntN(5_000))*time.Microsecond
+		}
 		run, err := runChildOnce(t, d, dir, rng.Uint64(), acks, delay)
 		if err == nil {
 			err = run.problem()
@@ -59,7 +64,7 @@ func killRounds(t *testing.T, d engine.Driver, master uint64, kills int) string 
 			if run != nil {
 				heard = len(run.acks)
 			}
-			return fmt.Sprintf("seed %d: kill round %d of %d (SIGKILL %v after acknowledgement %d; %d heard in all):\n  - %s\n  replay: %s",
+			return fmt.Sprintf("seed %d: kill round %d of %d (SIGKILL %v after acknowledgement %d, 0 meaning the start of Open; %d heard in all):\n  - %s\n  replay: %s",
 				master, round+1, kills, delay, acks, heard, strings.Join(bad, "\n  - "),
 				replay(t, fmt.Sprintf("-crash.seed=%d -crash.kills=%d", master, round+1)))
 		}
@@ -70,6 +75,7 @@ func killRounds(t *testing.T, d engine.Driver, master uint64, kills int) string 
 
 // childRun is what the parent heard from one child before it died.
 type childRun struct {
+	opening bool // it is opening the log: recovering the last round's
 	acks    []engine.Batch
 	dels    []int64 // DeleteBefore calls started
 	deleted []int64 // DeleteBefore calls that returned nil
@@ -89,6 +95,8 @@ func (r *childRun) add(line string) {
 		nums = append(nums, n)
 	}
 	switch {
+	case len(f) == 1 && f[0] == lineOpening:
+		r.opening = true
 	case len(f) == 4 && f[0] == lineAck:
 		r.acks = append(r.acks, enginetest.Batch(nums[0], int32(nums[1]), int(nums[2])))
 	case len(f) == 2 && f[0] == lineDel:
@@ -110,8 +118,9 @@ func (r *childRun) problem() error {
 }
 
 // runChildOnce starts the child on dir, waits for wantAcks
-// acknowledgements, waits delay more, kills it with SIGKILL and returns
-// everything it said.
+// acknowledgements (or, if wantAcks is 0, for the child to start opening
+// the log), waits delay more, kills it with SIGKILL and returns everything
+// it said.
 func runChildOnce(t *testing.T, d engine.Driver, dir string, seed uint64, wantAcks int, delay time.Duration) (*childRun, error) {
 	cmd := exec.Command(os.Args[0], "-test.run="+runPattern(t.Name()), "-test.count=1")
 	cmd.Env = append(os.Environ(), envChild+"="+d.Name, envDir+"="+dir, envSeed+"="+strconv.FormatUint(seed, 10))
@@ -149,11 +158,15 @@ func runChildOnce(t *testing.T, d engine.Driver, dir string, seed uint64, wantAc
 var errChildExited = errors.New("the child exited before it was killed")
 
 // listen reads the child's lines until it has acknowledged wantAcks batches
-// and delay has passed after that.
+// (or started opening the log, if wantAcks is 0) and delay has passed after
+// that.
 func listen(run *childRun, lines <-chan string, wantAcks int, delay time.Duration) error {
-	hang := time.NewTimer(*flagHang)
+	// The child is a whole test binary, maybe built with -race, on a busy
+	// machine: give it a minute to start before calling it hung.
+	patience := max(*flagHang, time.Minute)
+	hang := time.NewTimer(patience)
 	defer hang.Stop()
-	for len(run.acks) < wantAcks {
+	for !run.opening || len(run.acks) < wantAcks {
 		select {
 		case l, ok := <-lines:
 			if !ok {
@@ -161,7 +174,7 @@ func listen(run *childRun, lines <-chan string, wantAcks int, delay time.Duratio
 			}
 			run.add(l)
 		case <-hang.C:
-			return fmt.Errorf("the child acknowledged %d batches in %v, want %d: %w", len(run.acks), *flagHang, wantAcks, errHang)
+			return fmt.Errorf("the child acknowledged %d batches in %v, want %d: %w", len(run.acks), patience, wantAcks, errHang)
 		}
 	}
 	kill := time.NewTimer(delay)
