@@ -58,6 +58,9 @@ type Config struct {
 	// AutoCreate creates unknown topics on Produce and on Metadata requests
 	// that allow it.
 	AutoCreate bool
+	// MaxPartitions bounds one topic's partition count (0: the partition
+	// layer's default).
+	MaxPartitions int32
 
 	// MaxConns bounds open client connections; one more is closed at once.
 	MaxConns int

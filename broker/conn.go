@@ -210,7 +210,7 @@ func (c *conn) write() {
 			return
 		}
 		if !broken && p.err == nil && !p.none && p.resp != nil {
-			buf = c.encode(buf[:0], p)
+			buf = encodeResponse(buf[:0], p.hdr, p.resp)
 			writeW.arm(c.s.cfg.WriteTimeout)
 			_, err := bw.Write(buf)
 			writeW.disarm()
@@ -280,16 +280,17 @@ func (c *conn) fail() {
 	_ = c.nc.Close()
 }
 
-func (c *conn) encode(dst []byte, p *pending) []byte {
-	resp := p.resp
+// encodeResponse appends the whole frame of resp, the answer to the request
+// with header hdr.
+func encodeResponse(dst []byte, hdr header, resp kmsg.Response) []byte {
 	// ApiVersions answers a version it does not serve with a v0 response
 	// (its handler sets that); every other response is in the request's
 	// version, whatever the handler built it with.
-	if p.hdr.key != apiVersionsKey {
-		resp.SetVersion(p.hdr.version)
+	if hdr.key != apiVersionsKey {
+		resp.SetVersion(hdr.version)
 	}
-	flexible := resp.IsFlexible() && p.hdr.key != apiVersionsKey
-	dst = appendResponseHeader(dst, p.hdr.corr, flexible)
+	flexible := resp.IsFlexible() && hdr.key != apiVersionsKey
+	dst = appendResponseHeader(dst, hdr.corr, flexible)
 	dst = resp.AppendTo(dst)
 	finishFrame(dst)
 	return dst

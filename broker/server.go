@@ -82,6 +82,7 @@ func New(cfg Config) (*Server, error) {
 		Clock:             cfg.Clock,
 		Logger:            cfg.Logger,
 		DefaultPartitions: cfg.DefaultPartitions,
+		MaxPartitions:     cfg.MaxPartitions,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: open %s: %w", cfg.Dir, err)
