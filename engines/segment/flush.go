@@ -13,8 +13,9 @@ import (
 // syncRound is one fsync shared by every Sync that joined it before it
 // started. err is set before done is closed.
 type syncRound struct {
-	done chan struct{}
-	err  error
+	done    chan struct{}
+	err     error
+	waiters int // how many Syncs joined; guarded by syncState.mu
 }
 
 // syncState is the group-commit queue.
@@ -50,6 +51,7 @@ func (e *Engine) Sync(ctx context.Context, end int64) error {
 		r = &syncRound{done: make(chan struct{})}
 		e.sm.next = r
 	}
+	r.waiters++
 	e.sm.mu.Unlock()
 	e.kickFlusher()
 	select {

@@ -340,10 +340,21 @@ func (s *segment) read(offset int64, maxBytes int, out []engine.Batch, size int)
 	budget := int64(max(maxBytes-size, 0))
 	chunk := min(max(budget+2*indexIntervalBytes, readBytesMin), readBytesMax)
 	r := frameReader{f: f, base: s.base, limit: limit, chunk: int(chunk)}
+	// A bad frame after good ones ends the read with the good ones: the
+	// next read starts at the bad one and reports it.
+	bad := func(err error) ([]engine.Batch, int, int64, bool, error) {
+		if len(out) > 0 && errors.Is(err, errBadFrame) {
+			return out, size, frameBase, true, nil
+		}
+		return out, size, frameBase, false, s.corrupt(pos, err)
+	}
 	for frameBase < end {
+		if len(out) > 0 && size >= maxBytes {
+			return out, size, frameBase, true, nil
+		}
 		h, err := r.header(pos, frameBase)
 		if err != nil {
-			return out, size, frameBase, false, s.corrupt(pos, err)
+			return bad(err)
 		}
 		if h.next() > offset {
 			if len(out) > 0 && int64(size)+int64(h.length) > int64(maxBytes) {
@@ -351,7 +362,7 @@ func (s *segment) read(offset int64, maxBytes int, out []engine.Batch, size int)
 			}
 			b, err := r.frame(pos, h)
 			if err != nil {
-				return out, size, frameBase, false, s.corrupt(pos, err)
+				return bad(err)
 			}
 			out = append(out, engine.Batch{BaseOffset: h.base, Records: h.records, Data: b[frameHeaderLen:]})
 			size += int(h.length)

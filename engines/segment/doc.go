@@ -1,0 +1,178 @@
+// Package segment is mini-kafka's native storage engine: an append-only log
+// cut into segment files of CRC-framed batches, each with a sparse offset
+// index, written through one lock and made durable by one flusher goroutine
+// (group commit). All I/O goes through Options.FS (pebble's vfs.FS), so the
+// engine runs unchanged on pebble's crashable in-memory filesystem.
+//
+// # Directory
+//
+//	ENGINE                        engine.ClaimDir's marker: "segment"
+//	00000000000000000000.log      a segment: frames from base offset 0
+//	00000000000000000000.index    its sparse index
+//	00000000000000001234.log      the next segment starts at offset 1234 ...
+//	log-start                     the log start offset (after DeleteBefore)
+//	clean-shutdown                present only after a clean Close
+//
+// Names are the segment's base offset, 20 digits, so they sort in offset
+// order. The last segment is the active one; all others are sealed and
+// never written again. A sealed segment ends exactly where the next begins.
+// No file is ever shortened or overwritten: vfs.FS has no truncate, and an
+// immutable prefix is what lets readers go without locks.
+//
+// # Segment file
+//
+// An 8-byte file header, then frames back to back. Integers are
+// little-endian.
+//
+//	+--------+---------+-----------+-----------+-----
+//	| "MKSG" | version |  frame 0  |  frame 1  | ...
+//	|   4    |  4 (=1) |           |           |
+//	+--------+---------+-----------+-----------+-----
+//
+// A frame holds one batch: a 20-byte header and the batch's bytes as given
+// to Append.
+//
+//	+---------+---------+-------------+---------+------------------+
+//	|   CRC   | length  | base offset | records |   data (length)  |
+//	| 4 bytes | 4 bytes |   8 bytes   | 4 bytes |                  |
+//	+---------+---------+-------------+---------+------------------+
+//
+// CRC is the CRC-32C (Castagnoli) of the 16 header bytes after it followed
+// by the data, so a flipped bit anywhere in a frame, header included, is
+// caught. length and records are at least 1; base offset is the previous
+// frame's base offset plus its records (the segment's base for the first),
+// which a reader checks too, so bytes left from another incarnation of a
+// file never pass for the next frame.
+//
+// A segment rolls (a new file at the next offset) when the next frame would
+// take it past Options.SegmentBytes (clamped to [1 KiB, 1 GiB]); a frame
+// larger than that goes alone into a fresh segment. A segment also rolls
+// before its offsets outgrow the index's 4-byte relative offset.
+//
+// # Index file
+//
+// One 8-byte entry per indexed frame, for the segment's first frame and
+// then the first frame starting at least 4 KiB after the previous entry:
+// about 0.2% of the log. A read binary-searches the entries for the greatest
+// base offset not above the wanted offset and reads forward from there, so
+// it scans at most 4 KiB plus one frame before what it wants, whatever the
+// segment's size.
+//
+//	+--------+---------+-------+-------+------+-----+--------+---------------------+-----+
+//	| "MKIX" | version | flags | count | base | end | endPos | count × (rel, pos)  | CRC |
+//	|   4    |    4    |   4   |   4   |  8   |  8  |   8    |   count × (4 + 4)   |  4  |
+//	+--------+---------+-------+-------+------+-----+--------+---------------------+-----+
+//
+// rel is the frame's base offset minus the segment's base, pos its byte
+// position in the segment file; end is the offset just past the segment's
+// last frame and endPos the byte just past it; CRC is the CRC-32C of all
+// that precedes it. Flag 1, sealed, says the segment takes no more frames:
+// its end is authoritative and any bytes past endPos are dead (the tail cut
+// by Truncate or by recovery). An index without the flag is the active
+// segment's snapshot written by Close, trusted only with the clean-shutdown
+// marker. Index files are written with engine.WriteFileAtomic.
+//
+// # Small files
+//
+//	log-start:       "MKST" | version u32 | start offset i64 | CRC u32
+//	clean-shutdown:  "MKCL" | version u32 | active base i64 | end i64 | CRC u32
+//
+// Both are written with engine.WriteFileAtomic; the CRC covers what precedes
+// it. Without log-start the log starts at the first segment's base.
+//
+// These format constants never change once written; a change is a new
+// version number.
+//
+// # Writing and group commit
+//
+// Append checks the batch, encodes its frame into a reused buffer and writes
+// it into the active segment with one WriteAt, all under the append lock,
+// then publishes the new end (segment byte end, then log end), so a reader
+// that sees an offset also sees its bytes. It does not wait for the disk.
+//
+// One flusher goroutine makes data durable. Sync(end) joins the next round
+// and kicks the flusher. A round first takes the waiters that joined, then
+// the log end and the list of segments rolled since the last round; it
+// fdatasyncs the rolled segments, then the directory if an entry changed (a
+// segment created, the clean-shutdown marker removed), then the active
+// segment; then it releases every waiter of the round, and finally writes
+// the rolled segments' sealed indexes. Each waiter asked for an end already
+// written before the round began, so that one fsync covers all of them;
+// waiters arriving while it runs form the next round. Appenders keep writing
+// meanwhile: the append lock is held only while the round takes its
+// snapshot. (This relies on the filesystem allowing a write and an fdatasync
+// on one file at the same time, as POSIX files and pebble's MemFS do.)
+// A sealed segment is synced before, or in the same round as, the segment
+// after it, so no Sync returns before batches on the far side of a roll are
+// durable. The first I/O error is sticky: later Appends, Syncs, Truncates
+// and DeleteBefores return it.
+//
+// Under SyncInterval, Sync returns at once and the flusher runs a full round
+// every Options.SyncInterval of Options.Clock. Under SyncNever, Sync returns
+// at once, rounds run only to seal rolled segments, and Close syncs.
+//
+// # Reading
+//
+// Read finds the segment by base offset, looks up its index and reads with
+// one ReadAt as large as the byte budget (plus the bytes it may skip), in
+// [16 KiB, 8 MiB]; a batch larger than that gets a read of its own. Every
+// frame returned has its CRC checked; a bad one returns engine.ErrCorrupt
+// (with the segment and byte position) and no data. Returned Data slices
+// share one fresh buffer per read, capped so that appending to one cannot
+// touch another. A read continues into the next segment while its budget
+// lasts. Readers hold a reference on the segment, not the append lock: a
+// segment removed meanwhile stays open until its last reader leaves.
+//
+// # Truncate and DeleteBefore
+//
+// Truncate(offset) finds the batch boundary at or below offset, syncs what
+// is kept, removes the later segments newest first, seals the segment
+// holding the cut with a sealed index ending there (its remaining bytes are
+// dead), and starts a new, synced, empty active segment at the cut. A crash
+// part way leaves a prefix of the old log at least as long as the cut; once
+// Truncate returns, the cut holds. A cut at or below the log start empties
+// the log at the start.
+//
+// DeleteBefore(offset) writes log-start first, then removes, oldest first,
+// the sealed segments that end at or below it. An offset past the end
+// writes log-start, removes every segment and starts an empty one there.
+//
+// Removing a segment removes its log file, syncs the directory, then
+// removes its index, so that a crash never leaves a segment file without
+// the sealed index that bounds it.
+//
+// # Recovery (Open)
+//
+// After a clean Close, Open reads the clean-shutdown marker, the active
+// segment's snapshot index and the active file's length; when the three
+// agree it reads no segment data at all. Sealed segments are trusted: each
+// one's index is loaded on its first read. The marker is removed (and the
+// directory synced before any later Sync returns) by the first change.
+//
+// Otherwise (a crash), Open:
+//
+//  1. removes leftovers: temporary files of atomic writes, and index files
+//     whose segment is gone;
+//  2. removes sealed segments wholly below the log start (an interrupted
+//     DeleteBefore);
+//  3. goes back from the last segment over those without a sealed index
+//     (the active segment, and one rolled just before the crash whose index
+//     was not written yet) to the first with a sealed index; that one's end
+//     is authoritative, and segments before it are trusted;
+//  4. scans the segments it passed over, oldest first, checking every
+//     frame's CRC, each up to the next segment's base (the last to the end
+//     of its file); sealed ones found whole get their index written;
+//  5. ends the log at the first torn point: where a scan stops short (a
+//     torn or unsynced tail), or where an authoritative end falls short of
+//     the next segment (an interrupted Truncate). That segment is sealed
+//     there with a sealed index, every later segment removed, and a new
+//     active segment started at the end: the torn bytes stay behind, dead.
+//     A segment with no good frame is removed and replaced by an empty one;
+//  6. syncs the active segment, so what recovery found is durable, and
+//     restarts the log at log-start if its end is below it.
+//
+// A sealed segment whose index is missing or bad is rebuilt on first read by
+// scanning it up to the next segment's base (never further); a flipped byte
+// in it is reported as engine.ErrCorrupt by the read that meets it, and the
+// segments after it stay readable.
+package segment
