@@ -72,6 +72,10 @@ type Config struct {
 	MaxPartitions int32
 	// Rand is the source of topic ids; nil means crypto/rand.
 	Rand io.Reader
+	// SnapshotBytes is how much a partition appends between two producer
+	// state snapshots (a crash replays at most about that much of the log
+	// to rebuild the state); 0 means DefaultSnapshotBytes.
+	SnapshotBytes int64
 }
 
 // TopicInfo describes a topic.
@@ -123,6 +127,9 @@ func OpenManager(cfg Config) (*Manager, error) {
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
+	}
+	if cfg.SnapshotBytes <= 0 {
+		cfg.SnapshotBytes = DefaultSnapshotBytes
 	}
 	if cfg.EngineOptions.Clock == nil {
 		cfg.EngineOptions.Clock = cfg.Clock

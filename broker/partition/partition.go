@@ -21,9 +21,9 @@ import (
 // snapshots live beside it.
 const logDirName = "log"
 
-// snapshotEveryBytes is how much appended data triggers a producer state
-// snapshot; it bounds the log scan after a crash.
-const snapshotEveryBytes = 64 << 20
+// DefaultSnapshotBytes is how much appended data triggers a producer state
+// snapshot by default; it bounds the log scan after a crash.
+const DefaultSnapshotBytes = 64 << 20
 
 // producerExpiryMs is Kafka's producer.id.expiration.ms default: a producer
 // silent for a day is forgotten when a snapshot is taken.
@@ -72,6 +72,7 @@ type Partition struct {
 	producers *producer.State
 	epoch     int32
 	sinceSnap int64 // bytes appended since the last producer snapshot
+	snapEvery int64 // Config.SnapshotBytes
 
 	wm watermark
 	ti timeIndex
@@ -114,12 +115,13 @@ func openPartition(m *Manager, topic string, index int32, cfg topicConfig) (*Par
 	}
 	p := &Partition{
 		topic: topic, index: index, dir: dir, fs: fs, log: log, cfg: cfg,
-		always: opts.Sync == engine.SyncAlways,
-		clock:  m.cfg.Clock,
-		logger: m.cfg.Logger.With("topic", topic, "partition", index),
-		kick:   make(chan struct{}, 1),
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
+		always:    opts.Sync == engine.SyncAlways,
+		clock:     m.cfg.Clock,
+		snapEvery: m.cfg.SnapshotBytes,
+		logger:    m.cfg.Logger.With("topic", topic, "partition", index),
+		kick:      make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 	if err := p.restoreProducers(); err != nil {
 		log.Close()
@@ -220,7 +222,7 @@ func (p *Partition) afterAppend(end int64) {
 	if !p.always {
 		p.advanceHighWatermark(end)
 	}
-	if p.always || p.sinceSnap >= snapshotEveryBytes {
+	if p.always || p.sinceSnap >= p.snapEvery {
 		select {
 		case p.kick <- struct{}{}:
 		default:

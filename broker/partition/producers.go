@@ -141,7 +141,7 @@ func (p *Partition) writeSnapshot(st *producer.State, offset int64) error {
 // written, so under SyncAlways a snapshot never runs ahead of the log.
 func (p *Partition) maybeSnapshot(ctx context.Context) {
 	p.mu.Lock()
-	if p.sinceSnap < snapshotEveryBytes || p.closed {
+	if p.sinceSnap < p.snapEvery || p.closed {
 		p.mu.Unlock()
 		return
 	}
