@@ -179,3 +179,17 @@ func TestRunPattern(t *testing.T) {
 	assert.Equal(t, "^TestCrash$/^Kill$", runPattern("TestCrash/Kill"))
 	assert.Equal(t, `^Test\.x$/^a\+b$`, runPattern("Test.x/a+b"))
 }
+
+func TestChildLines(t *testing.T) {
+	var r childRun
+	for _, l := range []string{"opening", "ack 10 3 100", "del 7", "deleted 7", "ack 13 x 5", "PASS", "ack 1 2"} {
+		r.add(l)
+	}
+	assert.True(t, r.opening)
+	if assert.Len(t, r.acks, 1) {
+		assert.Equal(t, enginetest.Batch(10, 3, 100), r.acks[0], "an ack is rebuilt from its offsets")
+	}
+	assert.Equal(t, []int64{7}, r.dels)
+	assert.Equal(t, []int64{7}, r.deleted)
+	assert.Equal(t, []string{"ack 13 x 5", "PASS", "ack 1 2"}, r.other, "anything else is kept for the report")
+}
