@@ -57,7 +57,7 @@ func killRounds(t *testing.T, d engine.Driver, master uint64, kills int) string 
 		if err != nil {
 			bad = append(bad, err.Error())
 		} else {
-			bad = st.recover(d, dir, run)
+			bad = st.reopen(d, dir, run)
 		}
 		if len(bad) > 0 {
 			heard := 0
@@ -213,10 +213,10 @@ type killState struct {
 	acked int64          // every offset below it is durable
 }
 
-// recover folds the child's acknowledgements into the state, reopens the
+// reopen folds the child's acknowledgements into the state, reopens the
 // log, checks it, appends one batch and closes it. The recovered log becomes
 // the known state for the next round.
-func (st *killState) recover(d engine.Driver, dir string, run *childRun) []string {
+func (st *killState) reopen(d engine.Driver, dir string, run *childRun) []string {
 	x := expect{startLo: st.start, startHi: st.start, acked: st.acked}
 	known := append(append([]engine.Batch(nil), st.known...), run.acks...)
 	sort.Slice(known, func(i, j int) bool { return known[i].BaseOffset < known[j].BaseOffset })
