@@ -175,6 +175,7 @@ func (p *Partition) Append(records []byte) (Appended, error) {
 	}
 	first := p.log.EndOffset()
 	next := first
+	nowMs := p.clock.Now().UnixMilli()
 	for i, b := range parts {
 		h := hs[i]
 		batch.SetBaseOffset(b, next)
@@ -184,7 +185,7 @@ func (p *Partition) Append(records []byte) (Appended, error) {
 			p.afterAppend(next)
 			return Appended{}, p.storageErr("append", err)
 		}
-		p.producers.Record(h, next)
+		p.producers.Record(h, next, nowMs)
 		p.sinceSnap += int64(len(b))
 		next += int64(h.Offsets())
 	}

@@ -90,7 +90,7 @@ func (p *Partition) restoreProducers() error {
 
 // scanProducers replays the headers of the batches in [from, end) into st.
 func scanProducers(p *Partition, st *producer.State, from, end int64) error {
-	n := 0
+	n, nowMs := 0, p.clock.Now().UnixMilli()
 	for off := from; off < end; {
 		bs, err := p.log.Read(off, scanChunkBytes)
 		if err != nil {
@@ -107,7 +107,7 @@ func scanProducers(p *Partition, st *producer.State, from, end int64) error {
 			if err != nil {
 				return fmt.Errorf("rebuild producer state: batch at %d: %w", b.BaseOffset, err)
 			}
-			st.Record(h, b.BaseOffset)
+			st.Record(h, b.BaseOffset, nowMs)
 			n++
 		}
 		off = bs[len(bs)-1].NextOffset()

@@ -168,7 +168,7 @@ func TestRestartKeepsProducerState(t *testing.T) {
 			// A snapshot from a future the crash took back: producer 5 far ahead.
 			bogus := producer.NewState()
 			for seq := int32(100); seq < 110; seq++ {
-				bogus.Record(hdrFor(5, 0, seq), int64(seq))
+				bogus.Record(hdrFor(5, 0, seq), int64(seq), 1000)
 			}
 			pdir := fs.PathJoin(dir, "topics", "t-0")
 			require.NoError(t, producer.WriteSnapshot(fs, fs.PathJoin(pdir, fmt.Sprintf("producer-%020d.snapshot", 1000)), bogus, 1000))

@@ -56,9 +56,9 @@ func TestPeriodicSnapshotsAndExpiry(t *testing.T) {
 	for _, eng := range durableEngines {
 		t.Run(eng, func(t *testing.T) {
 			mem, dir := vfs.NewCrashableMem(), "/data"
-			now := time.UnixMilli(1_700_000_000_000).Add(time.Hour)
+			clk := clock.NewManual(time.UnixMilli(1_700_000_000_000))
 			cfg := partition.Config{
-				Dir: dir, Engine: eng, Clock: clock.NewManual(now), SnapshotBytes: 2000,
+				Dir: dir, Engine: eng, Clock: clk, SnapshotBytes: 2000,
 				EngineOptions: engine.Options{FS: mem, Sync: engine.SyncAlways, Clock: clock.Real},
 			}
 			m, err := partition.OpenManager(cfg)
@@ -67,11 +67,11 @@ func TestPeriodicSnapshotsAndExpiry(t *testing.T) {
 			p := onePartition(t, m, "t")
 			ctx := ctxT(t)
 
-			// Producer 6 last wrote two days before now: expired at the next snapshot.
-			old := batchtest.Make(t, batchtest.Spec{Values: batchtest.Values("old", 1), Timestamp: now.Add(-48 * time.Hour).UnixMilli(),
-				Idempotent: true, ProducerID: 6, BaseSequence: 0})
-			_, err = p.Append(old)
+			// Producer 6 writes, then stays silent for two days (by the
+			// broker's clock): expired at the next snapshot.
+			_, err = p.Append(batchtest.Idempotent(t, 6, 0, 0, 1))
 			require.NoError(t, err)
+			clk.Advance(48 * time.Hour)
 			writeProducer(t, p)
 			for i := 0; i < 4; i++ {
 				app, err := p.Append(batchtest.Make(t, batchtest.Spec{Values: [][]byte{make([]byte, 2500)}}))

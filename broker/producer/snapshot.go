@@ -24,7 +24,7 @@ import (
 //	crc32c (Castagnoli) covers every byte after it.
 //	offset: the log offset the state is as of: every batch below it is
 //	        reflected, none at or above it.
-//	entry:  id i64 | epoch i16 | lastTimestamp i64 | n u8 (<= 5) |
+//	entry:  id i64 | epoch i16 | lastActiveMs i64 | n u8 (<= 5) |
 //	        n x (firstSeq i32 | lastSeq i32 | baseOffset i64 | lastOffset i64)
 const (
 	snapshotMagic   = "MKPS"
@@ -55,7 +55,7 @@ func (s *State) MarshalSnapshot(offset int64) []byte {
 	for _, e := range s.Entries() {
 		b = be.AppendUint64(b, uint64(e.ID))
 		b = be.AppendUint16(b, uint16(e.Epoch))
-		b = be.AppendUint64(b, uint64(e.LastTimestamp))
+		b = be.AppendUint64(b, uint64(e.LastActiveMs))
 		b = append(b, byte(len(e.Batches)))
 		for _, bi := range e.Batches {
 			b = be.AppendUint32(b, uint32(bi.FirstSeq))
@@ -95,7 +95,7 @@ func UnmarshalSnapshot(b []byte) (*State, int64, error) {
 		if len(rest) < entryFixed {
 			return bad("entry %d truncated", i)
 		}
-		e := &Entry{ID: int64(be.Uint64(rest)), Epoch: int16(be.Uint16(rest[8:])), LastTimestamp: int64(be.Uint64(rest[10:]))}
+		e := &Entry{ID: int64(be.Uint64(rest)), Epoch: int16(be.Uint16(rest[8:])), LastActiveMs: int64(be.Uint64(rest[10:]))}
 		n := int(rest[18])
 		rest = rest[entryFixed:]
 		if n > Window || len(rest) < n*batchInfoSize {

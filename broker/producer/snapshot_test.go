@@ -19,11 +19,11 @@ func sampleState() *producer.State {
 	var off int64
 	for id := int64(0); id < 4; id++ {
 		for i := int32(0); i < int32(id)*3; i++ {
-			s.Record(hdr(id, int16(id), i*2, 2), off)
+			s.Record(hdr(id, int16(id), i*2, 2), off, 1000)
 			off += 2
 		}
 	}
-	s.Record(hdr(99, 0, 5, 1), off)
+	s.Record(hdr(99, 0, 5, 1), off, 1000)
 	return s
 }
 

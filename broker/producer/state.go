@@ -42,10 +42,12 @@ type Entry struct {
 	Epoch int16
 	// Batches are the last Window batches, oldest first.
 	Batches []BatchInfo
-	// LastTimestamp is the max timestamp of the producer's last batch: what
-	// Expire measures age against (Kafka does the same, so a rebuild from the
-	// log reaches the same answer as the live state).
-	LastTimestamp int64
+	// LastActiveMs is when (broker clock, Unix ms) the producer's last batch
+	// was recorded: what Expire measures age against. Kafka uses the batch's
+	// own max timestamp instead, which forgets at once a producer that writes
+	// old CreateTime timestamps (a mirror, a replay) and so silently drops its
+	// duplicate protection; the broker's clock does not depend on the client.
+	LastActiveMs int64
 }
 
 // Decision is the outcome of Check for a batch that is not refused.
@@ -116,11 +118,13 @@ func (s *State) Check(h batch.Header) (Decision, error) {
 	return Decision{}, nil
 }
 
-// Record remembers batch h, stored at offset base, in its producer's state.
-// The partition calls it after the engine accepted the batch (a batch whose
-// append failed is never recorded), and when it replays the log after a
-// snapshot. A batch from an older epoch than the known one is ignored.
-func (s *State) Record(h batch.Header, base int64) {
+// Record remembers batch h, stored at offset base, in its producer's state,
+// as active at nowMs (broker clock, Unix ms). The partition calls it after
+// the engine accepted the batch (a batch whose append failed is never
+// recorded), and when it replays the log after a snapshot (with the time of
+// the replay: a restart counts as activity, which errs on remembering). A
+// batch from an older epoch than the known one is ignored.
+func (s *State) Record(h batch.Header, base, nowMs int64) {
 	if !h.Idempotent() {
 		return
 	}
@@ -143,16 +147,16 @@ func (s *State) Record(h batch.Header, base int64) {
 		e.Batches = e.Batches[:Window-1]
 	}
 	e.Batches = append(e.Batches, info)
-	e.LastTimestamp = h.MaxTimestamp
+	e.LastActiveMs = nowMs
 }
 
-// Expire forgets producers whose last batch's timestamp is older than
-// nowMs - maxAgeMs (Kafka's producer.id.expiration.ms), and returns how many
-// it forgot. A forgotten producer that comes back is treated as unknown.
+// Expire forgets producers not active since nowMs - maxAgeMs (Kafka's
+// producer.id.expiration.ms), and returns how many it forgot. A forgotten
+// producer that comes back is treated as unknown.
 func (s *State) Expire(nowMs, maxAgeMs int64) int {
 	n := 0
 	for id, e := range s.producers {
-		if nowMs-e.LastTimestamp > maxAgeMs {
+		if nowMs-e.LastActiveMs > maxAgeMs {
 			delete(s.producers, id)
 			n++
 		}
