@@ -127,8 +127,17 @@ func openPartition(m *Manager, topic string, index int32, cfg topicConfig) (*Par
 		log.Close()
 		return nil, fmt.Errorf("partition %s-%d: %w", topic, index, err)
 	}
-	// Whatever the engine recovered is on disk, so it is all committed.
-	p.wm.init(log.EndOffset())
+	// What the engine recovered after a process crash may still be only in
+	// the page cache; under SyncAlways it is made durable before it counts
+	// as committed.
+	end := log.EndOffset()
+	if p.always {
+		if err := log.Sync(context.Background(), end); err != nil {
+			log.Close()
+			return nil, fmt.Errorf("partition %s-%d: sync recovered log: %w", topic, index, err)
+		}
+	}
+	p.wm.init(end)
 	go p.loop()
 	return p, nil
 }
