@@ -42,10 +42,10 @@ func sharedCaches() (*pebbledb.Cache, *pebbledb.FileCache) {
 }
 
 // storeOptions returns the pebble options for one engine's store.
-func storeOptions(opts engine.Options, log *storeLog) *pebbledb.Options {
+func storeOptions(opts engine.Options, fs *storeFS, log *storeLog) *pebbledb.Options {
 	cache, files := sharedCaches()
 	o := &pebbledb.Options{
-		FS:                          opts.FS,
+		FS:                          fs,
 		Cache:                       cache,
 		FileCache:                   files,
 		MemTableSize:                memTableBytes,

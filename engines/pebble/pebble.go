@@ -23,10 +23,27 @@
 // plus the new start, in one Pebble batch) commit with pebble.Sync, so they
 // are durable when they return, and so is everything appended before them.
 //
-// Pebble calls its logger's Fatalf when a WAL or MANIFEST write fails and, for
-// a commit, goes on as if it had succeeded. The engine's logger records the
-// error instead of exiting, every write checks it, and the first failure
-// becomes the engine's sticky error: no Sync succeeds after a failed one.
+// # Failing and crashing disks
+//
+// Pebble is fail-stop: it calls its logger's Fatalf (which exits) when a WAL
+// or MANIFEST write fails, panics when a directory sync fails, and retries a
+// failed flush forever. A broker serving many partitions cannot exit for one
+// failed write, so the engine puts two layers under pebble:
+//   - its logger records Fatalf instead of exiting (for a commit, pebble then
+//     goes on as if the write had succeeded, so every write checks it);
+//   - its filesystem (storeFS, fs.go) syncs a directory after creating a file
+//     in it, so that pebble's MANIFEST is never lost behind the marker that
+//     names it; freezes the disk at the first failed change, so that what
+//     stays on disk is what a crash at that moment would leave; and reports
+//     failed directory syncs to pebble as successes, which the freeze makes
+//     safe, rather than let pebble panic in its own goroutines.
+//
+// The first failure from either becomes the engine's sticky error: Append,
+// Sync, Truncate and DeleteBefore return it from then on (no Sync succeeds
+// after a failed one); Read still serves what pebble holds. Open gives up at
+// the first failed change instead of waiting for a pebble.Open that may never
+// return, and leaves that DB parked. A panic out of pebble on the engine's
+// own goroutines is an error too, after which pebble is not called again.
 //
 // # Amplification
 //
@@ -65,9 +82,11 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	pebbledb "github.com/cockroachdb/pebble/v2"
 
+	"github.com/minikafka/minikafka/clock"
 	"github.com/minikafka/minikafka/engine"
 )
 
@@ -88,6 +107,7 @@ var _ engine.LogEngine = (*Engine)(nil)
 // Engine is one partition's log in a Pebble DB.
 type Engine struct {
 	db            *pebbledb.DB
+	fs            *storeFS
 	log           *storeLog
 	policy        engine.SyncPolicy
 	maxBatchBytes int
@@ -104,87 +124,16 @@ type Engine struct {
 	start  atomic.Int64
 	end    atomic.Int64
 	failed atomic.Pointer[error] // sticky write error
+	wedged atomic.Bool           // pebble panicked: leave db alone
 	buf    []byte                // value buffer, reused under wmu (pebble copies it)
 
 	stopFlusher chan struct{}
 	flusherDone sync.WaitGroup
 }
 
-// Open opens (or creates) the pebble log in dir.
-func Open(dir string, opts engine.Options) (*Engine, error) {
-	opts = opts.WithDefaults()
-	if err := engine.ClaimDir(opts.FS, dir, Name); err != nil {
-		return nil, err
-	}
-	log := &storeLog{log: opts.Logger}
-	path := opts.FS.PathJoin(dir, "db")
-	db, err := pebbledb.Open(path, storeOptions(opts, log))
-	if err != nil {
-		return nil, fmt.Errorf("pebble: open %s: %w", path, storeErr(err))
-	}
-	e := &Engine{
-		db:            db,
-		log:           log,
-		policy:        opts.Sync,
-		maxBatchBytes: opts.MaxBatchBytes,
-		stopFlusher:   make(chan struct{}),
-	}
-	e.syncs.flush = e.syncWAL
-	if err := e.recover(); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("pebble: open %s: %w", path, err)
-	}
-	e.syncs.advance(e.end.Load())
-	opts.Logger.Debug("pebble: opened", "dir", dir, "start", e.start.Load(), "end", e.end.Load())
-	if opts.Sync == engine.SyncInterval {
-		e.flusherDone.Add(1)
-		go e.flushEvery(opts)
-	}
-	return e, nil
-}
-
-// recover reads the log's bounds from the store.
-func (e *Engine) recover() error {
-	start := int64(0)
-	v, closer, err := e.db.Get(startKey)
-	switch {
-	case err == nil:
-		start, err = decodeStart(v)
-		closer.Close()
-		if err != nil {
-			return err
-		}
-	case err != pebbledb.ErrNotFound:
-		return fmt.Errorf("read start offset: %w", storeErr(err))
-	}
-	it, err := e.db.NewIter(&pebbledb.IterOptions{LowerBound: []byte{batchPrefix}, UpperBound: batchLimit})
-	if err != nil {
-		return fmt.Errorf("iterate: %w", storeErr(err))
-	}
-	defer it.Close()
-	end := start
-	if it.Last() {
-		val, err := it.ValueAndErr()
-		if err != nil {
-			return fmt.Errorf("read last batch: %w", storeErr(err))
-		}
-		b, err := decodeBatch(it.Key(), val)
-		if err != nil {
-			return fmt.Errorf("last batch: %w", err)
-		}
-		end = max(end, b.NextOffset())
-	} else if err := it.Error(); err != nil {
-		return fmt.Errorf("find last batch: %w", storeErr(err))
-	}
-	e.start.Store(start)
-	e.end.Store(end)
-	return nil
-}
-
 // flushEvery syncs the WAL every interval under SyncInterval.
-func (e *Engine) flushEvery(opts engine.Options) {
+func (e *Engine) flushEvery(t clock.Timer, interval time.Duration) {
 	defer e.flusherDone.Done()
-	t := opts.Clock.NewTimer(opts.SyncInterval)
 	defer t.Stop()
 	for {
 		select {
@@ -194,7 +143,7 @@ func (e *Engine) flushEvery(opts engine.Options) {
 		}
 		// A failure is sticky and reported by the next Append or Sync.
 		_ = e.syncs.wait(context.Background(), e.end.Load())
-		t.Reset(opts.SyncInterval)
+		t.Reset(interval)
 	}
 }
 
@@ -216,12 +165,13 @@ func (e *Engine) syncWAL() (int64, error) {
 	return covered, nil
 }
 
-// write runs one pebble write and returns its error or the fatal error pebble
-// reported meanwhile; either becomes the engine's sticky error.
+// write runs one pebble write. Its error, a fatal error pebble reported
+// meanwhile, a failed disk write underneath, or a panic all become the
+// engine's sticky error.
 func (e *Engine) write(fn func() error) error {
-	err := fn()
+	err := e.guard(fn)
 	if err == nil {
-		err = e.log.err()
+		err = e.storeFailure()
 	}
 	if err != nil {
 		err = storeErr(err)
@@ -230,9 +180,36 @@ func (e *Engine) write(fn func() error) error {
 	return err
 }
 
+// guard runs fn and turns a panic out of pebble into an error. Pebble panics
+// when a directory sync fails, possibly holding its own locks: after one the
+// DB is not touched again, not even to close it.
+func (e *Engine) guard(fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.wedged.Store(true)
+			err = fmt.Errorf("pebble panicked: %v", r)
+		}
+	}()
+	return fn()
+}
+
+// storeFailure reports a failure pebble did not return to a caller: a Fatalf,
+// or a failed write of the filesystem (a background flush, say).
+func (e *Engine) storeFailure() error {
+	if err := e.log.err(); err != nil {
+		return err
+	}
+	return e.fs.err()
+}
+
 func (e *Engine) stickyErr() error {
 	if p := e.failed.Load(); p != nil {
 		return fmt.Errorf("pebble: an earlier write failed: %w", *p)
+	}
+	if err := e.storeFailure(); err != nil {
+		err = storeErr(err)
+		e.failed.CompareAndSwap(nil, &err)
+		return fmt.Errorf("pebble: a write failed: %w", err)
 	}
 	return nil
 }
@@ -362,8 +339,10 @@ func (e *Engine) Close() error {
 			err = fmt.Errorf("pebble: sync WAL at close: %w", err)
 		}
 	}
-	if cerr := e.db.Close(); cerr != nil && err == nil {
-		err = fmt.Errorf("pebble: close: %w", storeErr(cerr))
+	if !e.wedged.Load() {
+		if cerr := e.guard(e.db.Close); cerr != nil && err == nil {
+			err = fmt.Errorf("pebble: close: %w", storeErr(cerr))
+		}
 	}
 	e.life.Unlock()
 	close(e.stopFlusher)

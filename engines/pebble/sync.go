@@ -26,8 +26,9 @@ type groupSync struct {
 
 // syncRound is one flush and the waiters it completes.
 type syncRound struct {
-	done chan struct{}
-	err  error
+	done    chan struct{}
+	err     error
+	waiters int // how many callers share it
 }
 
 // covered reports whether every offset below end is already durable.
@@ -54,6 +55,7 @@ func (g *groupSync) wait(ctx context.Context, end int64) error {
 		r = &syncRound{done: make(chan struct{})}
 		g.next = r
 	}
+	r.waiters++
 	if !g.running {
 		g.running = true
 		go g.run()
