@@ -9,6 +9,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/minikafka/minikafka/broker"
+	"github.com/minikafka/minikafka/broker/brokertest"
+	"github.com/minikafka/minikafka/engine"
 )
 
 // Server is one running Kafka-compatible server.
@@ -54,5 +58,28 @@ func Targets() []Target {
 	return append([]Target{Kfake}, brokerTargets()...)
 }
 
-// brokerTargets: filled in once the broker exists.
-func brokerTargets() []Target { return nil }
+// brokerTargets is the broker over every engine it carries (the broker
+// imports them all, so engine.Names lists them).
+func brokerTargets() []Target {
+	var ts []Target
+	for _, name := range engine.Names() {
+		ts = append(ts, Broker(name))
+	}
+	return ts
+}
+
+// Broker is mini-kafka's broker, in process, over the named engine, with
+// topic auto-creation and sync=always.
+func Broker(engineName string) Target {
+	return Target{Name: "broker/" + engineName, Start: func(t testing.TB, partitions int32) *Server {
+		t.Helper()
+		d, err := engine.Lookup(engineName)
+		require.NoError(t, err)
+		b := brokertest.Start(t, brokertest.Engine(engineName), brokertest.Configure(func(c *broker.Config) {
+			c.DefaultPartitions = partitions
+			c.AutoCreate = true
+			c.EngineOptions.Sync = engine.SyncAlways
+		}))
+		return &Server{Name: "broker/" + engineName, Addr: b.Addr, Durable: d.Caps.Durable, Restart: b.Restart}
+	}}
+}
