@@ -23,6 +23,15 @@ func server(t *testing.T) Client {
 	return Client{Brokers: []string{interoptest.Kfake.Start(t, 1).Addr}}
 }
 
+// eachServer runs fn on kfake and on our broker.
+func eachServer(t *testing.T, fn func(t *testing.T, c Client)) {
+	for _, tg := range []interoptest.Target{interoptest.Kfake, interoptest.Broker("memory")} {
+		t.Run(tg.Name, func(t *testing.T) {
+			fn(t, Client{Brokers: []string{tg.Start(t, 1).Addr}})
+		})
+	}
+}
+
 func TestSplit(t *testing.T) {
 	for _, c := range []struct {
 		total int64
@@ -87,41 +96,47 @@ func TestConfigErrors(t *testing.T) {
 // TestProduceThenConsume: every acknowledged record comes back, with the
 // keys and the stamped values the producer wrote.
 func TestProduceThenConsume(t *testing.T) {
-	for _, codec := range []string{"none", "zstd"} {
-		t.Run(codec, func(t *testing.T) {
-			ctx := testCtx(t)
-			c := server(t)
-			require.NoError(t, EnsureTopic(ctx, c, "pc", 4))
-			var progress []int64
-			pr, err := Produce(ctx, ProduceConfig{
-				Client: c, Topic: "pc", Records: 2000, RecordBytes: 100, Keys: 10,
-				Acks: "all", Idempotent: true, Compression: codec, Clients: 2, InFlight: 64,
-				Progress: func(n int64) { progress = append(progress, n) },
-			})
-			require.NoError(t, err)
-			assert.Equal(t, int64(2000), pr.Records)
-			assert.Zero(t, pr.Errors, pr.FirstError)
-			assert.Equal(t, int64(2000), pr.Latency.Count)
-			assert.Equal(t, int64(2000*(100+len("key-0"))), pr.Bytes)
-			require.NotEmpty(t, progress)
-			assert.Equal(t, int64(2000), progress[len(progress)-1], "the last progress call has the final count")
+	eachServer(t, func(t *testing.T, c Client) {
+		for _, codec := range []string{"none", "zstd"} {
+			testProduceThenConsume(t, c, codec)
+		}
+	})
+}
 
-			keys := map[string]int{}
-			cr, err := Consume(ctx, ConsumeConfig{Client: c, Topic: "pc", Records: 2000, Check: func(r *kgo.Record) {
-				keys[string(r.Key)]++
-				_, ok := sentAt(r.Value)
-				assert.True(t, ok, "value carries its send time")
-				assert.Len(t, r.Value, 100)
-			}})
-			require.NoError(t, err)
-			assert.Equal(t, int64(2000), cr.Records)
-			assert.Equal(t, int64(2000), cr.EndToEnd.Count)
-			assert.Len(t, keys, 10)
-			for k, n := range keys {
-				assert.Equal(t, 200, n, "key %s", k)
-			}
+func testProduceThenConsume(t *testing.T, c Client, codec string) {
+	t.Run(codec, func(t *testing.T) {
+		ctx := testCtx(t)
+		topic := "pc-" + codec
+		require.NoError(t, EnsureTopic(ctx, c, topic, 4))
+		var progress []int64
+		pr, err := Produce(ctx, ProduceConfig{
+			Client: c, Topic: topic, Records: 2000, RecordBytes: 100, Keys: 10,
+			Acks: "all", Idempotent: true, Compression: codec, Clients: 2, InFlight: 64,
+			Progress: func(n int64) { progress = append(progress, n) },
 		})
-	}
+		require.NoError(t, err)
+		assert.Equal(t, int64(2000), pr.Records)
+		assert.Zero(t, pr.Errors, pr.FirstError)
+		assert.Equal(t, int64(2000), pr.Latency.Count)
+		assert.Equal(t, int64(2000*(100+len("key-0"))), pr.Bytes)
+		require.NotEmpty(t, progress)
+		assert.Equal(t, int64(2000), progress[len(progress)-1], "the last progress call has the final count")
+
+		keys := map[string]int{}
+		cr, err := Consume(ctx, ConsumeConfig{Client: c, Topic: topic, Records: 2000, Check: func(r *kgo.Record) {
+			keys[string(r.Key)]++
+			_, ok := sentAt(r.Value)
+			assert.True(t, ok, "value carries its send time")
+			assert.Len(t, r.Value, 100)
+		}})
+		require.NoError(t, err)
+		assert.Equal(t, int64(2000), cr.Records)
+		assert.Equal(t, int64(2000), cr.EndToEnd.Count)
+		assert.Len(t, keys, 10)
+		for k, n := range keys {
+			assert.Equal(t, 200, n, "key %s", k)
+		}
+	})
 }
 
 func TestOpenLoopProducesEveryRecord(t *testing.T) {
@@ -151,8 +166,11 @@ func TestDurationRun(t *testing.T) {
 // TestEndToEndSeesOnlyNewRecords: records already in the topic are not read,
 // every new one is, and each has an end-to-end latency.
 func TestEndToEndSeesOnlyNewRecords(t *testing.T) {
+	eachServer(t, testEndToEnd)
+}
+
+func testEndToEnd(t *testing.T, c Client) {
 	ctx := testCtx(t)
-	c := server(t)
 	require.NoError(t, EnsureTopic(ctx, c, "e2e", 3))
 	_, err := Produce(ctx, ProduceConfig{Client: c, Topic: "e2e", Records: 100, RecordBytes: 20})
 	require.NoError(t, err)

@@ -16,9 +16,10 @@ import (
 	"github.com/minikafka/minikafka/interop/interoptest"
 )
 
-// targets are the servers every CLI test runs against.
+// targets are the servers every CLI test runs against: kfake as the
+// reference and our broker (the engine does not matter to the CLI).
 func targets() []interoptest.Target {
-	return []interoptest.Target{interoptest.Kfake}
+	return []interoptest.Target{interoptest.Kfake, interoptest.Broker("memory")}
 }
 
 // eachTarget runs fn once per server, each on a fresh one.
