@@ -44,7 +44,9 @@ type Appended struct {
 // Read is the outcome of Partition.Read.
 type Read struct {
 	// Records are stored batches, concatenated, exactly as stored: only
-	// batches entirely below HighWatermark.
+	// batches entirely below HighWatermark. Never nil: an empty read is an
+	// empty, non-null record set on the wire (librdkafka refuses a null one
+	// with "invalid MessageSetSize -1").
 	Records          []byte
 	HighWatermark    int64
 	LogStartOffset   int64
@@ -251,7 +253,7 @@ func (p *Partition) Read(offset int64, maxBytes int) (Read, error) {
 	}
 	hw := p.wm.get()
 	start, end := p.log.StartOffset(), p.log.EndOffset()
-	r := Read{HighWatermark: hw, LastStableOffset: hw, LogStartOffset: start}
+	r := Read{Records: []byte{}, HighWatermark: hw, LastStableOffset: hw, LogStartOffset: start}
 	if offset < start || offset > end {
 		return r, p.wrap(fmt.Errorf("offset %d not in [%d, %d]: %w", offset, start, end, kerr.OffsetOutOfRange))
 	}

@@ -151,6 +151,7 @@ func TestReadBounds(t *testing.T) {
 	}
 	r, err := p.Read(40, 100)
 	require.NoError(t, err, "reading at the end is a consumer at the tail")
+	assert.NotNil(t, r.Records, "an empty read is an empty record set, not a null one")
 	assert.Empty(t, r.Records)
 	assert.Equal(t, int64(40), r.HighWatermark)
 	assert.Equal(t, int64(40), r.LastStableOffset)
