@@ -8,7 +8,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka/interop/interoptest"
 )
@@ -216,4 +218,38 @@ func TestEnsureTopic(t *testing.T) {
 func TestSplitBrokers(t *testing.T) {
 	assert.Equal(t, []string{"a:1", "b:2"}, SplitBrokers(" a:1, ,b:2 "))
 	assert.Empty(t, SplitBrokers(""))
+}
+
+// TestOpenLoopCountsStallsFromIntendedTime: the broker stalls its first
+// produce request. With only 5 records allowed in flight the producer itself
+// blocks, so the records due during the stall are sent late; their latency
+// must still count from when they were due (no coordinated omission), which
+// makes the median long. Timed from the actual send, almost every record
+// would look fast. (A lower bound set by the injected stall, which a slow
+// machine can only raise.)
+func TestOpenLoopCountsStallsFromIntendedTime(t *testing.T) {
+	const stall = 400 * time.Millisecond
+	cl, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "stall"))
+	require.NoError(t, err)
+	defer cl.Close()
+	stalled := false
+	cl.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		cl.DropControl()
+		if !stalled {
+			stalled = true
+			time.Sleep(stall) // the broker's stall, not a wait for a condition
+		}
+		return nil, nil, false
+	})
+	pr, err := Produce(testCtx(t), ProduceConfig{
+		Client: Client{Brokers: cl.ListenAddrs()}, Topic: "stall",
+		Records: 400, RecordBytes: 20, Rate: 1000, InFlight: 5,
+	})
+	require.NoError(t, err)
+	require.True(t, stalled)
+	assert.Equal(t, int64(400), pr.Records)
+	// Records 0..399 are due at 0..399 ms and none is acknowledged before
+	// the stall ends at 400 ms or later: the median waited at least ~200 ms.
+	assert.GreaterOrEqual(t, pr.Latency.P50, stall/2-50*time.Millisecond, "p50 %v", pr.Latency.P50)
+	assert.GreaterOrEqual(t, pr.Latency.Max, stall-50*time.Millisecond, "max %v", pr.Latency.Max)
 }
