@@ -1,0 +1,15 @@
+// Package groupinterop holds the consumer group tests with real clients:
+// franz-go's group consumer (cooperative-sticky), sarama's consumer group
+// and kcat -G (librdkafka's balanced consumer, cooperative-sticky), against
+// mini-kafka's broker over every registered engine, with franz-go's kfake as
+// the reference where a scenario allows it.
+//
+// Scenarios: three consumers in one group read every record exactly once; a
+// member killed without LeaveGroup loses its partitions to the others after
+// its session timeout; consumers restarted after a broker restart resume
+// from the committed offsets. The churn and settle measurements for
+// results/groups.md live here too (TestChurn, TestSettle), as tests that
+// report numbers and check only the targets' hard bounds.
+//
+// The package has no code outside its tests.
+package groupinterop

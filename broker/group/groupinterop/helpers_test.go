@@ -1,0 +1,265 @@
+package groupinterop
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minikafka/minikafka/engine"
+	"github.com/minikafka/minikafka/interop/interoptest"
+)
+
+// sessionTimeout is the shortest the broker allows (Kafka's
+// group.min.session.timeout.ms): how long a killed member keeps its
+// partitions.
+const sessionTimeout = 6 * time.Second
+
+// rec is one consumed record.
+type rec struct {
+	Partition int32
+	Offset    int64
+	Value     string
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// client is one Kafka client library driven as a group consumer.
+type client struct {
+	name string
+	// start runs a consumer of topic in group, sending every record it
+	// reads to out.
+	start func(t *testing.T, addr, group, topic string, out chan<- rec) consumer
+}
+
+// consumer is a running group consumer.
+type consumer interface {
+	// Stop closes it the polite way: commit, LeaveGroup.
+	Stop()
+	// Kill makes it vanish without a word: no commit, no LeaveGroup.
+	Kill()
+}
+
+var clients = []client{franzClient, saramaClient, kcatClient}
+
+func admin(t *testing.T, addr string) *kadm.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
+
+func createTopic(t *testing.T, addr, topic string, partitions int32) {
+	t.Helper()
+	_, err := admin(t, addr).CreateTopic(testCtx(t), partitions, 1, nil, topic)
+	require.NoError(t, err, "create %s", topic)
+}
+
+// produce writes n records "<prefix>-<i>" spread over the topic's
+// partitions and returns them with their partitions and offsets.
+func produce(t *testing.T, addr, topic, prefix string, n int) []rec {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx := testCtx(t)
+	var mu sync.Mutex
+	var out []rec
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		cl.Produce(ctx, kgo.StringRecord(fmt.Sprintf("%s-%d", prefix, i)), func(r *kgo.Record, err error) {
+			defer wg.Done()
+			require.NoError(t, err)
+			mu.Lock()
+			out = append(out, rec{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// collect reads out until it has every record of want, failing on a record
+// read twice or not produced.
+func collect(t *testing.T, out <-chan rec, want []rec) {
+	t.Helper()
+	wanted := map[rec]bool{}
+	for _, r := range want {
+		wanted[r] = true
+	}
+	seen := map[rec]bool{}
+	ctx := testCtx(t)
+	for len(seen) < len(want) {
+		select {
+		case r := <-out:
+			require.True(t, wanted[r], "read a record that was not produced: %+v", r)
+			require.False(t, seen[r], "read twice: %+v", r)
+			seen[r] = true
+		case <-ctx.Done():
+			t.Fatalf("read %d of %d records", len(seen), len(want))
+		}
+	}
+}
+
+// drainNone checks that nothing more arrives on out once the consumers
+// are stopped (a late duplicate would).
+func drainNone(t *testing.T, out <-chan rec) {
+	t.Helper()
+	for {
+		select {
+		case r := <-out:
+			t.Fatalf("read after every record was read once: %+v", r)
+		default:
+			return
+		}
+	}
+}
+
+// assignment is who owns which partitions of one topic.
+type assignment map[string][]int32
+
+// waitAssigned waits until group is Stable with exactly members members
+// that own every one of the topic's partitions, each once, and returns the
+// assignment.
+func waitAssigned(t *testing.T, addr, group, topic string, members, partitions int) assignment {
+	t.Helper()
+	adm := admin(t, addr)
+	ctx := testCtx(t)
+	var last string
+	for {
+		a, state, err := describe(ctx, adm, group, topic)
+		if err == nil && state == "Stable" && len(a) == members && a.covers(partitions) {
+			return a
+		}
+		last = fmt.Sprintf("state %s, assignment %v, err %v", state, a, err)
+		select {
+		case <-ctx.Done():
+			t.Fatalf("group %s never settled on %d members owning %d partitions: %s", group, members, partitions, last)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func describe(ctx context.Context, adm *kadm.Client, group, topic string) (assignment, string, error) {
+	gs, err := adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return nil, "", err
+	}
+	g := gs[group]
+	if g.Err != nil {
+		return nil, g.State, g.Err
+	}
+	a := assignment{}
+	for _, m := range g.Members {
+		c, ok := m.Assigned.AsConsumer()
+		if !ok {
+			return nil, g.State, fmt.Errorf("member %s: not a consumer assignment", m.MemberID)
+		}
+		a[m.MemberID] = []int32{}
+		for _, tp := range c.Topics {
+			if tp.Topic == topic {
+				a[m.MemberID] = append(a[m.MemberID], tp.Partitions...)
+			}
+		}
+		slices.Sort(a[m.MemberID])
+	}
+	return a, g.State, nil
+}
+
+func (a assignment) covers(partitions int) bool {
+	owned := map[int32]int{}
+	for _, ps := range a {
+		for _, p := range ps {
+			owned[p]++
+		}
+	}
+	if len(owned) != partitions {
+		return false
+	}
+	for p, n := range owned {
+		if n != 1 || p < 0 || int(p) >= partitions {
+			return false
+		}
+	}
+	return true
+}
+
+// owners maps each partition to its member.
+func (a assignment) owners() map[int32]string {
+	o := map[int32]string{}
+	for m, ps := range a {
+		for _, p := range ps {
+			o[p] = m
+		}
+	}
+	return o
+}
+
+// killSwitch is a dialer whose connections can all be cut at once, with
+// every later dial refused: the client behind it is dead as far as the
+// broker can tell.
+type killSwitch struct {
+	mu    sync.Mutex
+	dead  bool
+	conns []net.Conn
+}
+
+func (k *killSwitch) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.dead {
+		return nil, fmt.Errorf("dial %s: killed", addr)
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, addr)
+	if err == nil {
+		k.conns = append(k.conns, c)
+	}
+	return c, err
+}
+
+// Dial is DialContext for sarama's proxy dialer.
+func (k *killSwitch) Dial(network, addr string) (net.Conn, error) {
+	return k.DialContext(context.Background(), network, addr)
+}
+
+func (k *killSwitch) kill() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.dead = true
+	for _, c := range k.conns {
+		c.Close()
+	}
+}
+
+// brokerTargets are the broker over every registered engine; durable keeps
+// only the engines that survive a restart.
+func brokerTargets(durable bool) []interoptest.Target {
+	var out []interoptest.Target
+	for _, tg := range interoptest.Targets() {
+		if tg.Name == interoptest.Kfake.Name {
+			continue
+		}
+		d, err := engine.Lookup(strings.TrimPrefix(tg.Name, "broker/"))
+		if err != nil || (durable && !d.Caps.Durable) {
+			continue
+		}
+		out = append(out, tg)
+	}
+	return out
+}
