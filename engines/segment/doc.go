@@ -85,41 +85,51 @@
 //
 // # Writing and group commit
 //
-// Append checks the batch, encodes its frame into a reused buffer and writes
-// it into the active segment with one WriteAt, all under the append lock,
-// then publishes the new end (segment byte end, then log end), so a reader
-// that sees an offset also sees its bytes. It does not wait for the disk.
+// Append checks the batch and encodes its frame straight into the active
+// segment's in-memory tail, under the append lock, then publishes the new
+// end (segment byte end, then log end), so a reader that sees an offset also
+// sees its bytes. It makes no system call and does not wait for the disk.
+// (Measured on the 2-core test machine with 256 writers of 1 KiB: a pwrite
+// per Append under the lock ran at about a third of a buffered group-commit
+// loop over a plain file; the in-memory tail runs level with it.)
 //
-// One flusher goroutine makes data durable. Sync(end) joins the next round
-// and kicks the flusher. A round first takes the waiters that joined, then
-// the log end and the list of segments rolled since the last round; it
-// fdatasyncs the rolled segments, then the directory if an entry changed (a
-// segment created, the clean-shutdown marker removed), then the active
-// segment; then it releases every waiter of the round, and finally writes
-// the rolled segments' sealed indexes. Each waiter asked for an end already
-// written before the round began, so that one fsync covers all of them;
-// waiters arriving while it runs form the next round. Appenders keep writing
-// meanwhile: the append lock is held only while the round takes its
-// snapshot. (This relies on the filesystem allowing a write and an fdatasync
-// on one file at the same time, as POSIX files and pebble's MemFS do.)
-// A sealed segment is synced before, or in the same round as, the segment
-// after it, so no Sync returns before batches on the far side of a roll are
-// durable. The first I/O error is sticky: later Appends, Syncs, Truncates
-// and DeleteBefores return it.
+// One flusher goroutine moves data to the disk. Sync(end) joins the next
+// round and kicks the flusher. A round first takes the waiters that joined,
+// then, under the append lock, the log end and the list of segments rolled
+// since the last round; outside the lock it writes each rolled segment's
+// tail and fdatasyncs it, syncs the directory if an entry changed (a segment
+// created, the clean-shutdown marker removed), writes the active segment's
+// tail with one WriteAt and fdatasyncs it; then it releases every waiter of
+// the round, and finally writes the rolled segments' sealed indexes. Each
+// waiter asked for an end already appended before the round began, so that
+// one write and one fsync cover all of them; waiters arriving while it runs
+// form the next round, and appenders keep appending meanwhile. A sealed
+// segment is synced before, or in the same round as, the segment after it,
+// so no Sync returns before batches on the far side of a roll are durable.
+// The first I/O error is sticky: later Appends, Syncs, Truncates and
+// DeleteBefores return it. Only the flusher, or Truncate and Close while it
+// is parked, write or sync segment data, so a file never sees two writes, or
+// a write and a sync, at once (as vfs.File asks).
 //
-// Under SyncInterval, Sync returns at once and the flusher runs a full round
-// every Options.SyncInterval of Options.Clock. Under SyncNever, Sync returns
-// at once, rounds run only to seal rolled segments, and Close syncs.
+// An Append that leaves 64 KiB or more unwritten kicks the flusher to write
+// it (write-behind), whatever the policy. Under SyncInterval and SyncNever
+// every Append kicks it, so appended data reaches the OS at once (a process
+// crash loses nothing; a power loss what was not synced) while the writes
+// still batch whatever accumulated. Under SyncInterval the flusher also
+// syncs every Options.SyncInterval of Options.Clock, and Sync returns at
+// once; under SyncNever Sync returns at once and Close syncs.
 //
 // # Reading
 //
 // Read finds the segment by base offset, looks up its index and reads with
 // one ReadAt as large as the byte budget (plus the bytes it may skip), in
-// [16 KiB, 8 MiB]; a batch larger than that gets a read of its own. Every
-// frame returned has its CRC checked; a bad one returns engine.ErrCorrupt
-// (with the segment and byte position) and no data. Returned Data slices
-// share one fresh buffer per read, capped so that appending to one cannot
-// touch another. A read continues into the next segment while its budget
+// [16 KiB, 8 MiB]; a batch larger than that gets a read of its own. Bytes of
+// the active segment not yet written are copied from its in-memory tail
+// instead. Every frame returned has its CRC checked; a bad one returns
+// engine.ErrCorrupt (with the segment and byte position) and no data, or,
+// when good batches came before it, ends the read with them (the next read,
+// starting at the bad one, reports it). Returned Data slices share one fresh
+// buffer per read, capped so that appending to one cannot touch another. A read continues into the next segment while its budget
 // lasts. Readers hold a reference on the segment, not the append lock: a
 // segment removed meanwhile stays open until its last reader leaves.
 //

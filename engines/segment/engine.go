@@ -26,9 +26,12 @@ func init() { engine.Register(Driver) }
 
 var _ engine.LogEngine = (*Engine)(nil)
 
-// scratchBytesMax bounds the frame buffer the engine keeps between appends;
-// larger frames get a buffer of their own.
-const scratchBytesMax = 256 << 10
+// writeBehindBytes: an Append that leaves this much unwritten in the active
+// segment's tail kicks the flusher to write it, Sync or not. Under
+// SyncInterval and SyncNever every Append kicks it, so that appended data
+// reaches the OS promptly (a process crash then loses nothing) while the
+// writes still batch whatever accumulated.
+const writeBehindBytes = 64 << 10
 
 // Engine is a segmented log in one directory.
 //
@@ -57,7 +60,6 @@ type Engine struct {
 	sealing     []*segment // rolled, not yet synced and indexed
 	dirDirty    bool       // a directory entry changed since the last directory sync
 	cleanOnDisk bool       // the clean-shutdown marker exists
-	scratch     []byte
 
 	segMu sync.RWMutex
 	segs  []*segment // ascending base offsets; the last is active
@@ -91,7 +93,7 @@ func Open(dir string, opts engine.Options) (*Engine, error) {
 		return nil, fmt.Errorf("segment engine %s: open: %w", dir, err)
 	}
 	e.sm.synced = e.end.Load()
-	go e.flushLoop()
+	e.startFlusher()
 	return e, nil
 }
 
@@ -107,8 +109,9 @@ func (e *Engine) failed() error {
 	return nil
 }
 
-// Append implements engine.LogEngine. The frame is written to the active
-// segment (to the page cache) under the append lock; Sync makes it durable.
+// Append implements engine.LogEngine. The frame is copied into the active
+// segment's in-memory tail under the append lock, and is readable at once;
+// the flusher writes it to the file and Sync makes it durable.
 func (e *Engine) Append(b engine.Batch) error {
 	if b.Records < 1 || len(b.Data) == 0 {
 		return engine.ErrEmptyBatch
@@ -137,13 +140,9 @@ func (e *Engine) Append(b engine.Batch) error {
 		if err := e.rollLocked(b.BaseOffset); err != nil {
 			return e.fail(err)
 		}
-		s, pos = e.active, fileHeaderLen
+		s = e.active
 	}
-	buf := e.frameBuf(n)
-	putFrame(buf, b.BaseOffset, b.Records, b.Data)
-	if _, err := s.f.WriteAt(buf, pos); err != nil {
-		return e.fail(fmt.Errorf("segment %d: write at %d: %w", s.base, pos, err))
-	}
+	pos, pending := s.appendFrame(b)
 	if ent, ok := s.builder.add(s.base, b.BaseOffset, pos); ok {
 		s.mu.Lock()
 		s.entries = append(s.entries, ent)
@@ -154,17 +153,10 @@ func (e *Engine) Append(b engine.Batch) error {
 	s.endPos.Store(pos + int64(n))
 	s.end.Store(b.NextOffset())
 	e.end.Store(b.NextOffset())
+	if pending >= writeBehindBytes || e.opts.Sync != engine.SyncAlways {
+		e.kickFlusher()
+	}
 	return nil
-}
-
-func (e *Engine) frameBuf(n int) []byte {
-	if n > scratchBytesMax {
-		return make([]byte, n)
-	}
-	if cap(e.scratch) < n {
-		e.scratch = make([]byte, max(n, 64<<10))
-	}
-	return e.scratch[:n]
 }
 
 // startWritingLocked removes the clean-shutdown marker before the first

@@ -72,14 +72,10 @@ func (e *Engine) kickFlusher() {
 // flushLoop is the flusher goroutine. It runs a round when kicked (a Sync
 // waiter, a roll) and, under SyncInterval, every SyncInterval of the
 // engine's clock.
-func (e *Engine) flushLoop() {
+func (e *Engine) flushLoop(t clock.Timer) {
 	defer close(e.flusherDone)
-	var (
-		t    clock.Timer
-		tick <-chan time.Time // nil, so never ready, unless SyncInterval
-	)
-	if e.opts.Sync == engine.SyncInterval {
-		t = e.opts.Clock.NewTimer(e.opts.SyncInterval)
+	var tick <-chan time.Time // nil, so never ready, unless SyncInterval
+	if t != nil {
 		defer t.Stop()
 		tick = t.C()
 	}
@@ -96,10 +92,22 @@ func (e *Engine) flushLoop() {
 	}
 }
 
-// flushRound syncs what the round needs: rolled segments (then their
-// directory entry), the active segment when someone waits or all is set,
-// then releases the waiters and writes the sealed segments' indexes. Appends
-// go on meanwhile: the append lock is held only to take the snapshot.
+// startFlusher starts the flusher goroutine. The SyncInterval timer is made
+// here, before Open returns, so that the first interval counts from Open on
+// the engine's clock.
+func (e *Engine) startFlusher() {
+	var t clock.Timer
+	if e.opts.Sync == engine.SyncInterval {
+		t = e.opts.Clock.NewTimer(e.opts.SyncInterval)
+	}
+	go e.flushLoop(t)
+}
+
+// flushRound writes and syncs what the round needs: rolled segments (then
+// their directory entry), the active segment's tail (synced when someone
+// waits or all is set), then releases the waiters and writes the sealed
+// segments' indexes. Appends go on meanwhile: the append lock is held only
+// to take the snapshot.
 func (e *Engine) flushRound(all bool) {
 	e.flushMu.Lock()
 	defer e.flushMu.Unlock()
@@ -120,11 +128,9 @@ func (e *Engine) flushRound(all bool) {
 	e.dirDirty = false
 	e.mu.Unlock()
 
-	if !all && r == nil {
-		active = nil // a roll's round: the sealed segment only
-	}
-	err := e.syncFiles(seals, dirDirty, active)
-	if err == nil && active != nil {
+	syncActive := all || r != nil
+	err := e.syncFiles(seals, dirDirty, active, syncActive)
+	if err == nil && syncActive {
 		e.sm.mu.Lock()
 		e.sm.synced = max(e.sm.synced, target)
 		e.sm.mu.Unlock()
@@ -144,12 +150,16 @@ func (e *Engine) flushRound(all bool) {
 	}
 }
 
-// syncFiles makes durable, in this order: the sealed segments, the
-// directory, the active segment. A sealed segment is thus durable before (or
-// with) the segment that follows it, and a segment file's directory entry
-// before any waiter counts on its data.
-func (e *Engine) syncFiles(seals []*segment, dirDirty bool, active *segment) error {
+// syncFiles writes the segments' unwritten tails and makes durable, in
+// this order: the sealed segments, the directory, the active segment (only
+// written, not synced, unless syncActive). A sealed segment is thus durable
+// before (or with) the segment that follows it, and a segment file's
+// directory entry before any waiter counts on its data.
+func (e *Engine) syncFiles(seals []*segment, dirDirty bool, active *segment, syncActive bool) error {
 	for _, s := range seals {
+		if err := s.drain(); err != nil {
+			return err
+		}
 		if err := s.f.SyncData(); err != nil {
 			return fmt.Errorf("segment %d: sync: %w", s.base, err)
 		}
@@ -159,7 +169,10 @@ func (e *Engine) syncFiles(seals []*segment, dirDirty bool, active *segment) err
 			return err
 		}
 	}
-	if active != nil {
+	if err := active.drain(); err != nil {
+		return err
+	}
+	if syncActive {
 		if err := active.f.SyncData(); err != nil {
 			return fmt.Errorf("segment %d: sync: %w", active.base, err)
 		}
@@ -172,7 +185,7 @@ func (e *Engine) syncFiles(seals []*segment, dirDirty bool, active *segment) err
 // flushMu and mu.
 func (e *Engine) syncAllLocked() error {
 	seals := e.sealing
-	if err := e.syncFiles(seals, e.dirDirty, e.active); err != nil {
+	if err := e.syncFiles(seals, e.dirDirty, e.active, true); err != nil {
 		return e.fail(err)
 	}
 	e.sealing = nil

@@ -178,7 +178,12 @@ func TestIOErrorsAreSticky(t *testing.T) {
 			}
 			return e.Sync(context.Background(), e.EndOffset())
 		}},
-		{"write", errorfs.OpFileWriteAt, func(e *Engine) error { return e.Append(enginetest.Batch(e.EndOffset(), 1, 50)) }},
+		{"write", errorfs.OpFileWriteAt, func(e *Engine) error {
+			if err := e.Append(enginetest.Batch(e.EndOffset(), 1, 50)); err != nil {
+				return err
+			}
+			return e.Sync(context.Background(), e.EndOffset()) // the flusher writes, then syncs
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var failing atomic.Bool

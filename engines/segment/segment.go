@@ -51,6 +51,15 @@ type segment struct {
 	removed bool         // the files are deleted: write no index for it
 
 	builder indexBuilder // the appender's; guarded by the engine's mu
+
+	// The unwritten tail of the active segment (see tail.go): bytes
+	// [0, written) are in the file, the rest of [0, endPos) in inflight
+	// (being written by the flusher) and then pend.
+	written  atomic.Int64
+	bufMu    sync.Mutex
+	inflight []byte
+	pend     []byte
+	spare    []byte
 }
 
 func newSegment(fs vfs.FS, dir string, base int64) *segment {
@@ -83,6 +92,7 @@ func createSegment(fs vfs.FS, dir string, base int64) (*segment, error) {
 	s.f = f
 	s.loaded = true
 	s.endPos.Store(fileHeaderLen)
+	s.written.Store(fileHeaderLen)
 	return s, nil
 }
 
@@ -147,6 +157,7 @@ func (s *segment) writeIndex(sealed bool) error {
 func (s *segment) adoptLocked(st indexState) {
 	s.entries = st.entries
 	s.endPos.Store(st.endPos)
+	s.written.Store(st.endPos)
 	s.end.Store(st.end)
 	s.builder = builderFor(st.entries)
 	s.loaded = true
@@ -214,7 +225,7 @@ func readIndexFile(fs vfs.FS, path string, base int64) (indexState, error) {
 // it returns alias a buffer that is replaced, never overwritten, so they stay
 // valid and can be handed to the caller.
 type frameReader struct {
-	f      vfs.File
+	readAt func([]byte, int64) (int, error)
 	base   int64 // segment base, for messages
 	limit  int64 // bytes at or past limit are not part of the segment
 	chunk  int
@@ -233,7 +244,7 @@ func (r *frameReader) bytes(pos int64, n int64) ([]byte, error) {
 	}
 	size := min(max(n, int64(r.chunk)), r.limit-pos)
 	buf := make([]byte, size)
-	m, err := r.f.ReadAt(buf, pos)
+	m, err := r.readAt(buf, pos)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("segment %d: read at %d: %w", r.base, pos, err)
 	}
@@ -280,7 +291,7 @@ func scanSegment(f vfs.File, base, stopAt int64) (indexState, error) {
 	if err != nil {
 		return st, fmt.Errorf("segment %d: stat: %w", base, err)
 	}
-	r := frameReader{f: f, base: base, limit: fi.Size(), chunk: scanBytes}
+	r := frameReader{readAt: f.ReadAt, base: base, limit: fi.Size(), chunk: scanBytes}
 	hdr, err := r.bytes(0, fileHeaderLen)
 	if err == nil {
 		err = checkFileHeader(hdr)
@@ -334,12 +345,11 @@ func (s *segment) read(offset int64, maxBytes int, out []engine.Batch, size int)
 	}
 	s.mu.RLock()
 	frameBase, pos := lookup(s.base, s.entries, offset)
-	f := s.f
 	s.mu.RUnlock()
 	end, limit := s.end.Load(), s.endPos.Load()
 	budget := int64(max(maxBytes-size, 0))
 	chunk := min(max(budget+2*indexIntervalBytes, readBytesMin), readBytesMax)
-	r := frameReader{f: f, base: s.base, limit: limit, chunk: int(chunk)}
+	r := frameReader{readAt: s.readAt, base: s.base, limit: limit, chunk: int(chunk)}
 	// A bad frame after good ones ends the read with the good ones: the
 	// next read starts at the bad one and reports it.
 	bad := func(err error) ([]engine.Batch, int, int64, bool, error) {
@@ -382,10 +392,9 @@ func (s *segment) seek(offset int64) (frameBase, pos int64, err error) {
 	}
 	s.mu.RLock()
 	frameBase, pos = lookup(s.base, s.entries, offset)
-	f := s.f
 	s.mu.RUnlock()
 	end := s.end.Load()
-	r := frameReader{f: f, base: s.base, limit: s.endPos.Load(), chunk: readBytesMin}
+	r := frameReader{readAt: s.readAt, base: s.base, limit: s.endPos.Load(), chunk: readBytesMin}
 	for frameBase < end {
 		h, err := r.header(pos, frameBase)
 		if err != nil {

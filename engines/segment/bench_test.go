@@ -1,0 +1,246 @@
+package segment
+
+// Benchmarks for checking the engine against a plain file, on the real
+// filesystem (b.TempDir). They are not part of the normal test run:
+//
+//	go test -run XXX -bench . -benchtime 20000x ./engines/segment
+//
+// cmd/enginebench is the real comparison; these are for quick checks.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/minikafka/minikafka/engine"
+	"github.com/minikafka/minikafka/engine/enginetest"
+)
+
+// rawGroupCommit is a plain file behind the simplest group commit: writers
+// copy records into a shared buffer; one flusher writes and fdatasyncs it and
+// releases all of them.
+type rawGroupCommit struct {
+	f    *os.File
+	mu   sync.Mutex
+	buf  []byte
+	gen  chan struct{}
+	kick chan struct{}
+	stop chan struct{}
+}
+
+func newRawGroupCommit(dir string) (*rawGroupCommit, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "raw"), os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	r := &rawGroupCommit{f: f, gen: make(chan struct{}), kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	go r.loop()
+	return r, nil
+}
+
+func (r *rawGroupCommit) loop() {
+	var spare []byte
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-r.kick:
+		}
+		r.mu.Lock()
+		buf, gen := r.buf, r.gen
+		r.buf, r.gen = spare[:0], make(chan struct{})
+		r.mu.Unlock()
+		if len(buf) > 0 {
+			if _, err := r.f.Write(buf); err != nil {
+				panic(err)
+			}
+			if err := r.f.Sync(); err != nil {
+				panic(err)
+			}
+		}
+		close(gen)
+		spare = buf
+	}
+}
+
+func (r *rawGroupCommit) append(data []byte) {
+	r.mu.Lock()
+	r.buf = append(r.buf, data...)
+	gen := r.gen
+	r.mu.Unlock()
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+	<-gen
+}
+
+func (r *rawGroupCommit) close() { close(r.stop); r.f.Close() }
+
+// BenchmarkDurableAppend: writers each append one 1 KiB record and wait for
+// it to be durable, over and over; b.N records in all.
+func BenchmarkDurableAppend(b *testing.B) {
+	for _, writers := range []int{1, 256} {
+		b.Run(fmt.Sprintf("raw/writers=%d", writers), func(b *testing.B) {
+			r, err := newRawGroupCommit(b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.close()
+			rec := make([]byte, 1024)
+			runWriters(b, writers, func() { r.append(rec) })
+		})
+		b.Run(fmt.Sprintf("segment/writers=%d", writers), func(b *testing.B) {
+			e, err := Open(b.TempDir(), engine.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			rec := make([]byte, 1024)
+			var assign sync.Mutex
+			runWriters(b, writers, func() {
+				assign.Lock()
+				batch := engine.Batch{BaseOffset: e.EndOffset(), Records: 1, Data: rec}
+				err := e.Append(batch)
+				assign.Unlock()
+				if err == nil {
+					err = e.Sync(context.Background(), batch.NextOffset())
+				}
+				if err != nil {
+					b.Error(err)
+				}
+			})
+		})
+	}
+}
+
+// runWriters runs b.N calls of op spread over writers goroutines and reports
+// records/s and the 99th percentile latency.
+func runWriters(b *testing.B, writers int, op func()) {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		lats []time.Duration
+	)
+	per := max(b.N/writers, 1)
+	b.SetBytes(1024)
+	b.ResetTimer()
+	start := time.Now()
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mine := make([]time.Duration, 0, per)
+			for range per {
+				t := time.Now()
+				op()
+				mine = append(mine, time.Since(t))
+			}
+			mu.Lock()
+			lats = append(lats, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	slices.Sort(lats)
+	b.ReportMetric(float64(len(lats))/elapsed.Seconds(), "records/s")
+	b.ReportMetric(float64(lats[len(lats)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkBulkIngest: batches of 1000 records of 100 bytes, a Sync after
+// each; b.N batches.
+func BenchmarkBulkIngest(b *testing.B) {
+	e, err := Open(b.TempDir(), engine.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	data := make([]byte, 100_000)
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for range b.N {
+		batch := engine.Batch{BaseOffset: e.EndOffset(), Records: 1000, Data: data}
+		if err := e.Append(batch); err != nil {
+			b.Fatal(err)
+		}
+		if err := e.Sync(context.Background(), batch.NextOffset()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)*1000/b.Elapsed().Seconds(), "records/s")
+}
+
+// BenchmarkSequentialRead reads a 100 MB log (page cache warm) in 1 MiB
+// reads; b.N full passes.
+func BenchmarkSequentialRead(b *testing.B) {
+	dir := b.TempDir()
+	e, err := Open(dir, engine.Options{Sync: engine.SyncNever})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range 1000 {
+		if err := e.Append(enginetest.Batch(e.EndOffset(), 1000, 100_000)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		b.Fatal(err)
+	}
+	e, err = Open(dir, engine.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	b.SetBytes(100_000_000)
+	b.ResetTimer()
+	for range b.N {
+		for off := int64(0); off < e.EndOffset(); {
+			bs, err := e.Read(off, 1<<20)
+			if err != nil {
+				b.Fatal(err)
+			}
+			off = bs[len(bs)-1].NextOffset()
+		}
+	}
+	b.ReportMetric(float64(b.N)*1e6/b.Elapsed().Seconds(), "records/s")
+}
+
+// BenchmarkReopen: Open of a cleanly closed 1M-record log plus its first
+// read.
+func BenchmarkReopen(b *testing.B) {
+	dir := b.TempDir()
+	e, err := Open(dir, engine.Options{Sync: engine.SyncNever})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range 1000 {
+		if err := e.Append(enginetest.Batch(e.EndOffset(), 1000, 100_000)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		e, err := Open(dir, engine.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := e.Read(0, 1); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if err := e.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}
