@@ -102,8 +102,11 @@ func TestChildThatExitsIsAnError(t *testing.T) {
 
 	addr, err := FreeAddr()
 	require.NoError(t, err)
-	_, err = StartChild(context.Background(), ChildConfig{Path: "/bin/true", Addr: addr, Ready: 5 * time.Second})
+	_, err = StartChild(context.Background(), ChildConfig{Path: "/bin/sh", Args: []string{"-c", "echo no such engine >&2; exit 3"},
+		Addr: addr, Ready: 5 * time.Second})
 	require.Error(t, err, "a child that never listens")
+	assert.Contains(t, err.Error(), "exit status 3")
+	assert.Contains(t, err.Error(), "no such engine", "the child's last stderr words are in the error")
 }
 
 // TestRunWritesReport runs the whole pipeline on tiny sizes: kfake as the

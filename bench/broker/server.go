@@ -9,8 +9,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -43,6 +45,7 @@ type Child struct {
 	addr string
 	done chan struct{}
 	err  error // the process's exit, valid once done is closed
+	tail *tailBuffer
 }
 
 // ChildConfig says how to start a child server.
@@ -69,7 +72,8 @@ func StartChild(ctx context.Context, cfg ChildConfig) (*Child, error) {
 		cfg.Ready = 30 * time.Second
 	}
 	cmd := exec.Command(cfg.Path, cfg.Args...)
-	cmd.Stderr = cfg.Log
+	tail := &tailBuffer{max: 1024}
+	cmd.Stderr = io.MultiWriter(cfg.Log, tail)
 	var stdout io.ReadCloser
 	if cfg.Addr == "" {
 		var err error
@@ -82,7 +86,7 @@ func StartChild(ctx context.Context, cfg ChildConfig) (*Child, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Path, err)
 	}
-	c := &Child{cmd: cmd, addr: cfg.Addr, done: make(chan struct{})}
+	c := &Child{cmd: cmd, addr: cfg.Addr, done: make(chan struct{}), tail: tail}
 	addrCh := make(chan string, 1)
 	if stdout != nil {
 		go func() {
@@ -98,7 +102,10 @@ func StartChild(ctx context.Context, cfg ChildConfig) (*Child, error) {
 	}()
 	if err := c.waitReady(ctx, cfg.Ready, addrCh); err != nil {
 		_ = c.Stop()
-		return nil, fmt.Errorf("child %s: %w", cfg.Path, err)
+		if t := c.tail.String(); t != "" {
+			err = fmt.Errorf("%w; its stderr ends with: %s", err, t)
+		}
+		return nil, fmt.Errorf("child %s: %w", filepath.Base(cfg.Path), err)
 	}
 	return c, nil
 }
@@ -198,6 +205,30 @@ func parseVmHWM(r io.Reader) (int64, error) {
 		return 0, fmt.Errorf("peak rss: %w", err)
 	}
 	return 0, errors.New("peak rss: no VmHWM line")
+}
+
+// tailBuffer keeps the last max bytes written to it: a failed child's
+// last words go into the error.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.b))
 }
 
 // FreeAddr returns a 127.0.0.1 address with a port that was free a moment
