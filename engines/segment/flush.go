@@ -129,8 +129,13 @@ func (e *Engine) flushRound(all bool) {
 	e.mu.Unlock()
 
 	syncActive := all || r != nil
-	err := e.syncFiles(seals, dirDirty, active, syncActive)
-	if err == nil && syncActive {
+	err := e.failed()
+	if err == nil {
+		err = e.syncFiles(seals, dirDirty, active, syncActive)
+	}
+	if err != nil {
+		e.fail(err) // before any waiter hears of it: it is sticky from here
+	} else if syncActive {
 		e.sm.mu.Lock()
 		e.sm.synced = max(e.sm.synced, target)
 		e.sm.mu.Unlock()
@@ -143,10 +148,9 @@ func (e *Engine) flushRound(all bool) {
 		if err != nil {
 			break
 		}
-		err = s.writeIndex(true)
-	}
-	if err != nil {
-		e.fail(err)
+		if err = s.writeIndex(true); err != nil {
+			e.fail(err)
+		}
 	}
 }
 

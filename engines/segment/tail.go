@@ -38,6 +38,10 @@ func (s *segment) appendFrame(b engine.Batch) (pos int64, pending int) {
 func (s *segment) drain() error {
 	s.bufMu.Lock()
 	buf, pos := s.pend, s.written.Load()
+	if s.inflight != nil {
+		s.bufMu.Unlock()
+		return fmt.Errorf("segment %d: an earlier write at %d failed", s.base, pos)
+	}
 	if len(buf) == 0 {
 		s.bufMu.Unlock()
 		return nil
