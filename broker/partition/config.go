@@ -100,6 +100,8 @@ func validateConfigs(in map[string]*string) (map[string]string, error) {
 type topicConfig struct {
 	maxMessageBytes int
 	segmentBytes    int64 // 0: the engine options' value
+	retentionMs     int64 // -1: keep forever
+	retentionBytes  int64 // -1: no size limit
 }
 
 func parseTopicConfig(set map[string]string) topicConfig {
@@ -115,7 +117,11 @@ func parseTopicConfig(set map[string]string) topicConfig {
 		}
 		return n
 	}
-	c := topicConfig{maxMessageBytes: int(get(ConfigMaxMessageBytes))}
+	c := topicConfig{
+		maxMessageBytes: int(get(ConfigMaxMessageBytes)),
+		retentionMs:     get(ConfigRetentionMs),
+		retentionBytes:  get(ConfigRetentionBytes),
+	}
 	if _, ok := set[ConfigSegmentBytes]; ok {
 		c.segmentBytes = get(ConfigSegmentBytes)
 	}

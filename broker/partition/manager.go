@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -71,6 +72,10 @@ type Config struct {
 	MaxPartitions int32
 	// Rand is the source of topic ids; nil means crypto/rand.
 	Rand io.Reader
+	// RetentionCheckInterval is how often retention.ms and retention.bytes
+	// are enforced, on Clock; 0 means DefaultRetentionCheckInterval and a
+	// negative value disables retention.
+	RetentionCheckInterval time.Duration
 	// SnapshotBytes is how much a partition appends between two producer
 	// state snapshots (a crash replays at most about that much of the log
 	// to rebuild the state); 0 means DefaultSnapshotBytes.
@@ -106,6 +111,9 @@ type Manager struct {
 	mu     sync.RWMutex
 	topics map[string]*topic
 	closed bool
+
+	quit chan struct{} // closed by Close: background work stops
+	done chan struct{} // closed when the retention loop has exited
 }
 
 // OpenManager opens the data directory and restores every topic, partition
@@ -130,6 +138,9 @@ func OpenManager(cfg Config) (*Manager, error) {
 	if cfg.SnapshotBytes <= 0 {
 		cfg.SnapshotBytes = DefaultSnapshotBytes
 	}
+	if cfg.RetentionCheckInterval == 0 {
+		cfg.RetentionCheckInterval = DefaultRetentionCheckInterval
+	}
 	if cfg.EngineOptions.Clock == nil {
 		cfg.EngineOptions.Clock = cfg.Clock
 	}
@@ -140,11 +151,12 @@ func OpenManager(cfg Config) (*Manager, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	m := &Manager{cfg: cfg, fs: fs, topics: map[string]*topic{}}
+	m := &Manager{cfg: cfg, fs: fs, topics: map[string]*topic{}, quit: make(chan struct{}), done: make(chan struct{})}
 	if err := m.open(); err != nil {
 		m.closePartitions()
 		return nil, err
 	}
+	go m.retentionLoop()
 	return m, nil
 }
 
@@ -313,18 +325,62 @@ func (m *Manager) Close() error {
 	}
 	m.closed = true
 	m.mu.Unlock()
+	close(m.quit)
+	<-m.done
 	return m.closePartitions()
+}
+
+// retentionLoop enforces retention on every partition each
+// RetentionCheckInterval of the injected clock, until Close.
+func (m *Manager) retentionLoop() {
+	defer close(m.done)
+	every := m.cfg.RetentionCheckInterval
+	if every < 0 {
+		return
+	}
+	t := m.cfg.Clock.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.quit:
+			return
+		case <-t.C():
+			if err := m.EnforceRetention(); err != nil {
+				m.cfg.Logger.Warn("retention failed", "err", err)
+			}
+			t.Reset(every)
+		}
+	}
+}
+
+// EnforceRetention applies retention.ms and retention.bytes to every
+// partition now (by Config.Clock), as the background check does every
+// RetentionCheckInterval, and returns the first error.
+func (m *Manager) EnforceRetention() error {
+	now := m.cfg.Clock.Now()
+	var first error
+	for _, p := range m.allPartitions() {
+		if _, err := p.enforceRetention(now); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (m *Manager) allPartitions() []*Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var parts []*Partition
+	for _, t := range m.topics {
+		parts = append(parts, t.parts...)
+	}
+	return parts
 }
 
 // closePartitions closes every partition, a few at a time (each close
 // fsyncs), and returns the first error.
 func (m *Manager) closePartitions() error {
-	m.mu.RLock()
-	var parts []*Partition
-	for _, t := range m.topics {
-		parts = append(parts, t.parts...)
-	}
-	m.mu.RUnlock()
+	parts := m.allPartitions()
 	var (
 		wg       sync.WaitGroup
 		errMu    sync.Mutex

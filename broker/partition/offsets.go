@@ -3,8 +3,6 @@ package partition
 import (
 	"encoding/binary"
 	"fmt"
-	"sort"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -19,10 +17,6 @@ const (
 	TimestampMax           = -3 // the record with the largest timestamp (KIP-734)
 	TimestampEarliestLocal = -4 // KIP-405; without tiered storage, the log start
 )
-
-// timeIndexEvery is the batch bytes between two time index entries: a
-// lookup reads at most about this much beyond the batch it finds.
-const timeIndexEvery = 1 << 20
 
 // ListOffset answers ListOffsets for one partition: TimestampEarliest (and
 // TimestampEarliestLocal) the log start, TimestampLatest the high watermark,
@@ -43,123 +37,6 @@ func (p *Partition) ListOffset(timestamp int64) (offset int64, ts int64, err err
 		return 0, 0, p.wrap(fmt.Errorf("timestamp %d: %w", timestamp, kerr.InvalidRequest))
 	}
 	return p.ti.lookup(p, timestamp)
-}
-
-// timeIndex finds offsets by timestamp without decoding the whole log. It
-// is built lazily (the first lookup scans the committed log's batch headers
-// once) and catches up on each lookup with what was committed since. Kafka's
-// rule holds because the index keeps the running maximum: entry k says that
-// every batch below offset[k] has a max timestamp of at most before[k]; so
-// the first batch with max >= ts lies after the last entry with before < ts,
-// and within timeIndexEvery bytes of it.
-type timeIndex struct {
-	mu       sync.Mutex
-	covered  int64 // batches below covered are indexed
-	running  int64 // max timestamp of those batches; -1 if none
-	maxBase  int64 // base offset of the first batch that reached running
-	entries  []tsEntry
-	sinceAdd int
-}
-
-type tsEntry struct {
-	offset int64 // a batch boundary
-	before int64 // max timestamp of all batches below offset
-}
-
-// catchUp indexes the committed batches from covered to the HW. The caller
-// holds ti.mu.
-func (ti *timeIndex) catchUp(p *Partition) error {
-	start, hw := p.log.StartOffset(), p.wm.get()
-	if ti.covered < start || ti.entries == nil {
-		// First use, or the log start moved past what was indexed.
-		ti.covered, ti.running, ti.maxBase, ti.sinceAdd = start, -1, -1, 0
-		ti.entries = []tsEntry{{offset: start, before: -1}}
-	}
-	for ti.covered < hw {
-		bs, err := p.log.Read(ti.covered, scanChunkBytes)
-		if err != nil {
-			return p.storageErr("time index", err)
-		}
-		if len(bs) == 0 {
-			return nil
-		}
-		for _, b := range bs {
-			if b.NextOffset() > hw {
-				return nil
-			}
-			if b.BaseOffset < ti.covered {
-				continue
-			}
-			h, err := batch.ParseHeader(b.Data)
-			if err != nil {
-				return p.storageErr("time index", fmt.Errorf("batch at %d: %w", b.BaseOffset, err))
-			}
-			if ti.sinceAdd >= timeIndexEvery {
-				ti.entries = append(ti.entries, tsEntry{offset: b.BaseOffset, before: ti.running})
-				ti.sinceAdd = 0
-			}
-			if h.MaxTimestamp > ti.running {
-				ti.running, ti.maxBase = h.MaxTimestamp, b.BaseOffset
-			}
-			ti.sinceAdd += len(b.Data)
-			ti.covered = b.NextOffset()
-		}
-	}
-	return nil
-}
-
-func (ti *timeIndex) lookup(p *Partition, ts int64) (int64, int64, error) {
-	ti.mu.Lock()
-	defer ti.mu.Unlock()
-	if err := ti.catchUp(p); err != nil {
-		return 0, 0, err
-	}
-	if ti.running < ts {
-		return -1, -1, nil
-	}
-	// The last entry whose batches below all have max < ts.
-	k := sort.Search(len(ti.entries), func(i int) bool { return ti.entries[i].before >= ts }) - 1
-	for off := max(ti.entries[k].offset, p.log.StartOffset()); off < ti.covered; {
-		bs, err := p.log.Read(off, scanChunkBytes)
-		if err != nil {
-			return 0, 0, p.storageErr("list offsets", err)
-		}
-		if len(bs) == 0 {
-			break
-		}
-		for _, b := range bs {
-			h, err := batch.ParseHeader(b.Data)
-			if err != nil {
-				return 0, 0, p.storageErr("list offsets", err)
-			}
-			if h.MaxTimestamp >= ts {
-				return p.findRecord(b.Data, h, func(rts int64) bool { return rts >= ts })
-			}
-			off = b.NextOffset()
-		}
-	}
-	return -1, -1, nil
-}
-
-func (ti *timeIndex) lookupMax(p *Partition) (int64, int64, error) {
-	ti.mu.Lock()
-	defer ti.mu.Unlock()
-	if err := ti.catchUp(p); err != nil {
-		return 0, 0, err
-	}
-	if ti.maxBase < 0 {
-		return -1, -1, nil
-	}
-	bs, err := p.log.Read(ti.maxBase, 1)
-	if err != nil || len(bs) == 0 {
-		return 0, 0, p.storageErr("list offsets", fmt.Errorf("batch at %d: %w", ti.maxBase, err))
-	}
-	h, err := batch.ParseHeader(bs[0].Data)
-	if err != nil {
-		return 0, 0, p.storageErr("list offsets", err)
-	}
-	want := ti.running
-	return p.findRecord(bs[0].Data, h, func(rts int64) bool { return rts == want })
 }
 
 // decompressor is shared: franz-go's is safe for concurrent use.

@@ -56,15 +56,16 @@ type Read struct {
 // Partition is one topic partition: its log engine, producer state and high
 // watermark. All methods are safe for concurrent use.
 type Partition struct {
-	topic  string
-	index  int32
-	dir    string
-	fs     vfs.FS
-	log    engine.LogEngine
-	cfg    topicConfig
-	always bool // SyncAlways: the HW waits for an fsync
-	clock  clock.Clock
-	logger *slog.Logger
+	topic    string
+	index    int32
+	dir      string
+	fs       vfs.FS
+	log      engine.LogEngine
+	cfg      topicConfig
+	internal bool // an internal topic: never trimmed by retention
+	always   bool // SyncAlways: the HW waits for an fsync
+	clock    clock.Clock
+	logger   *slog.Logger
 
 	// mu orders appends: the idempotence check, the offset assignment, the
 	// engine append and the producer state update happen under it.
@@ -117,6 +118,7 @@ func openPartition(m *Manager, topic string, index int32, cfg topicConfig) (*Par
 	}
 	p := &Partition{
 		topic: topic, index: index, dir: dir, fs: fs, log: log, cfg: cfg,
+		internal:  internalTopics[topic],
 		always:    opts.Sync == engine.SyncAlways,
 		clock:     m.cfg.Clock,
 		snapEvery: m.cfg.SnapshotBytes,

@@ -1,0 +1,69 @@
+package partition
+
+import (
+	"time"
+
+	"github.com/minikafka/minikafka/broker/batch"
+)
+
+// DefaultRetentionCheckInterval is how often retention runs by default:
+// Kafka's log.retention.check.interval.ms.
+const DefaultRetentionCheckInterval = 5 * time.Minute
+
+// enforceRetention moves the log start past the committed batches that
+// retention.ms or retention.bytes no longer keeps, and returns how many
+// offsets it removed. It works at batch granularity (Kafka works at segment
+// granularity; the engine reclaims space at its own): a batch goes when its
+// max timestamp is older than now - retention.ms and so is every batch
+// before it, or while the committed log without it is still larger than
+// retention.bytes. Batches at or above the high watermark always stay.
+//
+// Internal topics are never trimmed: Kafka compacts them, this broker does
+// not, and deleting old records of __consumer_offsets would lose offsets of
+// groups that did not commit for a while.
+func (p *Partition) enforceRetention(now time.Time) (int64, error) {
+	if p.internal || (p.cfg.retentionMs < 0 && p.cfg.retentionBytes < 0) || p.gone.Load() {
+		return 0, nil
+	}
+	ti := &p.ti
+	ti.mu.Lock()
+	defer ti.mu.Unlock()
+	if err := ti.catchUp(p); err != nil {
+		return 0, err
+	}
+	target, cum := ti.start, ti.cumStart
+	if p.cfg.retentionMs >= 0 {
+		cutoff := now.UnixMilli() - p.cfg.retentionMs
+		off, c, err := ti.scan(p, ti.entryBefore(cutoff), func(_ []byte, h batch.Header, _ int64) bool {
+			return h.MaxTimestamp >= cutoff
+		})
+		if err != nil {
+			return 0, err
+		}
+		if off > target {
+			target, cum = off, c
+		}
+	}
+	if limit := p.cfg.retentionBytes; limit >= 0 && ti.cumCovered-cum > limit {
+		need := ti.cumCovered - limit // bytes that must lie before the new start
+		off, c, err := ti.scan(p, ti.entryAtBytes(need), func(_ []byte, _ batch.Header, c int64) bool {
+			return c >= need
+		})
+		if err != nil {
+			return 0, err
+		}
+		if off > target {
+			target, cum = off, c
+		}
+	}
+	if target <= ti.start {
+		return 0, nil
+	}
+	if err := p.log.DeleteBefore(target); err != nil {
+		return 0, p.storageErr("retention", err)
+	}
+	removed := target - ti.start
+	ti.moveStart(target, cum)
+	p.logger.Info("retention moved the log start", "start", target, "removed_offsets", removed)
+	return removed, nil
+}
