@@ -173,6 +173,20 @@ func (c *Child) Stop() error {
 	}
 }
 
+// Kill ends the child with SIGKILL (no shutdown: a crash) and waits for it.
+func (c *Child) Kill() error {
+	select {
+	case <-c.done:
+		return fmt.Errorf("server exited on its own: %v", c.err)
+	default:
+	}
+	if err := c.cmd.Process.Kill(); err != nil {
+		return fmt.Errorf("kill %d: %w", c.cmd.Process.Pid, err)
+	}
+	<-c.done
+	return nil
+}
+
 // PeakRSS returns the peak resident set size (VmHWM) of process pid in
 // bytes.
 func PeakRSS(pid int) (int64, error) {

@@ -1,0 +1,168 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minikafka/minikafka/bench/broker"
+	mkbroker "github.com/minikafka/minikafka/broker"
+	"github.com/minikafka/minikafka/engine"
+)
+
+// childEnv makes the test binary a broker process (engine, dir, addr), so
+// the kill -9 test needs no separate build.
+const childEnv = "MINIKAFKA_INTEROP_BROKER"
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(childEnv); spec != "" {
+		os.Exit(serveChild(spec))
+	}
+	os.Exit(m.Run())
+}
+
+// serveChild runs a broker with sync=always until SIGTERM.
+func serveChild(spec string) int {
+	var engineName, dir, addr string
+	if _, err := fmt.Sscanf(spec, "%s %s %s", &engineName, &dir, &addr); err != nil {
+		fmt.Fprintln(os.Stderr, "bad child spec:", spec, err)
+		return 2
+	}
+	cfg := mkbroker.Config{Engine: engineName, Dir: dir, Addr: addr, AdvertisedAddr: addr, AutoCreate: true}
+	cfg.EngineOptions.Sync = engine.SyncAlways
+	s, err := mkbroker.New(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		s.Close()
+	}()
+	if err := s.ListenAndServe(); err != nil && ctx.Err() == nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// startChild starts the test binary as a broker on dir and addr.
+func startChild(t *testing.T, engineName, dir, addr string) *broker.Child {
+	t.Helper()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	t.Setenv(childEnv, fmt.Sprintf("%s %s %s", engineName, dir, addr))
+	c, err := broker.StartChild(context.Background(), broker.ChildConfig{
+		Path: self, Args: []string{"-test.run=^$"}, Addr: addr, Log: testLog{t}, Ready: 60 * time.Second,
+	})
+	require.NoError(t, err, "start broker child")
+	return c
+}
+
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Logf("broker: %s", p)
+	return len(p), nil
+}
+
+// TestKill9LosesNothingAcknowledged kills the broker process (SIGKILL, no
+// shutdown) while franz-go's idempotent producer is sending with acks=all,
+// restarts it on the same directory, and checks that every acknowledged
+// record is there exactly once: nothing acknowledged sat only in the
+// process's memory, and the retried batches of the interrupted requests are
+// recognised from the recovered producer state, not stored twice. (A killed
+// process keeps what reached the OS page cache; losing the page cache is a
+// power loss, which engine/crashtest covers.)
+func TestKill9LosesNothingAcknowledged(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts broker processes")
+	}
+	for _, name := range engine.Names() {
+		d, err := engine.Lookup(name)
+		require.NoError(t, err)
+		if !d.Caps.Durable {
+			continue
+		}
+		t.Run(name, func(t *testing.T) { testKill9(t, name) })
+	}
+}
+
+func testKill9(t *testing.T, engineName string) {
+	dir := t.TempDir()
+	addr, err := broker.FreeAddr()
+	require.NoError(t, err)
+	child := startChild(t, engineName, dir, addr)
+	defer func() { _ = child.Stop() }()
+	const topic = "kill9"
+	createTopic(t, addr, topic, 3)
+
+	recs := makeRecords(900, restartRecords, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MaxBufferedRecords(200),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
+		kgo.RecordDeliveryTimeout(60*time.Second))
+	require.NoError(t, err)
+	defer cl.Close()
+
+	var (
+		acked   atomic.Int64
+		mu      sync.Mutex
+		errs    []error
+		okIndex = make([]bool, len(recs))
+		wg      sync.WaitGroup
+	)
+	killed := make(chan struct{})
+	go func() {
+		for i := range recs {
+			if i == len(recs)/2 {
+				<-killed
+			}
+			wg.Add(1)
+			cl.Produce(ctx, &kgo.Record{Key: recs[i].Key, Value: recs[i].Value}, func(r *kgo.Record, err error) {
+				defer wg.Done()
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err)
+					return
+				}
+				recs[i].Partition, recs[i].Offset = r.Partition, r.Offset
+				okIndex[i] = true
+				acked.Add(1)
+			})
+		}
+	}()
+	waitFor(t, func() bool { return acked.Load() >= restartRecords/4 }, "a quarter of the records acknowledged")
+	require.NoError(t, child.Kill(), "kill -9")
+	ackedAtKill := acked.Load()
+	child = startChild(t, engineName, dir, addr)
+	close(killed)
+	waitFor(t, func() bool { return acked.Load()+int64(len(errsSnapshot(&mu, &errs))) == restartRecords }, "every record answered")
+	wg.Wait()
+	t.Logf("%d records acknowledged when the broker was killed", ackedAtKill)
+	assert.Empty(t, errs, "the producer retries through the crash")
+
+	var want []rec
+	for i, ok := range okIndex {
+		if ok {
+			want = append(want, recs[i])
+		}
+	}
+	checkSame(t, want, consumeAll(t, addr, topic, len(want)))
+}
+
