@@ -165,4 +165,3 @@ func testKill9(t *testing.T, engineName string) {
 	}
 	checkSame(t, want, consumeAll(t, addr, topic, len(want)))
 }
-
