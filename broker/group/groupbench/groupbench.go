@@ -1,0 +1,264 @@
+// Package groupbench measures consumer groups on a running broker with
+// franz-go group consumers: how many partitions change owner when a member
+// joins (churn), and how long a group takes to settle after its last member
+// joins. cmd/groupbench writes results/groups.md from it; the groupinterop
+// tests check the churn bound with it.
+package groupbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+var groupSeq atomic.Int64
+
+// newGroupID returns a group id not used before by this process.
+func newGroupID(prefix string) string {
+	return fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano(), groupSeq.Add(1))
+}
+
+// Assignment is who owns which partitions of the measured topic.
+type Assignment map[string][]int32
+
+// Owners maps each partition to its member.
+func (a Assignment) Owners() map[int32]string {
+	o := map[int32]string{}
+	for m, ps := range a {
+		for _, p := range ps {
+			o[p] = m
+		}
+	}
+	return o
+}
+
+// covers reports whether every partition in [0, n) has exactly one owner.
+func (a Assignment) covers(n int) bool {
+	count := map[int32]int{}
+	for _, ps := range a {
+		for _, p := range ps {
+			count[p]++
+		}
+	}
+	if len(count) != n {
+		return false
+	}
+	for p, c := range count {
+		if c != 1 || p < 0 || int(p) >= n {
+			return false
+		}
+	}
+	return true
+}
+
+// Bench measures groups on the brokers at Addrs, on topic Topic with
+// Partitions partitions (created if missing).
+type Bench struct {
+	Addrs      []string
+	Topic      string
+	Partitions int
+	// Poll is how often the group's state is read while waiting for it to
+	// settle; it bounds the measurements' resolution.
+	Poll time.Duration
+}
+
+// member is one running group consumer.
+type member struct {
+	cl   *kgo.Client
+	done chan struct{}
+}
+
+func (b *Bench) startMember(group string, balancer kgo.GroupBalancer) (*member, error) {
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(b.Addrs...),
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(b.Topic),
+		kgo.Balancers(balancer),
+		kgo.FetchMaxWait(100*time.Millisecond),
+	)
+	if err != nil {
+		return nil, err
+	}
+	m := &member{cl: cl, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		for {
+			fs := cl.PollFetches(context.Background())
+			if fs.IsClientClosed() {
+				return
+			}
+			if fs.Err() != nil {
+				time.Sleep(50 * time.Millisecond) // do not spin on a repeated error
+			}
+		}
+	}()
+	return m, nil
+}
+
+func (m *member) close() {
+	m.cl.Close()
+	<-m.done
+}
+
+func (b *Bench) admin() (*kadm.Client, func(), error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs...))
+	if err != nil {
+		return nil, nil, err
+	}
+	return kadm.NewClient(cl), cl.Close, nil
+}
+
+// Prepare creates the topic unless it exists.
+func (b *Bench) Prepare(ctx context.Context) error {
+	adm, done, err := b.admin()
+	if err != nil {
+		return err
+	}
+	defer done()
+	_, err = adm.CreateTopic(ctx, int32(b.Partitions), 1, nil, b.Topic)
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("create %s: %w", b.Topic, err)
+	}
+	return nil
+}
+
+// waitSettled polls until group is Stable with n members that own every
+// partition, each once, and returns that assignment.
+func (b *Bench) waitSettled(ctx context.Context, adm *kadm.Client, group string, n int) (Assignment, error) {
+	for {
+		a, state, err := b.describe(ctx, adm, group)
+		if err == nil && state == "Stable" && len(a) == n && a.covers(b.Partitions) {
+			return a, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("group %s never settled on %d members (last: %s %v, %v): %w", group, n, state, a, err, ctx.Err())
+		case <-time.After(b.Poll):
+		}
+	}
+}
+
+func (b *Bench) describe(ctx context.Context, adm *kadm.Client, group string) (Assignment, string, error) {
+	gs, err := adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return nil, "", err
+	}
+	g := gs[group]
+	if g.Err != nil {
+		return nil, g.State, g.Err
+	}
+	a := Assignment{}
+	for _, m := range g.Members {
+		c, ok := m.Assigned.AsConsumer()
+		if !ok {
+			return nil, g.State, fmt.Errorf("member %s: no consumer assignment", m.MemberID)
+		}
+		a[m.MemberID] = []int32{}
+		for _, t := range c.Topics {
+			if t.Topic == b.Topic {
+				a[m.MemberID] = append(a[m.MemberID], t.Partitions...)
+			}
+		}
+		slices.Sort(a[m.MemberID])
+	}
+	return a, g.State, nil
+}
+
+// ChurnResult is what one churn measurement found.
+type ChurnResult struct {
+	Balancer string
+	Members  int // before the new one joined
+	// Moved counts partitions whose owner changed when the member joined.
+	Moved         int
+	Before, After Assignment
+	// Settle is from the new member's start until the group is settled
+	// again (with a cooperative balancer, across both rebalances).
+	Settle time.Duration
+}
+
+// Churn forms a group of members consumers using balancer, lets it settle,
+// adds one more member and counts the partitions that changed owner.
+func (b *Bench) Churn(ctx context.Context, members int, balancer kgo.GroupBalancer) (ChurnResult, error) {
+	res := ChurnResult{Balancer: balancer.ProtocolName(), Members: members}
+	adm, done, err := b.admin()
+	if err != nil {
+		return res, err
+	}
+	defer done()
+	group := newGroupID("churn")
+	var ms []*member
+	defer func() {
+		for _, m := range ms {
+			m.close()
+		}
+	}()
+	for range members {
+		m, err := b.startMember(group, balancer)
+		if err != nil {
+			return res, err
+		}
+		ms = append(ms, m)
+	}
+	if res.Before, err = b.waitSettled(ctx, adm, group, members); err != nil {
+		return res, err
+	}
+	start := time.Now()
+	m, err := b.startMember(group, balancer)
+	if err != nil {
+		return res, err
+	}
+	ms = append(ms, m)
+	if res.After, err = b.waitSettled(ctx, adm, group, members+1); err != nil {
+		return res, err
+	}
+	res.Settle = time.Since(start)
+	before, after := res.Before.Owners(), res.After.Owners()
+	for p, owner := range before {
+		if after[p] != owner {
+			res.Moved++
+		}
+	}
+	return res, nil
+}
+
+// Settle starts n consumers at once and returns the time from the start
+// of the last one (its JoinGroup follows within a round trip) until the
+// group is Stable with all n owning every partition.
+func (b *Bench) Settle(ctx context.Context, n int) (time.Duration, error) {
+	adm, done, err := b.admin()
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	group := newGroupID("settle")
+	ms := make([]*member, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { ms[i], errs[i] = b.startMember(group, kgo.CooperativeStickyBalancer()) })
+	}
+	wg.Wait()
+	last := time.Now()
+	defer func() {
+		for _, m := range ms {
+			if m != nil {
+				m.close()
+			}
+		}
+	}()
+	if err := errors.Join(errs...); err != nil {
+		return 0, err
+	}
+	if _, err := b.waitSettled(ctx, adm, group, n); err != nil {
+		return 0, err
+	}
+	return time.Since(last), nil
+}
