@@ -64,7 +64,7 @@ type env struct {
 // before and after the command name.
 func (e *env) addGlobal(fs *flag.FlagSet) {
 	fs.StringVar(&e.brokers, "brokers", e.brokers, "comma-separated seed brokers (host:port)")
-	fs.DurationVar(&e.timeout, "timeout", e.timeout, "how long a command waits for the brokers before it gives up (produce: per record; consume: for the first record after the last)")
+	fs.DurationVar(&e.timeout, "timeout", e.timeout, "how long a request may wait for the brokers (admin requests; produce: per record; consume uses -idle)")
 }
 
 func (e *env) seeds() []string {
