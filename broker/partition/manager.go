@@ -14,6 +14,27 @@
 // Every file beside the engines is small, checksummed and replaced
 // atomically, the same for every engine; all I/O goes through
 // EngineOptions.FS so crash tests can run on a crashable filesystem.
+// topics.meta is the truth: a partition directory it does not list is an
+// orphan of an interrupted create or delete and is removed on open.
+//
+// # Commit rules
+//
+//   - Append orders a batch (offsets assigned, engine append done) and
+//     returns; the producer state advances then, because the next pipelined
+//     batch of the same producer is checked against it. A batch whose engine
+//     append failed is never remembered; a crash drops unsynced batches and
+//     the state is rebuilt from what the log kept.
+//   - The high watermark is the durable end of the log under SyncAlways
+//     (moved by a per-partition goroutine that shares the engine's group
+//     commit, and by WaitDurable), and the log end otherwise. Consumers read
+//     and acks=all producers wait below it only. advanceHighWatermark is the
+//     seam replication will change (HW = min over the in-sync replicas).
+//   - Producer snapshots are taken every Config.SnapshotBytes after a sync
+//     to their offset and at Close; on open the newest one not past the log
+//     end is loaded and the batch headers after it are replayed.
+//   - Retention (retention.ms, retention.bytes) moves the log start at batch
+//     granularity on Config.Clock, never past the high watermark, never on
+//     internal topics.
 package partition
 
 import (
