@@ -51,14 +51,25 @@ func runBenchBroker(ctx context.Context, stdout, stderr io.Writer, args []string
 	partitions := fs.Int("partitions", broker.DefaultPartitions, "partitions of the benchmark topic")
 	fs.IntVar(&f.cfg.Reps, "reps", broker.DefaultReps, "repetitions per server")
 	fs.IntVar(&f.cfg.InFlight, "in-flight", 0, "producer records in flight (0: franz-go's default)")
-	fs.BoolVar(&f.quick, "quick", false, "smoke run: 50k records, 100k for RSS, 1 repetition")
+	fs.BoolVar(&f.quick, "quick", false, "smoke run: 50k records, 100k for RSS, 1 repetition (explicit flags win)")
 	fs.BoolVar(&f.progress, "progress", isTerminal(stderr), "progress bars on stderr")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	f.cfg.Partitions = int32(*partitions)
 	if f.quick {
-		f.cfg.Records, f.cfg.RSSRecords, f.cfg.Reps = 50_000, 100_000, 1
+		// Smaller sizes, unless given explicitly.
+		set := map[string]bool{}
+		fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+		if !set["records"] {
+			f.cfg.Records = 50_000
+		}
+		if !set["rss-records"] {
+			f.cfg.RSSRecords = 100_000
+		}
+		if !set["reps"] {
+			f.cfg.Reps = 1
+		}
 	}
 	f.cfg.Command = "loadgen bench-broker " + strings.Join(args, " ")
 	return f.run(ctx, stderr)
@@ -80,11 +91,16 @@ func (f *benchFlags) run(ctx context.Context, stderr io.Writer) error {
 	}
 	// A broker that does not build fails its cells, not the run: kfake's
 	// figures are still worth a report.
-	bin, cleanup, buildErr := f.brokerBinary(ctx, stderr)
-	if buildErr != nil {
-		fmt.Fprintln(stderr, buildErr)
-	} else {
-		defer cleanup()
+	var bin string
+	var buildErr error
+	if len(splitList(f.engines))+len(splitList(f.rssEngines)) > 0 {
+		var cleanup func()
+		bin, cleanup, buildErr = f.brokerBinary(ctx, stderr)
+		if buildErr != nil {
+			fmt.Fprintln(stderr, buildErr)
+		} else {
+			defer cleanup()
+		}
 	}
 	logs, err := os.Create(filepath.Join(dir, "servers.log"))
 	if err != nil {
