@@ -55,6 +55,7 @@ func TestThreeConsumersReadEveryRecordOnce(t *testing.T) {
 func TestKilledMemberLosesPartitions(t *testing.T) {
 	for _, cl := range clients {
 		t.Run(cl.name, func(t *testing.T) {
+			t.Parallel() // mostly waiting for a session to time out
 			s := interoptest.Broker("memory").Start(t, 1)
 			createTopic(t, s.Addr, "t", partitions)
 			out := make(chan rec, 10*records)
