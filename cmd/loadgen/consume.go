@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/minikafka/minikafka/bench/load"
 )
@@ -17,6 +18,17 @@ func init() {
 	})
 }
 
+func int32Flag(dst *int32) func(string) error {
+	return func(s string) error {
+		v, err := strconv.ParseInt(s, 10, 32)
+		if err != nil || v <= 0 {
+			return fmt.Errorf("want a positive 32-bit integer, got %q", s)
+		}
+		*dst = int32(v)
+		return nil
+	}
+}
+
 func runConsume(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	var c common
 	var cc load.ConsumeConfig
@@ -27,6 +39,8 @@ func runConsume(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	fs.DurationVar(&cc.Duration, "duration", 0, "stop after this long")
 	fs.DurationVar(&cc.Idle, "idle", 0, "give up when no record arrives for this long (0: 30s)")
 	from := fs.String("from", "start", "where to begin: start or end")
+	fs.Func("fetch-max-bytes", "fetch response limit (default: franz-go's)", int32Flag(&cc.FetchMaxBytes))
+	fs.Func("fetch-max-partition-bytes", "per-partition fetch limit (default: franz-go's)", int32Flag(&cc.FetchMaxPartitionBytes))
 	if err := parse(fs, args); err != nil {
 		return err
 	}
