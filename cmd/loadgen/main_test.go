@@ -65,6 +65,7 @@ func TestUsage(t *testing.T) {
 		{"stray argument", []string{"produce", "extra"}, 2, "unexpected arguments"},
 		{"bad flag", []string{"consume", "-frobs"}, 2, "-frobs"},
 		{"bad from", []string{"consume", "-brokers", "127.0.0.1:1", "-from", "middle"}, 2, "-from"},
+		{"bad fetch bytes", []string{"consume", "-fetch-max-bytes", "0"}, 2, "positive"},
 		{"e2e small records", []string{"e2e", "-record-size", "4"}, 2, "-record-size"},
 		{"help", []string{"help"}, 0, "bench-broker"},
 	}
