@@ -164,6 +164,7 @@ func (e *Engine) syncFiles(seals []*segment, dirDirty bool, active *segment, syn
 		if err := s.drain(); err != nil {
 			return err
 		}
+		s.dropSpare()
 		if err := s.f.SyncData(); err != nil {
 			return fmt.Errorf("segment %d: sync: %w", s.base, err)
 		}

@@ -186,7 +186,11 @@ func (e *Engine) recoverTail() error {
 		break
 	}
 	for j := i + 1; tail < 0 && j < n; j++ {
-		complete, err := e.scanTail(segs[j], bounds[j], j == n-1)
+		next := int64(math.MaxInt64)
+		if j < n-1 {
+			next = segs[j+1].base
+		}
+		complete, err := e.scanTail(segs[j], bounds[j], next)
 		if err != nil {
 			return err
 		}
@@ -206,11 +210,12 @@ func (e *Engine) recoverTail() error {
 	return e.cutTail(tail)
 }
 
-// scanTail opens and scans one segment of the unvouched run and reports
-// whether it is complete: for the last segment, every byte is a good frame;
-// for another, its frames reach the next segment's base. A complete sealed
-// segment gets its index now.
-func (e *Engine) scanTail(s *segment, bound int64, last bool) (bool, error) {
+// scanTail opens and scans one segment of the unvouched run, up to bound,
+// and reports whether it is complete: for the last segment (next is
+// MaxInt64), every byte is a good frame; for another, its frames reach next,
+// the next segment's base. A complete sealed segment gets its index now.
+func (e *Engine) scanTail(s *segment, bound, next int64) (bool, error) {
+	last := next == math.MaxInt64
 	var (
 		f   vfs.File
 		err error
@@ -230,7 +235,7 @@ func (e *Engine) scanTail(s *segment, bound int64, last bool) (bool, error) {
 	}
 	s.adoptLocked(st)
 	if !last {
-		if st.end != bound {
+		if st.end != next {
 			return false, nil
 		}
 		if err := f.SyncData(); err != nil {
@@ -242,7 +247,7 @@ func (e *Engine) scanTail(s *segment, bound int64, last bool) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("segment %d: stat: %w", s.base, err)
 	}
-	return bound == math.MaxInt64 && st.endPos >= fileHeaderLen && st.endPos == fi.Size(), nil
+	return bound == next && st.endPos >= fileHeaderLen && st.endPos == fi.Size(), nil
 }
 
 // cutTail ends the log in segs[tail]: it seals that segment where its good

@@ -16,8 +16,9 @@ import (
 // over a plain file does). Readers copy bytes at or past written from
 // inflight and pend under bufMu, and read the rest from the file.
 
-// spareBytesMax bounds the buffer a segment keeps for its next pend.
-const spareBytesMax = 4 << 20
+// spareBytesMax bounds the buffer an active segment keeps for its next
+// pend; a sealed one keeps none.
+const spareBytesMax = 1 << 20
 
 // appendFrame encodes b's frame at the end of the segment's tail and
 // returns its file position and the tail's length in bytes. The caller holds
@@ -112,4 +113,12 @@ func (s *segment) copyTailLocked(dst []byte, rel int64) int {
 		n += copy(dst[n:], s.pend[rel:])
 	}
 	return n
+}
+
+// dropSpare lets go of the spare buffer of a segment that takes no more
+// frames.
+func (s *segment) dropSpare() {
+	s.bufMu.Lock()
+	s.spare = nil
+	s.bufMu.Unlock()
 }
