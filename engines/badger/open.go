@@ -3,7 +3,9 @@ package badger
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -57,6 +59,9 @@ func Open(dir string, opts engine.Options) (*Engine, error) {
 	}
 	log := &storeLog{log: opts.Logger}
 	path := filepath.Join(dir, "db")
+	if err := removeEmptyLogs(path, log.log); err != nil {
+		return nil, fmt.Errorf("badger: open %s: %w", path, err)
+	}
 	db, err := badgerdb.Open(storeOptions(path, opts, log))
 	if err == nil {
 		err = log.err() // Badger may have logged, and skipped, a damaged table
@@ -91,6 +96,46 @@ func Open(dir string, opts engine.Options) (*Engine, error) {
 		go e.tickEvery(opts.Clock.NewTimer(opts.SyncInterval), opts.SyncInterval)
 	}
 	return e, nil
+}
+
+// removeEmptyLogs deletes empty memtable WAL (.mem) and value log (.vlog)
+// files. Badger creates one of each at every Open, and a process killed
+// between creating such a file and sizing it leaves it empty; Badger then
+// refuses to open the directory ("Create a new file"). An empty file holds
+// nothing, so deleting it loses nothing.
+func removeEmptyLogs(path string, log *slog.Logger) error {
+	entries, err := os.ReadDir(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	removed := false
+	for _, d := range entries {
+		name := d.Name()
+		if !strings.HasSuffix(name, ".mem") && !strings.HasSuffix(name, ".vlog") {
+			continue
+		}
+		info, err := d.Info()
+		if err != nil || info.Size() > 0 {
+			continue
+		}
+		if err := os.Remove(filepath.Join(path, name)); err != nil {
+			return err
+		}
+		log.Info("badger: removed an empty log file left by a crash", "file", name)
+		removed = true
+	}
+	if !removed {
+		return nil
+	}
+	d, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // Close implements engine.LogEngine: it commits what is pending, stops the
