@@ -152,6 +152,17 @@ func TestOpenLoopProducesEveryRecord(t *testing.T) {
 	assert.Zero(t, pr.Errors)
 }
 
+// TestMoreClientsThanRecords: a client with no share sends nothing and
+// ends (rather than running forever as if for a duration).
+func TestMoreClientsThanRecords(t *testing.T) {
+	ctx := testCtx(t)
+	c := server(t)
+	require.NoError(t, EnsureTopic(ctx, c, "few", 1))
+	pr, err := Produce(ctx, ProduceConfig{Client: c, Topic: "few", Records: 2, Clients: 3, RecordBytes: 10})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), pr.Records)
+}
+
 func TestDurationRun(t *testing.T) {
 	ctx := testCtx(t)
 	c := server(t)

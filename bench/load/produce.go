@@ -235,7 +235,8 @@ func (p *producer) run(loopCtx, ctx context.Context, start time.Time) {
 	if p.rate > 0 {
 		interval = time.Duration(float64(time.Second) / p.rate)
 	}
-	for i := int64(0); p.records == 0 || i < p.records; i++ {
+	unbounded := p.cfg.Records == 0 // run for the duration
+	for i := int64(0); unbounded || i < p.records; i++ {
 		if loopCtx.Err() != nil {
 			break
 		}
