@@ -157,12 +157,12 @@ func (fs *storeFS) MkdirAll(dir string, perm os.FileMode) error {
 func (fs *storeFS) Remove(name string) error {
 	var missing error
 	err := fs.change("remove", name, func() error {
-		if err := fs.FS.Remove(name); !oserror.IsNotExist(err) {
-			return err
-		} else {
+		err := fs.FS.Remove(name)
+		if oserror.IsNotExist(err) {
 			missing = err // pebble removes what may be gone: not a failure
+			return nil
 		}
-		return nil
+		return err
 	})
 	if err == nil {
 		err = missing
