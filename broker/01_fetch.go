@@ -111,7 +111,27 @@ func checkEpoch(check bool, epoch int32, p *partition.Partition) error {
 
 // readFetch (re)builds resp's topics from the partitions' current data. It
 // returns the record bytes gathered and whether an error must end the wait.
+//
+// When the partitions' own limits add up to no more than maxBytes, nothing
+// read can be wasted, so the partitions are read concurrently (a consumer
+// waits for its fetch: the broker's time per fetch is its throughput).
+// Otherwise they are read in order, each within what is left.
 func (s *Server) readFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, targets []fetchTarget, maxBytes int) (int, bool) {
+	reads := make([]partRead, len(targets))
+	parallel := len(targets) > 1 && sumLimits(targets, maxBytes) <= maxBytes
+	if parallel {
+		var wg sync.WaitGroup
+		for i := 1; i < len(targets); i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				reads[i] = readPartition(&targets[i], maxBytes, true)
+			}()
+		}
+		reads[0] = readPartition(&targets[0], maxBytes, true)
+		wg.Wait()
+	}
+
 	resp.Topics = resp.Topics[:0]
 	total, stop := 0, false
 	var st *kmsg.FetchResponseTopic
@@ -122,46 +142,69 @@ func (s *Server) readFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, tar
 			st = &resp.Topics[len(resp.Topics)-1]
 			st.Topic = t.topic
 		}
-		sp := kmsg.NewFetchResponseTopicPartition()
-		sp.Partition = t.req.Partition
-		n, err := s.readPartition(&sp, t, maxBytes-total, total == 0)
-		if err != nil {
-			sp.ErrorCode = errorCode(nil, err)
+		if !parallel {
+			room := maxBytes - total
+			reads[i] = readPartition(t, room, total == 0 || room > 0)
+		}
+		rd := &reads[i]
+		if rd.err != nil {
+			rd.sp.ErrorCode = errorCode(nil, rd.err)
 			stop = true
-			if sp.ErrorCode == kerr.KafkaStorageError.Code {
-				s.log.Error("fetch failed", "topic", t.topic, "partition", t.req.Partition, "err", err)
+			if rd.sp.ErrorCode == kerr.KafkaStorageError.Code {
+				s.log.Error("fetch failed", "topic", t.topic, "partition", t.req.Partition, "err", rd.err)
 			}
 		}
-		total += n
-		st.Partitions = append(st.Partitions, sp)
+		// Only the first partition with data may exceed the limits.
+		if n := len(rd.sp.RecordBatches); total > 0 && total+n > maxBytes {
+			rd.sp.RecordBatches = nil
+		}
+		total += len(rd.sp.RecordBatches)
+		st.Partitions = append(st.Partitions, rd.sp)
 	}
 	return total, stop
 }
 
-// readPartition fills sp with up to room bytes of t's records (at least one
-// batch when first is set) and returns how many it took.
-func (s *Server) readPartition(sp *kmsg.FetchResponseTopicPartition, t *fetchTarget, room int, first bool) (int, error) {
+// partRead is one partition's part of a fetch.
+type partRead struct {
+	sp  kmsg.FetchResponseTopicPartition
+	err error
+}
+
+// sumLimits adds up what each partition may return.
+func sumLimits(targets []fetchTarget, maxBytes int) int {
+	sum := 0
+	for i := range targets {
+		sum += max(min(int(targets[i].req.PartitionMaxBytes), maxBytes), 0)
+	}
+	return sum
+}
+
+// readPartition reads up to min(PartitionMaxBytes, room) bytes of t's
+// records, and at least one batch if there is any: whether that batch may
+// go in the response is the caller's decision. Without data it only fills in
+// the partition's offsets.
+func readPartition(t *fetchTarget, room int, data bool) partRead {
+	r := partRead{sp: kmsg.NewFetchResponseTopicPartition()}
+	r.sp.Partition = t.req.Partition
 	if t.err != nil {
-		return 0, t.err
+		r.err = t.err
+		return r
 	}
-	sp.HighWatermark = t.part.HighWatermark()
-	sp.LastStableOffset = sp.HighWatermark
-	sp.LogStartOffset = t.part.StartOffset()
-	limit := min(int(t.req.PartitionMaxBytes), room)
-	if limit <= 0 && !first {
-		return 0, nil
+	r.sp.HighWatermark = t.part.HighWatermark()
+	r.sp.LastStableOffset = r.sp.HighWatermark
+	r.sp.LogStartOffset = t.part.StartOffset()
+	if !data {
+		return r
 	}
-	rd, err := t.part.Read(t.req.FetchOffset, max(limit, 1))
+	limit := max(min(int(t.req.PartitionMaxBytes), room), 1)
+	rd, err := t.part.Read(t.req.FetchOffset, limit)
 	if err != nil {
-		return 0, err
+		r.err = err
+		return r
 	}
-	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = rd.HighWatermark, rd.LastStableOffset, rd.LogStartOffset
-	if len(rd.Records) > limit && !first {
-		// Only the first partition with data may exceed the limits.
-		return 0, nil
-	}
-	sp.RecordBatches = rd.Records
-	return len(rd.Records), nil
+	r.sp.HighWatermark, r.sp.LastStableOffset, r.sp.LogStartOffset = rd.HighWatermark, rd.LastStableOffset, rd.LogStartOffset
+	r.sp.RecordBatches = rd.Records
+	return r
 }
 
 // waitFetch blocks until some target partition has data past its fetch

@@ -210,6 +210,10 @@ func (c *conn) write() {
 			return
 		}
 		if !broken && p.err == nil && !p.none && p.resp != nil {
+			if hint := responseSizeHint(p.resp); hint > cap(buf) {
+				putLargeBuf(buf)
+				buf = getLargeBuf(hint)
+			}
 			buf = encodeResponse(buf[:0], p.hdr, p.resp)
 			writeW.arm(c.s.cfg.WriteTimeout)
 			_, err := bw.Write(buf)
@@ -219,8 +223,11 @@ func (c *conn) write() {
 				broken = true
 				c.fail()
 			}
-			if cap(buf) > 1<<20 {
-				buf = nil // do not keep a large fetch's buffer per idle connection
+			if cap(buf) > smallBufMax {
+				// Large buffers go back to the shared pool rather than
+				// stay with a connection that may now idle.
+				putLargeBuf(buf)
+				buf = nil
 			}
 		}
 		c.finish(p)
@@ -294,6 +301,48 @@ func encodeResponse(dst []byte, hdr header, resp kmsg.Response) []byte {
 	dst = resp.AppendTo(dst)
 	finishFrame(dst)
 	return dst
+}
+
+// smallBufMax is the largest encode buffer a connection keeps for itself.
+const smallBufMax = 64 << 10
+
+// largeBufs recycles the encode buffers of large responses (fetches) across
+// connections, so a consumer's every fetch does not allocate and zero
+// megabytes afresh.
+var largeBufs sync.Pool
+
+func getLargeBuf(n int) []byte {
+	if b, ok := largeBufs.Get().(*[]byte); ok && cap(*b) >= n {
+		return (*b)[:0]
+	} else if ok {
+		largeBufs.Put(b)
+	}
+	return make([]byte, 0, n)
+}
+
+func putLargeBuf(b []byte) {
+	if cap(b) > smallBufMax {
+		largeBufs.Put(&b)
+	}
+}
+
+// responseSizeHint estimates the encoded size of resp when it may be large
+// (a fetch: the record bytes plus a generous per-partition overhead), so the
+// buffer is allocated once instead of grown by doubling; 0 for the rest.
+func responseSizeHint(resp kmsg.Response) int {
+	f, ok := resp.(*kmsg.FetchResponse)
+	if !ok {
+		return 0
+	}
+	n := 64
+	for i := range f.Topics {
+		t := &f.Topics[i]
+		n += 64 + len(t.Topic)
+		for j := range t.Partitions {
+			n += 96 + len(t.Partitions[j].RecordBatches)
+		}
+	}
+	return n
 }
 
 // finish accounts for a request whose response was written (or dropped).

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -43,6 +44,7 @@ type options struct {
 	cfg         broker.Config
 	syncPolicy  string
 	metricsAddr string
+	pprof       bool
 	logLevel    string
 	logFormat   string
 }
@@ -63,6 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	maxFrame := fs.Int("max-frame-bytes", broker.DefaultMaxFrameBytes, "maximum request size; a larger one closes the connection")
 	fs.Int64Var(&o.cfg.MaxInflightBytes, "max-inflight-bytes", broker.DefaultMaxInflightBytes, "request bytes held in memory across all connections")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on this address (empty: off)")
+	fs.BoolVar(&o.pprof, "pprof", false, "also serve Go's /debug/pprof/ profiles on -metrics-addr")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug|info|warn|error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "text|json")
 	if err := fs.Parse(args); err != nil {
@@ -127,7 +130,7 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(kafka,
 	}
 	var healthy atomic.Bool
 	healthy.Store(true)
-	metricsAddr, stopMetrics, err := serveMetrics(o.metricsAddr, s, &healthy, log)
+	metricsAddr, stopMetrics, err := serveMetrics(o, s, &healthy, log)
 	if err != nil {
 		ln.Close()
 		return errors.Join(err, s.Close())
@@ -153,13 +156,14 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(kafka,
 	return closeErr
 }
 
-// serveMetrics serves /metrics and /healthz on addr ("" serves nothing). It
+// serveMetrics serves /metrics, /healthz and optionally /debug/pprof/ on
+// -metrics-addr ("" serves nothing). It
 // returns the listener's address and a function that stops it.
-func serveMetrics(addr string, s *broker.Server, healthy *atomic.Bool, log *slog.Logger) (net.Addr, func(), error) {
-	if addr == "" {
+func serveMetrics(o options, s *broker.Server, healthy *atomic.Bool, log *slog.Logger) (net.Addr, func(), error) {
+	if o.metricsAddr == "" {
 		return nil, func() {}, nil
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", o.metricsAddr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("metrics listen: %w", err)
 	}
@@ -172,6 +176,12 @@ func serveMetrics(addr string, s *broker.Server, healthy *atomic.Bool, log *slog
 		}
 		fmt.Fprintln(w, "ok")
 	})
+	if o.pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
