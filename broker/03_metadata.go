@@ -37,7 +37,7 @@ func handleMetadata(r *request) reply {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	s := r.s
 
-	host, port := s.advertisedHostPort()
+	host, port := s.AdvertisedHostPort()
 	b := kmsg.NewMetadataResponseBroker()
 	b.NodeID, b.Host, b.Port = NodeID, host, port
 	resp.Brokers = append(resp.Brokers, b)

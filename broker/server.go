@@ -255,7 +255,10 @@ func (s *Server) shutdown() error {
 	return nil
 }
 
-// advertised is the host and port clients are told to use.
+// AdvertisedHostPort is the host and port clients are told to connect to
+// (Metadata, FindCoordinator).
+func (s *Server) AdvertisedHostPort() (string, int32) { return s.advertisedHostPort() }
+
 func (s *Server) advertisedHostPort() (string, int32) {
 	if s.cfg.AdvertisedAddr != "" {
 		host, port, _ := splitHostPort(s.cfg.AdvertisedAddr) // validated in New
@@ -286,7 +289,7 @@ func (s *Server) advertisedHostPort() (string, int32) {
 }
 
 func (s *Server) advertised(ln net.Listener) string {
-	host, port := s.advertisedHostPort()
+	host, port := s.AdvertisedHostPort()
 	return net.JoinHostPort(host, fmt.Sprint(port))
 }
 
