@@ -71,6 +71,7 @@ func TestRunWholePipeline(t *testing.T) {
 	require.NotNil(t, ing.Usage)
 	assert.Equal(t, c.Records*int64(c.RecordBytes), ing.Usage.Apparent, "the raw file is the payload")
 	assert.Equal(t, "open", res.Subject(memory.Name).Of(logbench.WorkloadRead)[0].Cache)
+	assert.Nil(t, res.Subject(logbench.RawOverwriteName).Of(logbench.WorkloadIngest)[0].Usage, "a ring has no space figures")
 	peb := res.Subject(pebble.Name)
 	assert.Positive(t, peb.Of(logbench.WorkloadReopen)[0].Seconds)
 	assert.Equal(t, "warm", peb.Of(logbench.WorkloadReopenWarm)[0].Cache)
@@ -81,7 +82,7 @@ func TestRunWholePipeline(t *testing.T) {
 
 	res.Command, res.Commit = "test", "none"
 	md := string(logbench.Report(res).Markdown())
-	for _, s := range []string{"## Targets", "## Durable append, 8 writer(s)", "## Bulk ingest",
+	for _, s := range []string{"## Targets", "## Durable append, 8 writers", "## Durable append, 1 writer\n", "## Bulk ingest",
 		"## Sequential read", "## Reopen to first read", "## Machine", "| raw |", "| pebble |", "| badger-txn |", "| memory |"} {
 		assert.Contains(t, md, s)
 	}

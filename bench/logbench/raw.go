@@ -53,11 +53,12 @@ const rawRing = 64 << 20
 // measurement.
 func RawOverwriteSubject() Subject {
 	return Subject{
-		Name:     RawOverwriteName,
-		Note:     "baseline: pre-zeroed 64 MiB file overwritten in a ring, pwrite+fdatasync, same group commit as raw; not read back",
-		Durable:  true,
-		Writer:   func(dir string) (Writer, error) { return openRawLog(dir, rawRing) },
-		Ingester: func(dir string) (Ingester, error) { return openRawIngester(dir, rawRing) },
+		Name:       RawOverwriteName,
+		Note:       "baseline: pre-zeroed 64 MiB file overwritten in a ring, pwrite+fdatasync, same group commit as raw; not read back",
+		Durable:    true,
+		Overwrites: true,
+		Writer:     func(dir string) (Writer, error) { return openRawLog(dir, rawRing) },
+		Ingester:   func(dir string) (Ingester, error) { return openRawIngester(dir, rawRing) },
 	}
 }
 

@@ -167,9 +167,9 @@ func appendSections(rep *bench.Report, r *Results) {
 	raw, peb := r.Subject(RawName), r.Subject("pebble")
 	for _, w := range r.Config.Writers {
 		wl := AppendWorkload(w)
-		s := rep.Section(fmt.Sprintf("Durable append, %d writer(s)", w))
-		s.Para("%d concurrent writers, each appending one %d-byte record per batch and waiting for Sync before the next, for %v per repetition. Latency is Append+Sync as one writer sees it. Device WA is bytes the device wrote per payload byte.",
-			w, r.Config.AppendRecordBytes, r.Config.AppendDuration)
+		s := rep.Section("Durable append, " + plural(w, "writer"))
+		s.Para("%s, each appending one %d-byte record per batch and waiting for Sync before the next, for %v per repetition. Latency is Append+Sync as one writer sees it. Device WA is bytes the device wrote per payload byte.",
+			plural(w, "concurrent writer"), r.Config.AppendRecordBytes, r.Config.AppendDuration)
 		t := s.Table("subject", "records/s", "MB/s", "p50", "p99", "device WA", "× raw", "× pebble", "notes").Left(8)
 		for _, sr := range taking(r, wl) {
 			t.Row(sr.Name,
@@ -181,6 +181,13 @@ func appendSections(rep *bench.Report, r *Results) {
 				ratioCell(sr, raw, wl), ratioCell(sr, peb, wl), failures(sr, wl))
 		}
 	}
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func ingestSection(rep *bench.Report, r *Results) {

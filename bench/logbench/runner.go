@@ -173,7 +173,7 @@ func (r *runner) ingestOnce(s Subject, dir string, rep int) (Ingester, Sample) {
 		smp.Err = fmt.Sprintf("close: %v", err)
 	}
 	smp.Device = deviceDelta(before, r.deviceStats())
-	if u, err := bench.DirUsage(dir); err == nil {
+	if u, err := bench.DirUsage(dir); err == nil && !s.Overwrites {
 		smp.Usage = &u
 	}
 	return nil, smp

@@ -48,6 +48,9 @@ type Subject struct {
 	// the others are read back while still open, and their Ingester must
 	// also be a Scanner.
 	Durable bool
+	// Overwrites marks a subject that keeps only the tail of what it is
+	// given (a ring): it has no space figures and nothing to read back.
+	Overwrites bool
 
 	Writer   func(dir string) (Writer, error)
 	Ingester func(dir string) (Ingester, error)
