@@ -41,6 +41,11 @@
 // pending, then writes the new start and deletes the keys below it; keys a
 // crash left below the start are deleted at the next Open.
 //
+// Before Badger opens a store, the engine fsyncs its files (and deletes the
+// empty log files a process killed inside Badger's Open leaves, which Badger
+// cannot open): what a killed process wrote reaches the disk before Badger
+// recovers it, so everything recovered counts as durable at once.
+//
 // # Amplification
 //
 // Batches of valueThreshold bytes or more (nearly all of them) go to the

@@ -59,7 +59,7 @@ func Open(dir string, opts engine.Options) (*Engine, error) {
 	}
 	log := &storeLog{log: opts.Logger}
 	path := filepath.Join(dir, "db")
-	if err := removeEmptyLogs(path, log.log); err != nil {
+	if err := prepareDir(path, log.log); err != nil {
 		return nil, fmt.Errorf("badger: open %s: %w", path, err)
 	}
 	db, err := badgerdb.Open(storeOptions(path, opts, log))
@@ -98,12 +98,19 @@ func Open(dir string, opts engine.Options) (*Engine, error) {
 	return e, nil
 }
 
-// removeEmptyLogs deletes empty memtable WAL (.mem) and value log (.vlog)
-// files. Badger creates one of each at every Open, and a process killed
-// between creating such a file and sizing it leaves it empty; Badger then
-// refuses to open the directory ("Create a new file"). An empty file holds
-// nothing, so deleting it loses nothing.
-func removeEmptyLogs(path string, log *slog.Logger) error {
+// prepareDir readies an existing store directory for Badger's Open.
+//
+// It deletes empty memtable WAL (.mem) and value log (.vlog) files: Badger
+// creates one of each at every Open, and a process killed between creating
+// such a file and sizing it leaves it empty; Badger then refuses to open the
+// directory ("Create a new file"). An empty file holds nothing.
+//
+// Then it fsyncs every file and the directory. A killed process leaves
+// written but unsynced data in the page cache; Badger would recover it from
+// there and the engine would count it durable (a Sync returns at once), yet
+// Badger's Open syncs none of it. Syncing first makes everything Open
+// recovers durable; on a store closed cleanly it costs little.
+func prepareDir(path string, log *slog.Logger) error {
 	entries, err := os.ReadDir(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -111,31 +118,43 @@ func removeEmptyLogs(path string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	removed := false
 	for _, d := range entries {
 		name := d.Name()
-		if !strings.HasSuffix(name, ".mem") && !strings.HasSuffix(name, ".vlog") {
+		if !d.Type().IsRegular() {
 			continue
 		}
 		info, err := d.Info()
-		if err != nil || info.Size() > 0 {
-			continue
-		}
-		if err := os.Remove(filepath.Join(path, name)); err != nil {
+		if err != nil {
 			return err
 		}
-		log.Info("badger: removed an empty log file left by a crash", "file", name)
-		removed = true
+		file := filepath.Join(path, name)
+		if info.Size() == 0 && (strings.HasSuffix(name, ".mem") || strings.HasSuffix(name, ".vlog")) {
+			if err := os.Remove(file); err != nil {
+				return err
+			}
+			log.Info("badger: removed an empty log file left by a crash", "file", name)
+			continue
+		}
+		if err := syncPath(file); err != nil {
+			return err
+		}
 	}
-	if !removed {
-		return nil
-	}
-	d, err := os.Open(path)
+	return syncPath(path)
+}
+
+func syncPath(path string) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	return d.Sync()
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	return nil
 }
 
 // Close implements engine.LogEngine: it commits what is pending, stops the

@@ -22,6 +22,9 @@
 // the next one. Truncate (a range deletion) and DeleteBefore (a range deletion
 // plus the new start, in one Pebble batch) commit with pebble.Sync, so they
 // are durable when they return, and so is everything appended before them.
+// What Open recovers counts as durable at once: pebble flushes what it
+// replays from the WAL to synced sstables before its Open returns (a test
+// checks it with a power loss right after a reopen).
 //
 // # Failing and crashing disks
 //
