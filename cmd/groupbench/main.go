@@ -4,8 +4,8 @@
 //   - churn: 12 partitions, 3 members, a 4th joins; how many partitions
 //     change owner with the cooperative-sticky balancer (target: at most 3)
 //     and, for comparison, with the eager range balancer;
-//   - settle: 10 members started at once; the time from the start of the
-//     last one until the group is Stable with every partition owned
+//   - settle: 10 members started at once; the time from the last JoinGroup
+//     written until the group is Stable with every partition owned
 //     (target: within 1 s of its last JoinGroup).
 //
 // Each engine gets its own in-process broker on a fresh data directory
@@ -177,8 +177,9 @@ func report(results []engineResult, dir, cmdline string) *bench.Report {
 		"already in the group learn of a rebalance from their next heartbeat, so *again* follows franz-go's "+
 		"heartbeat interval (3 s by default), not the broker.",
 		churnPartitions, churnMembers, churnMembers+1)
-	s.Para("Settle: %d members started at once; the time from the start of the last one (its JoinGroup follows within a "+
-		"round trip) until the group is Stable with every partition owned, measured by polling DescribeGroups every 2 ms.",
+	s.Para("Settle: %d members started at once; the time from the last JoinGroup any of them wrote (a client hook; each "+
+		"member joins twice, the second time with the member id the first answer gave it) until the group is Stable with "+
+		"every partition owned, as seen by polling DescribeGroups every 2 ms (so it includes the SyncGroup round).",
 		settleMembers)
 
 	t := r.Section("Results").Table("engine", "moved (cooperative-sticky)", "again", "moved (range)", "again",

@@ -76,8 +76,9 @@ type member struct {
 	done chan struct{}
 }
 
-func (b *Bench) startMember(group string, balancer kgo.GroupBalancer) (*member, error) {
+func (b *Bench) startMember(group string, balancer kgo.GroupBalancer, hooks ...kgo.Hook) (*member, error) {
 	cl, err := kgo.NewClient(
+		kgo.WithHooks(hooks...),
 		kgo.SeedBrokers(b.Addrs...),
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(b.Topic),
@@ -229,9 +230,35 @@ func (b *Bench) Churn(ctx context.Context, members int, balancer kgo.GroupBalanc
 	return res, nil
 }
 
-// Settle starts n consumers at once and returns the time from the start
-// of the last one (its JoinGroup follows within a round trip) until the
-// group is Stable with all n owning every partition.
+// joinClock remembers when the latest JoinGroup was written by any of the
+// clients it hooks.
+type joinClock struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+// OnBrokerWrite implements kgo.HookBrokerWrite.
+func (j *joinClock) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	const joinGroupKey = 11
+	if key != joinGroupKey || err != nil {
+		return
+	}
+	now := time.Now()
+	j.mu.Lock()
+	j.last = now
+	j.mu.Unlock()
+}
+
+func (j *joinClock) latest() time.Time {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.last
+}
+
+// Settle starts n consumers at once and returns the time from the last
+// JoinGroup any of them wrote (each joins twice: once for its member id)
+// until the group is Stable with all n owning every partition, as polling
+// sees it.
 func (b *Bench) Settle(ctx context.Context, n int) (time.Duration, error) {
 	adm, done, err := b.admin()
 	if err != nil {
@@ -239,14 +266,14 @@ func (b *Bench) Settle(ctx context.Context, n int) (time.Duration, error) {
 	}
 	defer done()
 	group := newGroupID("settle")
+	joins := &joinClock{}
 	ms := make([]*member, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { ms[i], errs[i] = b.startMember(group, kgo.CooperativeStickyBalancer()) })
+		wg.Go(func() { ms[i], errs[i] = b.startMember(group, kgo.CooperativeStickyBalancer(), joins) })
 	}
 	wg.Wait()
-	last := time.Now()
 	defer func() {
 		for _, m := range ms {
 			if m != nil {
@@ -260,5 +287,5 @@ func (b *Bench) Settle(ctx context.Context, n int) (time.Duration, error) {
 	if _, err := b.waitSettled(ctx, adm, group, n); err != nil {
 		return 0, err
 	}
-	return time.Since(last), nil
+	return time.Since(joins.latest()), nil
 }

@@ -40,5 +40,5 @@ func TestSettle(t *testing.T) {
 	require.NoError(t, b.Prepare(ctx))
 	d, err := b.Settle(ctx, 10)
 	require.NoError(t, err)
-	t.Logf("10 members settled %v after the last one started", d)
+	t.Logf("10 members settled %v after the last JoinGroup", d)
 }
