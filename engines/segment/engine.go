@@ -142,6 +142,11 @@ func (e *Engine) Append(b engine.Batch) error {
 		}
 		s = e.active
 	}
+	if u := s.unwritten(); u > 0 && u+n > pendBytesMax {
+		if err := s.flush(false); err != nil { // held back: the disk is behind
+			return e.fail(err)
+		}
+	}
 	pos, pending := s.appendFrame(b)
 	if ent, ok := s.builder.add(s.base, b.BaseOffset, pos); ok {
 		s.mu.Lock()

@@ -2,7 +2,6 @@ package segment
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -161,28 +160,17 @@ func (e *Engine) flushRound(all bool) {
 // directory entry before any waiter counts on its data.
 func (e *Engine) syncFiles(seals []*segment, dirDirty bool, active *segment, syncActive bool) error {
 	for _, s := range seals {
-		if err := s.drain(); err != nil {
+		if err := s.flush(true); err != nil {
 			return err
 		}
 		s.dropSpare()
-		if err := s.f.SyncData(); err != nil {
-			return fmt.Errorf("segment %d: sync: %w", s.base, err)
-		}
 	}
 	if dirDirty {
 		if err := engine.SyncDir(e.fs, e.dir); err != nil {
 			return err
 		}
 	}
-	if err := active.drain(); err != nil {
-		return err
-	}
-	if syncActive {
-		if err := active.f.SyncData(); err != nil {
-			return fmt.Errorf("segment %d: sync: %w", active.base, err)
-		}
-	}
-	return nil
+	return active.flush(syncActive)
 }
 
 // syncAllLocked makes everything appended durable and writes the pending

@@ -3,6 +3,7 @@ package segment
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -258,4 +259,26 @@ func TestSyncNever(t *testing.T) {
 	require.NoError(t, e.Close())
 	assert.NotZero(t, syncs.Load(), "Close syncs")
 	requireBatches(t, bs, readAll(t, open(t, crash(mem, 0), engine.Options{})), "durable after Close")
+}
+
+// TestUnwrittenTailIsBounded: appenders faster than the flusher write the
+// tail themselves rather than let it grow without bound.
+func TestUnwrittenTailIsBounded(t *testing.T) {
+	// The OS filesystem: MemFS grows a file a byte at a time on WriteAt.
+	e, err := Open(filepath.Join(t.TempDir(), "log"), engine.Options{Sync: engine.SyncNever})
+	require.NoError(t, err)
+	defer e.Close()
+	e.flushMu.Lock() // the flusher cannot run a round
+	const size = 200 << 10
+	data := make([]byte, size) // not enginetest's payload: making 10 MB of it is slow under -race
+	for i := range 50 {
+		require.NoError(t, e.Append(engine.Batch{BaseOffset: int64(i), Records: 1, Data: data}))
+		assert.LessOrEqual(t, e.active.unwritten(), pendBytesMax, "unwritten tail")
+	}
+	assert.Greater(t, e.active.written.Load(), int64(40*size), "the appenders wrote most of it")
+	e.flushMu.Unlock()
+	got, err := e.Read(49, 0)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, data, got[0].Data)
 }

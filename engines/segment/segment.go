@@ -13,14 +13,6 @@ import (
 	"github.com/minikafka/minikafka/engine"
 )
 
-// Read sizes. A Read asks the file for its whole byte budget at once (plus
-// room for the frames skipped before the wanted offset), within these bounds.
-const (
-	readBytesMin = 16 << 10
-	readBytesMax = 8 << 20
-	scanBytes    = 1 << 20 // recovery and index rebuilds read this much at a time
-)
-
 // segment is one segment file and its sparse index.
 //
 // Its bytes below endPos never change once written: the engine only ever
@@ -56,6 +48,7 @@ type segment struct {
 	// [0, written) are in the file, the rest of [0, endPos) in inflight
 	// (being written by the flusher) and then pend.
 	written  atomic.Int64
+	ioMu     sync.Mutex // one write or sync of the file at a time
 	bufMu    sync.Mutex
 	inflight []byte
 	pend     []byte
@@ -221,65 +214,6 @@ func readIndexFile(fs vfs.FS, path string, base int64) (indexState, error) {
 	return decodeIndex(b, base)
 }
 
-// frameReader reads frames of one segment file through large reads. Slices
-// it returns alias a buffer that is replaced, never overwritten, so they stay
-// valid and can be handed to the caller.
-type frameReader struct {
-	readAt func([]byte, int64) (int, error)
-	base   int64 // segment base, for messages
-	limit  int64 // bytes at or past limit are not part of the segment
-	chunk  int
-	buf    []byte // file bytes [bufPos, bufPos+len(buf))
-	bufPos int64
-}
-
-// bytes returns the file's bytes [pos, pos+n).
-func (r *frameReader) bytes(pos int64, n int64) ([]byte, error) {
-	if pos+n > r.limit {
-		return nil, fmt.Errorf("%w: %d bytes at %d cross the segment end %d", errBadFrame, n, pos, r.limit)
-	}
-	if pos >= r.bufPos && pos+n <= r.bufPos+int64(len(r.buf)) {
-		o := pos - r.bufPos
-		return r.buf[o : o+n : o+n], nil
-	}
-	size := min(max(n, int64(r.chunk)), r.limit-pos)
-	buf := make([]byte, size)
-	m, err := r.readAt(buf, pos)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("segment %d: read at %d: %w", r.base, pos, err)
-	}
-	if int64(m) < n {
-		return nil, fmt.Errorf("%w: file ends at %d inside %d bytes at %d", errBadFrame, pos+int64(m), n, pos)
-	}
-	r.buf, r.bufPos = buf[:m], pos
-	return r.buf[:n:n], nil
-}
-
-// header reads and checks the frame header at pos.
-func (r *frameReader) header(pos, wantBase int64) (frameHeader, error) {
-	b, err := r.bytes(pos, frameHeaderLen)
-	if err != nil {
-		return frameHeader{}, err
-	}
-	h, err := decodeFrameHeader(b, wantBase)
-	if err != nil {
-		return h, err
-	}
-	if pos+h.frameLen() > r.limit {
-		return h, fmt.Errorf("%w: %d-byte frame at %d crosses the segment end %d", errBadFrame, h.frameLen(), pos, r.limit)
-	}
-	return h, nil
-}
-
-// frame reads the whole frame at pos and verifies its checksum.
-func (r *frameReader) frame(pos int64, h frameHeader) ([]byte, error) {
-	b, err := r.bytes(pos, h.frameLen())
-	if err != nil {
-		return nil, err
-	}
-	return b, checkFrame(b, h)
-}
-
 // scanSegment reads a segment file from its start, checking every frame, up
 // to the first bad one or the first whose base offset reaches stopAt. It
 // returns the extent of the good frames and their index. An I/O error is
@@ -291,8 +225,8 @@ func scanSegment(f vfs.File, base, stopAt int64) (indexState, error) {
 	if err != nil {
 		return st, fmt.Errorf("segment %d: stat: %w", base, err)
 	}
-	r := frameReader{readAt: f.ReadAt, base: base, limit: fi.Size(), chunk: scanBytes}
-	hdr, err := r.bytes(0, fileHeaderLen)
+	r := frameReader{readAt: f.ReadAt, base: base, limit: fi.Size()}
+	hdr, err := r.bytes(0, fileHeaderLen, scanBytes)
 	if err == nil {
 		err = checkFileHeader(hdr)
 	}
@@ -305,9 +239,9 @@ func scanSegment(f vfs.File, base, stopAt int64) (indexState, error) {
 	b := newIndexBuilder()
 	pos := int64(fileHeaderLen)
 	for st.end < stopAt {
-		h, err := r.header(pos, st.end)
+		h, err := r.header(pos, st.end, pos+scanBytes)
 		if err == nil {
-			_, err = r.frame(pos, h)
+			_, err = r.frame(pos, h, pos+scanBytes)
 		}
 		if errors.Is(err, errBadFrame) {
 			break
@@ -323,90 +257,6 @@ func scanSegment(f vfs.File, base, stopAt int64) (indexState, error) {
 	}
 	st.endPos = pos
 	return st, nil
-}
-
-// corrupt turns a bad frame met while reading into engine.ErrCorrupt with
-// its place; other errors pass through.
-func (s *segment) corrupt(pos int64, err error) error {
-	if errors.Is(err, errBadFrame) {
-		return fmt.Errorf("segment %d: frame at byte %d: %w: %w", s.base, pos, engine.ErrCorrupt, err)
-	}
-	return err
-}
-
-// read appends to out the batches of s starting with the one that holds
-// offset, while their data fits in maxBytes together with the size bytes
-// already in out (but always at least one batch overall). It returns out, the
-// new size, the offset where it stopped, and whether it stopped because the
-// budget was spent.
-func (s *segment) read(offset int64, maxBytes int, out []engine.Batch, size int) ([]engine.Batch, int, int64, bool, error) {
-	if err := s.ready(); err != nil {
-		return out, size, offset, false, err
-	}
-	s.mu.RLock()
-	frameBase, pos := lookup(s.base, s.entries, offset)
-	s.mu.RUnlock()
-	end, limit := s.end.Load(), s.endPos.Load()
-	budget := int64(max(maxBytes-size, 0))
-	chunk := min(max(budget+2*indexIntervalBytes, readBytesMin), readBytesMax)
-	r := frameReader{readAt: s.readAt, base: s.base, limit: limit, chunk: int(chunk)}
-	// A bad frame after good ones ends the read with the good ones: the
-	// next read starts at the bad one and reports it.
-	bad := func(err error) ([]engine.Batch, int, int64, bool, error) {
-		if len(out) > 0 && errors.Is(err, errBadFrame) {
-			return out, size, frameBase, true, nil
-		}
-		return out, size, frameBase, false, s.corrupt(pos, err)
-	}
-	for frameBase < end {
-		if len(out) > 0 && size >= maxBytes {
-			return out, size, frameBase, true, nil
-		}
-		h, err := r.header(pos, frameBase)
-		if err != nil {
-			return bad(err)
-		}
-		if h.next() > offset {
-			if len(out) > 0 && int64(size)+int64(h.length) > int64(maxBytes) {
-				return out, size, frameBase, true, nil
-			}
-			b, err := r.frame(pos, h)
-			if err != nil {
-				return bad(err)
-			}
-			out = append(out, engine.Batch{BaseOffset: h.base, Records: h.records, Data: b[frameHeaderLen:]})
-			size += int(h.length)
-		}
-		pos += h.frameLen()
-		frameBase = h.next()
-	}
-	return out, size, frameBase, false, nil
-}
-
-// seek finds the batch boundary at or below offset: the base offset and file
-// position of the frame that holds offset, or of the segment end when offset
-// is at or past it.
-func (s *segment) seek(offset int64) (frameBase, pos int64, err error) {
-	if err := s.ready(); err != nil {
-		return 0, 0, err
-	}
-	s.mu.RLock()
-	frameBase, pos = lookup(s.base, s.entries, offset)
-	s.mu.RUnlock()
-	end := s.end.Load()
-	r := frameReader{readAt: s.readAt, base: s.base, limit: s.endPos.Load(), chunk: readBytesMin}
-	for frameBase < end {
-		h, err := r.header(pos, frameBase)
-		if err != nil {
-			return 0, 0, s.corrupt(pos, err)
-		}
-		if h.next() > offset {
-			return frameBase, pos, nil
-		}
-		pos += h.frameLen()
-		frameBase = h.next()
-	}
-	return frameBase, pos, nil
 }
 
 // relFits reports whether a frame at offset can be indexed in s: index

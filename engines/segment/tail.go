@@ -16,9 +16,15 @@ import (
 // over a plain file does). Readers copy bytes at or past written from
 // inflight and pend under bufMu, and read the rest from the file.
 
-// spareBytesMax bounds the buffer an active segment keeps for its next
-// pend; a sealed one keeps none.
-const spareBytesMax = 1 << 20
+const (
+	// spareBytesMax bounds the buffer an active segment keeps for its next
+	// pend; a sealed one keeps none.
+	spareBytesMax = 1 << 20
+	// pendBytesMax bounds the unwritten tail: an Append that leaves more
+	// writes it itself (waiting for a write or sync in progress), so that
+	// appenders faster than the disk are held back instead of filling memory.
+	pendBytesMax = 4 << 20
+)
 
 // appendFrame encodes b's frame at the end of the segment's tail and
 // returns its file position and the tail's length in bytes. The caller holds
@@ -34,8 +40,25 @@ func (s *segment) appendFrame(b engine.Batch) (pos int64, pending int) {
 	return pos, off + n
 }
 
-// drain writes the tail to the file. Only one drain runs at a time (the
-// caller holds the engine's flushMu).
+// flush writes the tail to the file and, if sync is set, fdatasyncs it.
+// ioMu makes one flush at a time per file: the flusher's, or an appender's
+// held back by pendBytesMax.
+func (s *segment) flush(sync bool) error {
+	s.ioMu.Lock()
+	defer s.ioMu.Unlock()
+	if err := s.drain(); err != nil {
+		return err
+	}
+	if !sync {
+		return nil
+	}
+	if err := s.f.SyncData(); err != nil {
+		return fmt.Errorf("segment %d: sync: %w", s.base, err)
+	}
+	return nil
+}
+
+// drain writes the tail to the file; the caller holds ioMu.
 func (s *segment) drain() error {
 	s.bufMu.Lock()
 	buf, pos := s.pend, s.written.Load()
@@ -121,4 +144,11 @@ func (s *segment) dropSpare() {
 	s.bufMu.Lock()
 	s.spare = nil
 	s.bufMu.Unlock()
+}
+
+// unwritten is how many bytes of the tail are not yet being written.
+func (s *segment) unwritten() int {
+	s.bufMu.Lock()
+	defer s.bufMu.Unlock()
+	return len(s.pend)
 }

@@ -1,0 +1,180 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/minikafka/minikafka/engine"
+)
+
+// Read sizes.
+const (
+	// readBytesMax bounds one read call; a larger budget takes several.
+	readBytesMax = 8 << 20
+	// scanBytes is what recovery and index rebuilds read at a time.
+	scanBytes = 1 << 20
+)
+
+// frameReader reads frames of one segment file. Slices it returns alias a
+// buffer that is replaced, never overwritten, so they stay valid and can be
+// handed to the caller.
+type frameReader struct {
+	readAt func([]byte, int64) (int, error)
+	base   int64 // segment base, for messages
+	limit  int64 // bytes at or past limit are not part of the segment
+	buf    []byte
+	bufPos int64 // buf holds file bytes [bufPos, bufPos+len(buf))
+}
+
+// bytes returns the file's bytes [pos, pos+n). When they are not buffered
+// it reads, in one call, from pos up to ahead: where the caller expects to
+// stop (at least pos+n is read, at most up to limit).
+func (r *frameReader) bytes(pos, n, ahead int64) ([]byte, error) {
+	if pos+n > r.limit {
+		return nil, fmt.Errorf("%w: %d bytes at %d cross the segment end %d", errBadFrame, n, pos, r.limit)
+	}
+	if pos >= r.bufPos && pos+n <= r.bufPos+int64(len(r.buf)) {
+		o := pos - r.bufPos
+		return r.buf[o : o+n : o+n], nil
+	}
+	size := min(max(n, min(ahead-pos, readBytesMax)), r.limit-pos)
+	buf := make([]byte, size)
+	m, err := r.readAt(buf, pos)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("segment %d: read at %d: %w", r.base, pos, err)
+	}
+	if int64(m) < n {
+		return nil, fmt.Errorf("%w: file ends at %d inside %d bytes at %d", errBadFrame, pos+int64(m), n, pos)
+	}
+	r.buf, r.bufPos = buf[:m], pos
+	return r.buf[:n:n], nil
+}
+
+// header reads and checks the frame header at pos.
+func (r *frameReader) header(pos, wantBase, ahead int64) (frameHeader, error) {
+	b, err := r.bytes(pos, frameHeaderLen, ahead)
+	if err != nil {
+		return frameHeader{}, err
+	}
+	h, err := decodeFrameHeader(b, wantBase)
+	if err != nil {
+		return h, err
+	}
+	if pos+h.frameLen() > r.limit {
+		return h, fmt.Errorf("%w: %d-byte frame at %d crosses the segment end %d", errBadFrame, h.frameLen(), pos, r.limit)
+	}
+	return h, nil
+}
+
+// frame reads the whole frame at pos and verifies its checksum.
+func (r *frameReader) frame(pos int64, h frameHeader, ahead int64) ([]byte, error) {
+	b, err := r.bytes(pos, h.frameLen(), ahead)
+	if err != nil {
+		return nil, err
+	}
+	return b, checkFrame(b, h)
+}
+
+// corrupt turns a bad frame met while reading into engine.ErrCorrupt with
+// its place; other errors pass through.
+func (s *segment) corrupt(pos int64, err error) error {
+	if errors.Is(err, errBadFrame) {
+		return fmt.Errorf("segment %d: frame at byte %d: %w: %w", s.base, pos, engine.ErrCorrupt, err)
+	}
+	return err
+}
+
+// start finds where to start reading for offset (the indexed frame at or
+// before it) and where the first read call should end: where an indexed
+// frame starts, as far as the budget (plus the frames skipped to reach
+// offset) can reach. Ending a read on a frame boundary means that a scan's
+// consecutive Reads neither overlap nor read a frame twice, so the kernel
+// sees one sequential stream and keeps reading ahead.
+func (s *segment) start(offset, budget int64) (frameBase, pos, firstEnd int64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	frameBase, pos = lookup(s.base, s.entries, offset)
+	target := pos + budget + 2*indexIntervalBytes
+	i := sort.Search(len(s.entries), func(i int) bool { return int64(s.entries[i].pos) > target }) - 1
+	if i >= 0 && int64(s.entries[i].pos) > pos {
+		return frameBase, pos, int64(s.entries[i].pos)
+	}
+	return frameBase, pos, target
+}
+
+// read appends to out the batches of s starting with the one that holds
+// offset, while their data fits in maxBytes together with the size bytes
+// already in out (but always at least one batch overall). It returns out, the
+// new size, the offset where it stopped, and whether it stopped because the
+// budget was spent.
+//
+// The first read call covers the budget up to a frame boundary; after it,
+// a frame's header is read alone (so a frame that does not fit costs 20
+// bytes), and a frame that fits is read together with the rest of the
+// budget.
+func (s *segment) read(offset int64, maxBytes int, out []engine.Batch, size int) ([]engine.Batch, int, int64, bool, error) {
+	if err := s.ready(); err != nil {
+		return out, size, offset, false, err
+	}
+	frameBase, pos, firstEnd := s.start(offset, int64(max(maxBytes-size, 0)))
+	end := s.end.Load()
+	r := frameReader{readAt: s.readAt, base: s.base, limit: s.endPos.Load()}
+	// A bad frame after good ones ends the read with the good ones: the
+	// next read starts at the bad one and reports it.
+	bad := func(err error) ([]engine.Batch, int, int64, bool, error) {
+		if len(out) > 0 && errors.Is(err, errBadFrame) {
+			return out, size, frameBase, true, nil
+		}
+		return out, size, frameBase, false, s.corrupt(pos, err)
+	}
+	for frameBase < end {
+		if len(out) > 0 && size >= maxBytes {
+			return out, size, frameBase, true, nil
+		}
+		h, err := r.header(pos, frameBase, max(firstEnd, pos+frameHeaderLen))
+		if err != nil {
+			return bad(err)
+		}
+		if h.next() > offset {
+			left := int64(maxBytes) - int64(size) - int64(h.length)
+			if len(out) > 0 && left < 0 {
+				return out, size, frameBase, true, nil
+			}
+			b, err := r.frame(pos, h, max(firstEnd, pos+h.frameLen()+max(left, 0)+frameHeaderLen))
+			if err != nil {
+				return bad(err)
+			}
+			out = append(out, engine.Batch{BaseOffset: h.base, Records: h.records, Data: b[frameHeaderLen:]})
+			size += int(h.length)
+		}
+		pos += h.frameLen()
+		frameBase = h.next()
+	}
+	return out, size, frameBase, false, nil
+}
+
+// seek finds the batch boundary at or below offset: the base offset and file
+// position of the frame that holds offset, or of the segment end when offset
+// is at or past it.
+func (s *segment) seek(offset int64) (frameBase, pos int64, err error) {
+	if err := s.ready(); err != nil {
+		return 0, 0, err
+	}
+	frameBase, pos, firstEnd := s.start(offset, 0)
+	end := s.end.Load()
+	r := frameReader{readAt: s.readAt, base: s.base, limit: s.endPos.Load()}
+	for frameBase < end {
+		h, err := r.header(pos, frameBase, max(firstEnd, pos+frameHeaderLen))
+		if err != nil {
+			return 0, 0, s.corrupt(pos, err)
+		}
+		if h.next() > offset {
+			return frameBase, pos, nil
+		}
+		pos += h.frameLen()
+		frameBase = h.next()
+	}
+	return frameBase, pos, nil
+}
