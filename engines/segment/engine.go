@@ -278,11 +278,13 @@ func (e *Engine) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	err := e.failed()
-	if err == nil {
+	// With the marker still on disk nothing changed since a clean open:
+	// there is nothing to sync or record.
+	if err == nil && !e.cleanOnDisk {
 		err = e.syncAllLocked()
-	}
-	if err == nil {
-		err = e.writeCleanLocked()
+		if err == nil {
+			err = e.writeCleanLocked()
+		}
 	}
 	e.completeWaiters(err, true)
 	e.releaseAll()
