@@ -21,7 +21,9 @@ import (
 //   - The commit is appended to __consumer_offsets in this connection's
 //     request order and answered once durable; only then does OffsetFetch
 //     see it.
-//   - RetentionTimeMillis (v2-4) is ignored: offsets do not expire.
+//   - RetentionTimeMillis (v2-4) is ignored: offsets of a group with no
+//     members expire 7 days after it emptied (or after the commit, if later),
+//     as Kafka's default offsets.retention.minutes.
 //
 // Version notes:
 //   - v3: ThrottleMillis; v6: CommittedLeaderEpoch; v7: InstanceID; v8:

@@ -42,10 +42,16 @@ const (
 	// DefaultMaxOffsetMetadataBytes is Kafka's offset.metadata.max.bytes:
 	// OFFSET_METADATA_TOO_LARGE above it.
 	DefaultMaxOffsetMetadataBytes = 4096
+	// DefaultOffsetsRetention is Kafka's offsets.retention.minutes: the
+	// committed offsets of a group with no members expire this long after
+	// it emptied (or after the commit, if later), so abandoned groups do
+	// not accumulate forever.
+	DefaultOffsetsRetention = 7 * 24 * time.Hour
 )
 
 // Config configures a Coordinator. Log is required; zero fields take the
-// defaults above; a negative InitialRebalanceDelay means none.
+// defaults above; a negative InitialRebalanceDelay or OffsetsRetention
+// means none (no delay; offsets never expire).
 type Config struct {
 	Log    Log
 	Clock  clock.Clock
@@ -64,6 +70,7 @@ type Config struct {
 	MaxMetadataBytes       int
 	MaxGroupIDBytes        int
 	MaxOffsetMetadataBytes int
+	OffsetsRetention       time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -88,6 +95,10 @@ func (c Config) withDefaults() Config {
 		c.InitialRebalanceDelay = DefaultInitialRebalanceDelay
 	}
 	c.InitialRebalanceDelay = max(c.InitialRebalanceDelay, 0)
+	if c.OffsetsRetention == 0 {
+		c.OffsetsRetention = DefaultOffsetsRetention
+	}
+	c.OffsetsRetention = max(c.OffsetsRetention, 0)
 	setDefault(&c.MinSessionTimeout, DefaultMinSessionTimeout)
 	setDefault(&c.MaxSessionTimeout, DefaultMaxSessionTimeout)
 	setDefault(&c.MaxMembers, DefaultMaxMembers)
@@ -154,6 +165,7 @@ func Open(cfg Config) (*Coordinator, error) {
 			MaxSessionTimeout:     cfg.MaxSessionTimeout,
 			MaxMembers:            cfg.MaxMembers,
 			MaxMetadataBytes:      cfg.MaxMetadataBytes,
+			OffsetsRetention:      cfg.OffsetsRetention,
 		},
 		groups:  map[string]*entry{},
 		waiters: map[Waiter]chan Reply{},

@@ -363,3 +363,16 @@ func TestBadInputLeavesOtherGroupsServed(t *testing.T) {
 	}
 	assert.Equal(t, []int64{-1, 5}, e.fetch("healthy", 0, 1))
 }
+
+func TestOffsetsExpireOnTheClock(t *testing.T) {
+	e := newEnv(t)
+	require.Equal(t, []int16{0}, commitCodes(e.c.OffsetCommit(commitReq("old", "", -1, tpo{"t", 0, 9}))))
+	e.clk.Advance(group.DefaultOffsetsRetention - time.Second)
+	assert.Equal(t, []int64{9}, e.fetch("old", 0))
+	e.clk.Advance(time.Second)
+	eventually(t, "the offsets expire", func() bool { return len(e.listGroups()) == 0 })
+	assert.Equal(t, []int64{-1}, e.fetch("old", 0))
+	e.restart()
+	assert.Equal(t, []int64{-1}, e.fetch("old", 0), "the expiry was stored")
+	assert.Empty(t, e.listGroups())
+}

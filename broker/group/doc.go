@@ -56,5 +56,8 @@
 // 1 MiB (INVALID_REQUEST); offset metadata up to 4096 bytes
 // (OFFSET_METADATA_TOO_LARGE); 1000 members per group
 // (GROUP_MAX_SIZE_REACHED); session timeouts within [6 s, 30 min]
-// (INVALID_SESSION_TIMEOUT); initial rebalance delay 250 ms.
+// (INVALID_SESSION_TIMEOUT); initial rebalance delay 250 ms. Offsets of a
+// group with no members expire 7 days after it emptied (or after the
+// commit, if later), as Kafka's offsets.retention.minutes; tombstones make
+// the expiry durable.
 package group

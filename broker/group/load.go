@@ -170,6 +170,10 @@ func restoreGroup(id string, l *loaded, set Settings, now time.Time) *Group {
 		g.members = append(g.members, m)
 		g.byID[m.id] = m
 	}
+	if len(g.members) == 0 && l.meta.CurrentStateTimestamp > 0 {
+		// Empty since then: offset retention counts from that moment.
+		g.stateSince = time.UnixMilli(l.meta.CurrentStateTimestamp)
+	}
 	if len(g.members) > 0 {
 		g.setState(Stable, now)
 		g.leader = g.members[0].id

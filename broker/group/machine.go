@@ -67,6 +67,9 @@ type Settings struct {
 	MaxSessionTimeout     time.Duration
 	MaxMembers            int
 	MaxMetadataBytes      int
+	// OffsetsRetention: offsets of an Empty group expire this long after it
+	// became Empty (or after their commit, if later). Zero: never.
+	OffsetsRetention time.Duration
 }
 
 type member struct {

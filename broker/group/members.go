@@ -201,6 +201,7 @@ func (g *Group) Tick(now time.Time) {
 			g.prepareRebalance(now)
 		}
 	case Empty:
+		g.expireOffsets(now)
 		if len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 && len(g.inflight) == 0 && g.persisted {
 			g.store(storeDelete, nil, g.tombstones()...)
 			g.setState(Dead, now)
@@ -233,6 +234,8 @@ func (g *Group) NextDeadline() time.Time {
 		take(g.rebalanceDeadline)
 	case CompletingRebalance:
 		take(g.syncDeadline)
+	case Empty:
+		take(g.offsetsExpireAt())
 	}
 	return next
 }

@@ -107,6 +107,47 @@ func (g *Group) AllCommitted() []Commit {
 	return out
 }
 
+// expiry is when o expires in an Empty group (Kafka's KIP-211 rule): the
+// retention period after the group became Empty, or after the commit for a
+// later commit (a client that assigns partitions itself commits into an
+// Empty group).
+func (g *Group) expiry(o Offset) time.Time {
+	return maxTime(g.stateSince, o.CommitTime).Add(g.set.OffsetsRetention)
+}
+
+// offsetsExpireAt is when the first offset of an Empty group expires; zero
+// if none will.
+func (g *Group) offsetsExpireAt() time.Time {
+	var first time.Time
+	if g.set.OffsetsRetention <= 0 {
+		return first
+	}
+	for _, o := range g.offsets {
+		if at := g.expiry(o); first.IsZero() || at.Before(first) {
+			first = at
+		}
+	}
+	return first
+}
+
+// expireOffsets forgets, and tombstones, the offsets of an Empty group
+// whose retention has passed.
+func (g *Group) expireOffsets(now time.Time) {
+	if g.set.OffsetsRetention <= 0 {
+		return
+	}
+	var recs []Record
+	for tp, o := range g.offsets {
+		if !now.Before(g.expiry(o)) {
+			recs = append(recs, Record{Key: offsetKey(g.id, tp)})
+			delete(g.offsets, tp)
+		}
+	}
+	if len(recs) > 0 {
+		g.store(storeMetadata, nil, recs...)
+	}
+}
+
 // DropTopic forgets the offsets committed for a deleted topic and asks for
 // their tombstones.
 func (g *Group) DropTopic(topic string) {

@@ -2,6 +2,7 @@ package group
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -146,4 +147,64 @@ func TestStateNames(t *testing.T) {
 	_, ok := ParseState("Sleeping")
 	assert.False(t, ok)
 	assert.Equal(t, "Unknown", State(42).String())
+}
+
+func TestOffsetsExpireInEmptyGroups(t *testing.T) {
+	const retention = 24 * time.Hour
+	tp := TopicPartition{"t", 0}
+	commit := func(h *harness, off int64) {
+		h.g.CommitStarted([]TopicPartition{tp})
+		h.g.CommitDone([]Commit{{TopicPartition: tp, Offset: Offset{Offset: off, CommitTime: h.now}}}, off, true)
+		h.collect()
+	}
+	t.Run("a group that only commits", func(t *testing.T) {
+		h := newHarness(t)
+		h.g.set.OffsetsRetention = retention
+		commit(h, 1)
+		h.advance(time.Hour)
+		commit(h, 2) // a later commit restarts the clock
+		assert.Equal(t, h.now.Add(retention), h.g.NextDeadline())
+		h.advanceTo(h.now.Add(retention - time.Millisecond))
+		_, ok := h.g.Committed(tp)
+		require.True(t, ok)
+		h.advanceTo(h.now.Add(time.Millisecond))
+		_, ok = h.g.Committed(tp)
+		require.False(t, ok, "expired")
+		last := h.stores[len(h.stores)-1]
+		require.Len(t, last.Records, 1)
+		assert.Nil(t, last.Records[0].Value, "tombstoned")
+		assert.True(t, h.g.Disposable(), "nothing left to keep")
+	})
+	t.Run("a consumer group counts from when it emptied", func(t *testing.T) {
+		h := newHarness(t)
+		h.g.set.OffsetsRetention = retention
+		ids := h.stable(1)
+		commit(h, 5)
+		for range 12 {
+			h.advance(session / 2)
+			require.Zero(t, h.heartbeat(ids[0], 1))
+		}
+		emptied := h.now
+		h.g.Leave(h.now, []LeaveMember{{MemberID: ids[0]}})
+		h.collect()
+		require.Equal(t, Empty, h.g.State())
+		assert.Equal(t, emptied.Add(retention), h.g.NextDeadline())
+		h.advanceTo(emptied.Add(retention))
+		_, ok := h.g.Committed(tp)
+		require.False(t, ok)
+		assert.Equal(t, Dead, h.g.State(), "its stored metadata is tombstoned too")
+	})
+	t.Run("never while it has members", func(t *testing.T) {
+		h := newHarness(t)
+		h.g.set.OffsetsRetention = retention
+		ids := h.stable(1)
+		commit(h, 5)
+		for range 4 {
+			h.advance(session / 2)
+			require.Zero(t, h.heartbeat(ids[0], 1))
+		}
+		h.g.Tick(h.now.Add(2 * retention))
+		_, ok := h.g.Committed(tp)
+		assert.True(t, ok)
+	})
 }
