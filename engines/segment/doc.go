@@ -47,7 +47,9 @@
 // A segment rolls (a new file at the next offset) when the next frame would
 // take it past Options.SegmentBytes (clamped to [1 KiB, 1 GiB]); a frame
 // larger than that goes alone into a fresh segment. A segment also rolls
-// before its offsets outgrow the index's 4-byte relative offset.
+// before its offsets outgrow the index's 4-byte relative offset. Batches are
+// limited to 1 GiB whatever Options.MaxBatchBytes says (ErrBatchTooLarge),
+// so every frame length and indexed position fits its 4 bytes.
 //
 // # Index file
 //

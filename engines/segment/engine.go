@@ -33,6 +33,10 @@ var _ engine.LogEngine = (*Engine)(nil)
 // writes still batch whatever accumulated.
 const writeBehindBytes = 64 << 10
 
+// readBudgetMax caps a Read's maxBytes, so that offsets computed from it
+// cannot overflow; no read returns that much anyway.
+const readBudgetMax = 1 << 40
+
 // Engine is a segmented log in one directory.
 //
 // Locks, always taken in this order: flushMu (a flusher round, Truncate,
@@ -42,11 +46,12 @@ const writeBehindBytes = 64 << 10
 // (sync waiters) is taken last or alone. Reads take only segMu, briefly, and
 // a segment's mu to look up its index: never the append lock.
 type Engine struct {
-	fs           vfs.FS
-	dir          string
-	opts         engine.Options
-	log          *slog.Logger
-	segmentBytes int64
+	fs            vfs.FS
+	dir           string
+	opts          engine.Options
+	log           *slog.Logger
+	segmentBytes  int64
+	maxBatchBytes int // Options.MaxBatchBytes, at most segmentBytesMax (a frame's length has 4 bytes)
 
 	start   atomic.Int64
 	end     atomic.Int64
@@ -79,14 +84,15 @@ func Open(dir string, opts engine.Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{
-		fs:           opts.FS,
-		dir:          dir,
-		opts:         opts,
-		log:          opts.Logger.With("engine", Name, "dir", dir),
-		segmentBytes: min(max(opts.SegmentBytes, segmentBytesMin), segmentBytesMax),
-		kick:         make(chan struct{}, 1),
-		quit:         make(chan struct{}),
-		flusherDone:  make(chan struct{}),
+		fs:            opts.FS,
+		dir:           dir,
+		opts:          opts,
+		log:           opts.Logger.With("engine", Name, "dir", dir),
+		segmentBytes:  min(max(opts.SegmentBytes, segmentBytesMin), segmentBytesMax),
+		maxBatchBytes: min(opts.MaxBatchBytes, segmentBytesMax),
+		kick:          make(chan struct{}, 1),
+		quit:          make(chan struct{}),
+		flusherDone:   make(chan struct{}),
 	}
 	if err := e.recover(); err != nil {
 		e.releaseAll()
@@ -116,8 +122,8 @@ func (e *Engine) Append(b engine.Batch) error {
 	if b.Records < 1 || len(b.Data) == 0 {
 		return engine.ErrEmptyBatch
 	}
-	if len(b.Data) > e.opts.MaxBatchBytes {
-		return fmt.Errorf("%w: %d > %d bytes", engine.ErrBatchTooLarge, len(b.Data), e.opts.MaxBatchBytes)
+	if len(b.Data) > e.maxBatchBytes {
+		return fmt.Errorf("%w: %d > %d bytes", engine.ErrBatchTooLarge, len(b.Data), e.maxBatchBytes)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -224,6 +230,7 @@ func (e *Engine) Read(offset int64, maxBytes int) ([]engine.Batch, error) {
 	if offset < start || offset > end {
 		return nil, fmt.Errorf("%w: %d not in [%d, %d]", engine.ErrOffsetOutOfRange, offset, start, end)
 	}
+	maxBytes = min(maxBytes, readBudgetMax)
 	var out []engine.Batch
 	size := 0
 	for offset < end {
