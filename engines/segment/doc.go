@@ -15,7 +15,8 @@
 //
 // Names are the segment's base offset, 20 digits, so they sort in offset
 // order. The last segment is the active one; all others are sealed and
-// never written again. A sealed segment ends exactly where the next begins.
+// never written again. A sealed segment's frames end exactly where the next
+// segment begins (any bytes after them are dead, see Truncate).
 // No file is ever shortened or overwritten: vfs.FS has no truncate, and an
 // immutable prefix is what lets readers go without locks.
 //
@@ -41,8 +42,8 @@
 // by the data, so a flipped bit anywhere in a frame, header included, is
 // caught. length and records are at least 1; base offset is the previous
 // frame's base offset plus its records (the segment's base for the first),
-// which a reader checks too, so bytes left from another incarnation of a
-// file never pass for the next frame.
+// which a reader checks too: a reader led astray (by a damaged length, say)
+// finds out at the next header instead of returning some other batch.
 //
 // A segment rolls (a new file at the next offset) when the next frame would
 // take it past Options.SegmentBytes (clamped to [1 KiB, 1 GiB]); a frame
