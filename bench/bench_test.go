@@ -218,6 +218,7 @@ func TestFormatting(t *testing.T) {
 		{bench.Bytes(3 << 20), "3.0 MiB"},
 		{bench.Ratio(0.971), "0.97×"},
 		{bench.Millis(0.00841), "8.41 ms"},
+		{bench.Millis(1.034), "1.03 s"},
 	}
 	for _, c := range cases {
 		t.Run(c.want, func(t *testing.T) { assert.Equal(t, c.want, c.got) })

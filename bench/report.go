@@ -196,10 +196,13 @@ func Ratio(v float64) string {
 }
 
 // Millis formats a duration given in seconds as milliseconds with three
-// significant digits: 8.41 ms, 0.105 ms.
+// significant digits: 8.41 ms, 0.105 ms; a second or more as seconds.
 func Millis(seconds float64) string {
 	if math.IsNaN(seconds) || math.IsInf(seconds, 0) {
 		return "–"
+	}
+	if seconds >= 1 {
+		return fmt.Sprintf("%.3g s", seconds)
 	}
 	return fmt.Sprintf("%.3g ms", seconds*1e3)
 }
