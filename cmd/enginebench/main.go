@@ -4,12 +4,14 @@
 //
 //	go run ./cmd/enginebench -out results
 //
-// -quick runs the same pipeline on small sizes (a smoke test, not a result).
+// -quick runs the same pipeline on small sizes (a smoke test, not a result);
+// -render results/engines.json rebuilds engines.md from an earlier run.
 // The run drops its data from the page cache between writing and reading;
 // as root it may also drop the whole page cache when that is not enough.
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -46,9 +48,13 @@ func run(args []string, stderr io.Writer) error {
 		out      = fs.String("out", "results", "directory for engines.md and engines.json")
 		dir      = fs.String("dir", "", "where the scratch data goes (default: the system temporary directory); its disk is what is measured")
 		progress = fs.Bool("progress", true, "show a progress bar on stderr")
+		render   = fs.String("render", "", "measure nothing: re-render engines.md in -out from this engines.json of an earlier run")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *render != "" {
+		return rerender(*render, *out, stderr)
 	}
 	cfg := logbench.Default()
 	if *quick {
@@ -79,18 +85,38 @@ func run(args []string, stderr io.Writer) error {
 	}
 	res.Command = commandLine(args)
 	res.Commit = bench.GitCommit(".")
-	md := logbench.Report(res).Markdown()
-	if err := bench.WriteFile(filepath.Join(*out, "engines.md"), md); err != nil {
+	if err := bench.WriteJSON(filepath.Join(*out, "engines.json"), res); err != nil {
 		return err
 	}
-	if err := bench.WriteJSON(filepath.Join(*out, "engines.json"), res); err != nil {
+	return writeReport(res, *out, stderr)
+}
+
+func writeReport(res *logbench.Results, out string, stderr io.Writer) error {
+	md := filepath.Join(out, "engines.md")
+	if err := bench.WriteFile(md, logbench.Report(res).Markdown()); err != nil {
 		return err
 	}
 	for _, t := range res.Targets {
 		fmt.Fprintln(stderr, t)
 	}
-	fmt.Fprintf(stderr, "wrote %s and %s\n", filepath.Join(*out, "engines.md"), filepath.Join(*out, "engines.json"))
+	fmt.Fprintf(stderr, "wrote %s\n", md)
 	return nil
+}
+
+// rerender rebuilds the markdown report of an earlier run from its JSON, so
+// that a change to the report's layout needs no new measurement. The
+// targets are evaluated again from the samples.
+func rerender(jsonPath, out string, stderr io.Writer) error {
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		return err
+	}
+	var res logbench.Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		return fmt.Errorf("%s: %w", jsonPath, err)
+	}
+	res.Targets = logbench.Evaluate(&res)
+	return writeReport(&res, out, stderr)
 }
 
 // commandLine is how the run was started: `go run ./cmd/enginebench` when

@@ -40,12 +40,19 @@ func TestQuickRunWritesBothReports(t *testing.T) {
 	require.Len(t, res.Subjects, 2)
 	assert.Equal(t, "raw", res.Subjects[0].Name)
 	assert.Contains(t, stderr.String(), "SKIP segment", "targets are printed")
+
+	again := filepath.Join(t.TempDir(), "again")
+	require.NoError(t, run([]string{"-render", filepath.Join(out, "engines.json"), "-out", again}, &stderr))
+	md2, err := os.ReadFile(filepath.Join(again, "engines.md"))
+	require.NoError(t, err)
+	assert.Equal(t, string(md), string(md2), "the JSON holds everything the report shows")
 }
 
 func TestBadFlagsAndEngines(t *testing.T) {
 	cases := [][]string{
 		{"-no-such-flag"},
 		{"-quick", "-progress=false", "-engines", "nope"},
+		{"-render", "/no/such/engines.json"},
 	}
 	for _, args := range cases {
 		t.Run(args[len(args)-1], func(t *testing.T) {
