@@ -41,8 +41,9 @@
 // A call in flight at the crash (a Truncate, a DeleteBefore) may have taken
 // effect or not; both are accepted, nothing in between.
 //
-// When that recovery passes, the power goes out a second time, at a random
-// write operation of the recovery itself (its Open, the append, sync and
+// When that recovery passes, at half the crash points (drawn from the seed)
+// the power goes out a second time, at a random write operation of the
+// recovery itself (its Open, the append, sync and
 // Close that follow), and the recovery of that is checked too: everything
 // the first recovery found was durable on disk, so it must all be there, and
 // nothing it dropped may come back.
@@ -60,7 +61,7 @@
 //     this sweep runs last, and why the seed is also printed on stderr.
 //
 // What it proves: for every single crash point of this workload, and one
-// more crash inside each recovery, the engine neither loses an acknowledged
+// more crash inside half of the recoveries, the engine neither loses an acknowledged
 // batch nor serves a torn one, whichever unsynced data the disk happened to
 // keep; a Truncate or DeleteBefore that returned nil sticks; and the engine
 // survives its disk failing under it. What it does not prove: misdirected or
