@@ -35,7 +35,7 @@ func dispatchFrame(s *Server, frame []byte) ([]byte, header, error) {
 	if err != nil {
 		return nil, h, err
 	}
-	rep := a.serve(&request{s: s, hdr: h, body: body})
+	rep := a.serve(&request{s: s, c: &conn{remote: "192.0.2.1:9"}, hdr: h, body: body})
 	resp := rep.resp
 	switch {
 	case rep.err != nil:

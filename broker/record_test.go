@@ -68,7 +68,24 @@ func recordFranz(t *testing.T, addr string) {
 		require.NoError(t, ctx.Err())
 		n += len(fs.Records())
 	}
+	cl.Close()
+
+	// A group member: FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
+	// OffsetCommit, OffsetFetch, LeaveGroup.
+	cl, err = kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("seed"), kgo.ConsumerGroup("seed-group"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	for n := 0; n < 25; {
+		fs := cl.PollFetches(ctx)
+		require.NoError(t, ctx.Err())
+		n += len(fs.Records())
+	}
+	require.NoError(t, cl.CommitUncommittedOffsets(ctx))
 	adm := kadm.NewClient(cl)
+	_, err = adm.DescribeGroups(ctx, "seed-group")
+	require.NoError(t, err)
+	_, err = adm.ListGroups(ctx)
+	require.NoError(t, err)
 	_, err = adm.CreateTopic(ctx, 2, 1, map[string]*string{"retention.ms": kadm.StringPtr("1000")}, "seed-admin-new")
 	require.NoError(t, err)
 	_, err = adm.DescribeTopicConfigs(ctx, "seed-admin-new")
