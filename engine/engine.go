@@ -25,6 +25,11 @@
 // All methods are safe for concurrent use. Every method called after Close
 // returns ErrClosed.
 //
+// Opening a log recovers it: a torn or unsynced tail is cut, and whatever
+// Open keeps is durable when Open returns (an engine fsyncs what it recovered
+// before it says so), so a second crash right after a reopen cannot take back
+// a batch a reader has already seen.
+//
 // # Optional behaviour
 //
 // Capabilities are declared at registration, not guessed: see Capabilities.
@@ -68,7 +73,9 @@ type LogEngine interface {
 	// Options.MaxBatchBytes (otherwise ErrBatchTooLarge). When Append returns
 	// nil the batch is readable and EndOffset has moved past it; it is durable
 	// only once Sync says so. A failed write leaves the engine refusing further
-	// appends with that error (the error is sticky) rather than risk a hole.
+	// appends with that error (the error is sticky) rather than risk a hole;
+	// reads of what is already in the log keep working. Append does not keep
+	// b.Data after it returns: the caller may reuse the buffer.
 	Append(b Batch) error
 
 	// Sync waits until every batch below offset end is durable under the
@@ -122,7 +129,9 @@ const (
 	// Options.SyncInterval. A crash loses at most about one interval.
 	SyncInterval
 	// SyncNever: Sync returns at once; data reaches the disk when the OS
-	// writes it back, or at Close.
+	// writes it back, or at Close. An engine may hold a bounded amount of
+	// unsynced data in process memory under this policy (badger does), so a
+	// process crash, not only a power loss, can take it.
 	SyncNever
 )
 
