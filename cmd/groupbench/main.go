@@ -4,18 +4,24 @@
 //   - churn: 12 partitions, 3 members, a 4th joins; how many partitions
 //     change owner with the cooperative-sticky balancer (target: at most 3)
 //     and, for comparison, with the eager range balancer;
+//
 //   - settle: 10 members started at once; the time from the last JoinGroup
 //     written until the group is Stable with every partition owned
 //     (target: within 1 s of its last JoinGroup).
 //
+//   - load: produce throughput (franz-go, acks=all) with and without 100
+//     one-member groups heartbeating every 3 s and committing every 5 s
+//     (franz-go's defaults); target: at most 5 % lower.
+//
 // Each engine gets its own in-process broker on a fresh data directory
 // under -dir, with sync=always.
 //
-//	groupbench [-engines segment,pebble,...] [-runs 5] [-out results]
+//	groupbench [-engines segment,pebble,...] [-runs 5] [-load-reps 3] [-out results]
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -43,6 +49,7 @@ const (
 	settleMembers   = 10
 	churnTarget     = 3
 	settleTarget    = time.Second
+	loadTarget      = 5.0 // percent
 )
 
 // engineResult is one engine's measurements.
@@ -51,7 +58,42 @@ type engineResult struct {
 	Cooperative  churnJSON `json:"churn_cooperative_sticky"`
 	Range        churnJSON `json:"churn_range"`
 	SettleMillis []float64 `json:"settle_ms"`
+	Load         loadJSON  `json:"load"`
 	settles      []time.Duration
+}
+
+// loadJSON is the produce throughput with and without group traffic.
+type loadJSON struct {
+	Groups      int       `json:"groups"`
+	RunSeconds  float64   `json:"run_seconds"`
+	RecordBytes int       `json:"record_bytes"`
+	Baseline    []float64 `json:"baseline_records_per_s"`
+	WithGroups  []float64 `json:"with_groups_records_per_s"`
+	GroupReqs   []float64 `json:"group_requests_per_s"`
+}
+
+// change is the relative change of the median with groups against the
+// median without, in percent (negative: slower).
+func (l loadJSON) change() float64 {
+	b, w := medianF(l.Baseline), medianF(l.WithGroups)
+	if b == 0 {
+		return 0
+	}
+	return (w/b - 1) * 100
+}
+
+func medianF(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+type loadFlags struct {
+	groups, size, reps int
+	run                time.Duration
 }
 
 type churnJSON struct {
@@ -76,6 +118,11 @@ func run(ctx context.Context, args []string) error {
 	runs := fs.Int("runs", 5, "settle measurements per engine")
 	out := fs.String("out", "results", "directory for groups.md and groups.json")
 	dir := fs.String("dir", "", "parent of the brokers' data directories (default: a temporary directory here)")
+	var lf loadFlags
+	fs.IntVar(&lf.groups, "load-groups", 100, "groups heartbeating and committing during the load measurement")
+	fs.DurationVar(&lf.run, "load-run", 15*time.Second, "length of each produce run of the load measurement")
+	fs.IntVar(&lf.size, "record-size", 100, "value bytes per record")
+	fs.IntVar(&lf.reps, "load-reps", 3, "produce runs with and without groups, alternating (0: skip)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -91,7 +138,7 @@ func run(ctx context.Context, args []string) error {
 	var results []engineResult
 	for _, name := range strings.Split(*engines, ",") {
 		fmt.Fprintf(os.Stderr, "groupbench: %s\n", name)
-		r, err := measure(ctx, name, filepath.Join(parent, name), *runs)
+		r, err := measure(ctx, name, filepath.Join(parent, name), *runs, lf)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -105,7 +152,7 @@ func run(ctx context.Context, args []string) error {
 }
 
 // measure starts a broker on engineName and takes every measurement on it.
-func measure(ctx context.Context, engineName, dir string, runs int) (engineResult, error) {
+func measure(ctx context.Context, engineName, dir string, runs int, lf loadFlags) (engineResult, error) {
 	res := engineResult{Engine: engineName}
 	s, err := broker.New(broker.Config{
 		Dir:           dir,
@@ -146,7 +193,36 @@ func measure(ctx context.Context, engineName, dir string, runs int) (engineResul
 		res.settles = append(res.settles, d)
 		res.SettleMillis = append(res.SettleMillis, ms(d))
 	}
-	return res, nil
+	var err2 error
+	res.Load, err2 = measureLoad(ctx, b, lf)
+	return res, err2
+}
+
+// measureLoad alternates produce runs without and with group traffic, each
+// on a fresh topic.
+func measureLoad(ctx context.Context, b *groupbench.Bench, lf loadFlags) (loadJSON, error) {
+	l := loadJSON{Groups: lf.groups, RunSeconds: lf.run.Seconds(), RecordBytes: lf.size}
+	for i := range lf.reps {
+		rate, err := b.ProduceRate(ctx, fmt.Sprintf("plain-%d", i), lf.run, lf.size)
+		if err != nil {
+			return l, fmt.Errorf("baseline: %w", err)
+		}
+		l.Baseline = append(l.Baseline, rate)
+		gl, err := b.StartGroupLoad(ctx, lf.groups, "committed", 3*time.Second, 5*time.Second)
+		if err != nil {
+			return l, fmt.Errorf("group load: %w", err)
+		}
+		start := time.Now()
+		rate, err = b.ProduceRate(ctx, fmt.Sprintf("loaded-%d", i), lf.run, lf.size)
+		elapsed := time.Since(start)
+		reqs, lerr := gl.Stop()
+		if err = errors.Join(err, lerr); err != nil {
+			return l, fmt.Errorf("with groups: %w", err)
+		}
+		l.WithGroups = append(l.WithGroups, rate)
+		l.GroupReqs = append(l.GroupReqs, float64(reqs)/elapsed.Seconds())
+	}
+	return l, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -191,10 +267,26 @@ func report(results []engineResult, dir, cmdline string) *bench.Report {
 			fmt.Sprint(res.Range.Moved), msText(res.Range.SettleMillis),
 			med.Round(time.Millisecond).String(), worst.Round(time.Millisecond).String(), verdict(ok))
 	}
+	if len(results) > 0 && len(results[0].Load.Baseline) > 0 {
+		l0 := results[0].Load
+		ls := r.Section("Produce throughput with group traffic")
+		ls.Para("%d produce runs of %v each, records of %d bytes (franz-go, acks=all, round-robin over %d partitions, a fresh topic "+
+			"each) alternate without and with %d one-member groups that heartbeat every 3 s and commit every 5 s "+
+			"(franz-go's defaults) on one shared client. Medians; *change* is with groups against without.",
+			2*len(l0.Baseline), time.Duration(l0.RunSeconds*float64(time.Second)), l0.RecordBytes, churnPartitions, l0.Groups)
+		lt := ls.Table("engine", "without groups", "with groups", "change", "group requests/s", "runs without", "runs with", "target")
+		for _, res := range results {
+			l := res.Load
+			lt.Row(res.Engine, bench.Rate(medianF(l.Baseline))+"/s", bench.Rate(medianF(l.WithGroups))+"/s",
+				fmt.Sprintf("%+.1f %%", l.change()), fmt.Sprintf("%.0f", medianF(l.GroupReqs)),
+				rates(l.Baseline), rates(l.WithGroups), verdict(l.change() >= -loadTarget))
+		}
+	}
 	tg := r.Section("Targets")
 	tg.List(
 		fmt.Sprintf("churn with cooperative-sticky at most %d partitions: %s", churnTarget, verdict(allChurnOK(results))),
 		fmt.Sprintf("a %d-member group settles within %v of its last JoinGroup: %s", settleMembers, settleTarget, verdict(allSettleOK(results))),
+		fmt.Sprintf("heartbeats and commits of 100 groups lower produce throughput by at most %.0f %%: %s", loadTarget, verdict(allLoadOK(results))),
 	)
 	a := r.Section("Assignments (cooperative-sticky, first engine)")
 	if len(results) > 0 {
@@ -202,6 +294,23 @@ func report(results []engineResult, dir, cmdline string) *bench.Report {
 		a.Para("After: %s", results[0].Cooperative.After)
 	}
 	return r
+}
+
+func rates(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = bench.Rate(x)
+	}
+	return strings.Join(parts, " ")
+}
+
+func allLoadOK(rs []engineResult) bool {
+	for _, r := range rs {
+		if len(r.Load.Baseline) > 0 && r.Load.change() < -loadTarget {
+			return false
+		}
+	}
+	return true
 }
 
 func msText(v float64) string { return fmt.Sprintf("%.0f ms", v) }

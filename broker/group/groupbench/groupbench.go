@@ -118,15 +118,19 @@ func (b *Bench) admin() (*kadm.Client, func(), error) {
 }
 
 // Prepare creates the topic unless it exists.
-func (b *Bench) Prepare(ctx context.Context) error {
+func (b *Bench) Prepare(ctx context.Context) error { return b.ensureTopic(ctx, b.Topic) }
+
+// ensureTopic creates topic with the Bench's partition count unless it
+// exists.
+func (b *Bench) ensureTopic(ctx context.Context, topic string) error {
 	adm, done, err := b.admin()
 	if err != nil {
 		return err
 	}
 	defer done()
-	_, err = adm.CreateTopic(ctx, int32(b.Partitions), 1, nil, b.Topic)
+	_, err = adm.CreateTopic(ctx, int32(b.Partitions), 1, nil, topic)
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("create %s: %w", b.Topic, err)
+		return fmt.Errorf("create %s: %w", topic, err)
 	}
 	return nil
 }
