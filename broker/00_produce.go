@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,7 +25,9 @@ import (
 //     goroutine: acks=1 waits until the batch is durable under the sync
 //     policy, acks=-1 until the high watermark passes it; both end with
 //     REQUEST_TIMED_OUT after the request's TimeoutMillis (<= 0: no limit).
-//   - acks=0: appended the same way, and no response at all.
+//   - acks=0: appended the same way, and no response at all; if a
+//     partition fails, the connection is closed (as Kafka does), which
+//     makes the client refresh its metadata.
 //   - Any other acks value: INVALID_REQUIRED_ACKS on every partition.
 //   - Unknown topic: auto-created with the default partition count when
 //     auto-creation is on, else UNKNOWN_TOPIC_OR_PARTITION.
@@ -83,7 +86,7 @@ func handleProduce(r *request) reply {
 		}
 	}
 	if req.Acks == 0 {
-		return reply{none: true}
+		return produceNoAck(resp)
 	}
 	if len(waits) == 0 {
 		return done(resp)
@@ -92,6 +95,20 @@ func handleProduce(r *request) reply {
 		r.s.awaitProduce(ctx, req, waits)
 		return resp
 	})
+}
+
+// produceNoAck is the reply to acks=0: nothing, unless a partition failed.
+// Then, as Kafka does, the connection is closed: it is the only way to tell
+// such a client to refresh its metadata.
+func produceNoAck(resp *kmsg.ProduceResponse) reply {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return fail(fmt.Errorf("acks=0 produce to %s/%d failed: %v", t.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode)))
+			}
+		}
+	}
+	return reply{none: true}
 }
 
 // appendPartition runs the ordering phase for one partition: it fills sp

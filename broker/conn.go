@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -56,7 +58,10 @@ type pending struct {
 	ready  chan struct{} // nil if resp was ready at once; else closed when it is
 	resp   kmsg.Response
 	none   bool  // no response is written
-	err    error // close the connection here
+	err    error // close the connection here (set before queueing)
+	// waitErr is err for a waiting phase that failed; the writer reads it
+	// after ready is closed.
+	waitErr error
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -117,8 +122,9 @@ func (c *conn) read() {
 			}
 			return
 		}
+		stop := p.err != nil // read before the writer owns p
 		c.queue <- p
-		if p.err != nil {
+		if stop {
 			return
 		}
 	}
@@ -164,7 +170,7 @@ func (c *conn) readRequest() (*pending, error) {
 
 // run calls the handler and arranges for its waiting phase.
 func (c *conn) run(p *pending, r *request) {
-	rep := p.api.serve(r)
+	rep := c.serveSafely(p.api, r)
 	switch {
 	case rep.err != nil:
 		c.log.Info("closing connection: protocol error", "api", p.api.name, "err", rep.err)
@@ -175,11 +181,34 @@ func (c *conn) run(p *pending, r *request) {
 		p.ready = make(chan struct{})
 		go func() {
 			defer close(p.ready)
+			defer func() {
+				if v := recover(); v != nil {
+					p.waitErr = c.handlerPanic(p.api, v)
+				}
+			}()
 			p.resp = rep.wait(c.ctx)
 		}()
 	default:
 		p.resp = rep.resp
 	}
+}
+
+// serveSafely runs a handler's ordering phase. A handler that panics is a
+// bug, but one client's request must not take every other client down: the
+// panic is logged with its stack and that connection is closed.
+func (c *conn) serveSafely(a *api, r *request) (rep reply) {
+	defer func() {
+		if v := recover(); v != nil {
+			rep = fail(c.handlerPanic(a, v))
+		}
+	}()
+	return a.serve(r)
+}
+
+func (c *conn) handlerPanic(a *api, v any) error {
+	c.s.metrics.badRequests.Inc()
+	c.log.Error("handler panicked; closing the connection", "api", a.name, "panic", v, "stack", string(debug.Stack()))
+	return fmt.Errorf("%w: %s handler panicked: %v", errHandlerPanic, a.name, v)
 }
 
 func (c *conn) logReadError(err error) {
@@ -265,6 +294,9 @@ func (c *conn) next(bw *bufio.Writer, broken bool) (*pending, bool) {
 			// The waiting phase watches c.ctx, so this ends promptly
 			// even when the connection is dying.
 			<-p.ready
+		}
+		if p.waitErr != nil {
+			p.err, p.resp = p.waitErr, nil
 		}
 	}
 	return p, true

@@ -112,6 +112,7 @@ var (
 	errUnknownAPI     = errors.New("unknown API key")
 	errUnsupportedVer = errors.New("unsupported API version")
 	errUndecodable    = errors.New("undecodable request")
+	errHandlerPanic   = errors.New("internal error")
 )
 
 // decode parses one request frame: the header, then the body with kmsg.

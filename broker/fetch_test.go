@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka/broker"
 	"github.com/minikafka/minikafka/broker/batch/batchtest"
 	"github.com/minikafka/minikafka/broker/brokertest"
 )
@@ -232,4 +233,21 @@ func TestProduceRefusals(t *testing.T) {
 	part, err := b.Partitions().Partition("pr", 0)
 	require.NoError(t, err)
 	assert.Zero(t, part.EndOffset(), "nothing appended")
+}
+
+func TestAcksZeroErrorClosesTheConnection(t *testing.T) {
+	b := brokertest.Start(t, brokertest.Configure(func(c *broker.Config) { c.AutoCreate = false }))
+	c := dialRaw(t, b.Addr)
+	p := kmsg.NewPtrProduceRequest()
+	p.SetVersion(9)
+	p.Acks = 0
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "no-such-topic"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = batchtest.Plain(t, 1)
+	rt.Partitions = append(rt.Partitions, rp)
+	p.Topics = append(p.Topics, rt)
+	c.write(c.encode(p))
+	c.expectClosed("acks=0 produce to an unknown topic")
+	metadataWorks(t, b.Addr)
 }
