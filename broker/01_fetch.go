@@ -211,9 +211,11 @@ func readPartition(t *fetchTarget, room int, data bool) partRead {
 // offset (true), or ctx ends or the server is closing (false).
 func (s *Server) waitFetch(ctx context.Context, targets []fetchTarget) bool {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	woke := make(chan struct{}, 1)
 	var wg sync.WaitGroup
+	// Stop every waiter, then wait for them: on any return.
+	defer wg.Wait()
+	defer cancel()
 	for i := range targets {
 		t := &targets[i]
 		if t.err != nil {
@@ -230,7 +232,6 @@ func (s *Server) waitFetch(ctx context.Context, targets []fetchTarget) bool {
 			}
 		}()
 	}
-	defer wg.Wait()
 	select {
 	case <-woke:
 		return true

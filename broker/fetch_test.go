@@ -73,6 +73,34 @@ func TestFetchLongPoll(t *testing.T) {
 		assert.Len(t, recs, 2, "the records that woke the fetch")
 		assert.Zero(t, resp.SessionID, "sessions declined")
 	})
+	t.Run("woken by data on one of several partitions", func(t *testing.T) {
+		b.CreateTopic(t, "lp2", 3)
+		c := dialRaw(t, b.Addr)
+		metadataWorks(t, b.Addr)
+		base := clk.Pending()
+		req := fetchReq("lp2", 0, time.Hour, 1)
+		for p := int32(1); p < 3; p++ {
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.PartitionMaxBytes = p, 1<<20
+			req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
+		}
+		c.write(c.encode(req))
+		waitPending(t, clk.Pending, base+1)
+		pr := kmsg.NewPtrProduceRequest()
+		pr.SetVersion(9)
+		pr.Acks, pr.TimeoutMillis = -1, 10_000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "lp2"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = 2, batchtest.Plain(t, 1)
+		rt.Partitions = append(rt.Partitions, rp)
+		pr.Topics = append(pr.Topics, rt)
+		dialRaw(t, b.Addr).roundTrip(pr)
+		resp := readResponse(t, c, req, c.corr).(*kmsg.FetchResponse)
+		require.Len(t, resp.Topics[0].Partitions, 3)
+		assert.Len(t, batchtest.MustDecode(t, resp.Topics[0].Partitions[2].RecordBatches), 1,
+			"answered as soon as one partition had data, without the clock moving")
+	})
 	t.Run("MaxWait on the injected clock", func(t *testing.T) {
 		c := dialRaw(t, b.Addr)
 		metadataWorks(t, b.Addr)
