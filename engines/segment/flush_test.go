@@ -282,3 +282,40 @@ func TestUnwrittenTailIsBounded(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.Equal(t, data, got[0].Data)
 }
+
+// TestReadsDuringWrite: while the flusher's write is in progress, a read
+// spans bytes in the file, in the tail being written and in the tail still
+// pending, and sees every batch whole.
+func TestReadsDuringWrite(t *testing.T) {
+	var (
+		armed   atomic.Bool
+		started = make(chan struct{})
+		release = make(chan struct{})
+		once    sync.Once
+	)
+	fs := errorfs.Wrap(newMem(t), errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if armed.Load() && op.Kind == errorfs.OpFileWriteAt && strings.HasSuffix(op.Path, logSuffix) {
+			once.Do(func() { close(started); <-release })
+		}
+		return nil
+	}))
+	e := open(t, fs, engine.Options{})
+	inFile := appendN(t, e, 3, 2, fixed(500))
+	require.NoError(t, e.Sync(context.Background(), e.EndOffset()))
+	armed.Store(true)
+	inFlight := appendN(t, e, 3, 2, fixed(700))
+	synced := make(chan error, 1)
+	go func() { synced <- e.Sync(context.Background(), e.EndOffset()) }()
+	<-started // the flusher is writing inFlight
+	pending := appendN(t, e, 3, 2, fixed(900))
+	all := slices.Concat(inFile, inFlight, pending)
+	requireBatches(t, all, readAll(t, e), "reads during the write")
+	for _, b := range all {
+		got, err := e.Read(b.BaseOffset, 0)
+		require.NoError(t, err)
+		requireBatches(t, []engine.Batch{b}, got, fmt.Sprintf("Read(%d, 0)", b.BaseOffset))
+	}
+	close(release)
+	require.NoError(t, <-synced)
+	requireBatches(t, all, readAll(t, e), "reads after the write")
+}
