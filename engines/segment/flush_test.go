@@ -45,6 +45,17 @@ func within(t *testing.T, what string, f func()) {
 	}
 }
 
+// gate holds the engine's I/O at one point until opened. A test that fails
+// before opening it opens it at cleanup, before the engine is closed.
+type gate struct {
+	ch   chan struct{}
+	once sync.Once
+}
+
+func newGate() *gate  { return &gate{ch: make(chan struct{})} }
+func (g *gate) wait() { <-g.ch }
+func (g *gate) open() { g.once.Do(func() { close(g.ch) }) }
+
 func isLogSync(op errorfs.Op) bool {
 	return op.Kind == errorfs.OpFileSyncData && strings.HasSuffix(op.Path, logSuffix)
 }
@@ -96,16 +107,17 @@ func TestGroupCommit(t *testing.T) {
 		armed   atomic.Bool
 		syncs   atomic.Int64
 		started = make(chan struct{})
-		release = make(chan struct{})
+		release = newGate()
 	)
 	fs := errorfs.Wrap(newMem(t), errorfs.InjectorFunc(func(op errorfs.Op) error {
 		if armed.Load() && isLogSync(op) && syncs.Add(1) == 1 {
 			close(started)
-			<-release
+			release.wait()
 		}
 		return nil
 	}))
 	e := open(t, fs, engine.Options{})
+	t.Cleanup(release.open) // before Close, which waits for the flusher
 	armed.Store(true)
 	first := appendN(t, e, 1, 1, fixed(100))
 	firstDone := make(chan error, 1)
@@ -129,7 +141,7 @@ func TestGroupCommit(t *testing.T) {
 		t.Fatalf("the first Sync returned (%v) before its fsync finished", err)
 	default:
 	}
-	close(release)
+	release.open()
 	require.NoError(t, <-firstDone)
 	for range waiters {
 		require.NoError(t, <-errs)
@@ -143,16 +155,17 @@ func TestSyncHonoursContextDuringFsync(t *testing.T) {
 	var (
 		armed   atomic.Bool
 		started = make(chan struct{})
-		release = make(chan struct{})
+		release = newGate()
 		once    sync.Once
 	)
 	fs := errorfs.Wrap(newMem(t), errorfs.InjectorFunc(func(op errorfs.Op) error {
 		if armed.Load() && isLogSync(op) {
-			once.Do(func() { close(started); <-release })
+			once.Do(func() { close(started); release.wait() })
 		}
 		return nil
 	}))
 	e := open(t, fs, engine.Options{})
+	t.Cleanup(release.open) // before Close, which waits for the flusher
 	armed.Store(true)
 	appendN(t, e, 1, 1, fixed(10))
 	go func() { _ = e.Sync(context.Background(), e.EndOffset()) }()
@@ -162,7 +175,7 @@ func TestSyncHonoursContextDuringFsync(t *testing.T) {
 	within(t, "Sync with an ending context", func() {
 		assert.ErrorIs(t, e.Sync(ctx, e.EndOffset()), context.DeadlineExceeded)
 	})
-	close(release)
+	release.open()
 }
 
 // TestIOErrorsAreSticky: the first failed write or fsync fails every later
@@ -290,16 +303,17 @@ func TestReadsDuringWrite(t *testing.T) {
 	var (
 		armed   atomic.Bool
 		started = make(chan struct{})
-		release = make(chan struct{})
+		release = newGate()
 		once    sync.Once
 	)
 	fs := errorfs.Wrap(newMem(t), errorfs.InjectorFunc(func(op errorfs.Op) error {
 		if armed.Load() && op.Kind == errorfs.OpFileWriteAt && strings.HasSuffix(op.Path, logSuffix) {
-			once.Do(func() { close(started); <-release })
+			once.Do(func() { close(started); release.wait() })
 		}
 		return nil
 	}))
 	e := open(t, fs, engine.Options{})
+	t.Cleanup(release.open) // before Close, which waits for the flusher
 	inFile := appendN(t, e, 3, 2, fixed(500))
 	require.NoError(t, e.Sync(context.Background(), e.EndOffset()))
 	armed.Store(true)
@@ -315,7 +329,7 @@ func TestReadsDuringWrite(t *testing.T) {
 		require.NoError(t, err)
 		requireBatches(t, []engine.Batch{b}, got, fmt.Sprintf("Read(%d, 0)", b.BaseOffset))
 	}
-	close(release)
+	release.open()
 	require.NoError(t, <-synced)
 	requireBatches(t, all, readAll(t, e), "reads after the write")
 }
