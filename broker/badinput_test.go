@@ -1,8 +1,12 @@
 package broker_test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"net"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -270,4 +274,47 @@ func TestSlowClients(t *testing.T) {
 		metadataWorks(t, b.Addr)
 		closedWithin(t, c, clk, time.Minute, nil)
 	})
+}
+
+// openConns reads the open-connections gauge from the broker's metrics.
+func openConns(t *testing.T, b *brokertest.Broker) int {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	b.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	m := regexp.MustCompile(`(?m)^minikafka_open_connections (\d+)`).FindStringSubmatch(rec.Body.String())
+	require.NotNil(t, m, "open connections gauge")
+	n, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	return n
+}
+
+// TestClientThatDoesNotRead: responses pile up unread until the socket is
+// full; after WriteTimeout on the injected clock the broker gives up on
+// that connection and keeps serving others.
+func TestClientThatDoesNotRead(t *testing.T) {
+	b, clk := manualBroker(t, time.Minute, 24*time.Hour)
+	b.CreateTopic(t, "big", 1)
+	w := dialRaw(t, b.Addr)
+	value := bytes.Repeat([]byte("x"), 100_000)
+	for range 20 {
+		produceRaw(t, w, "big", -1, batchtest.Make(t, batchtest.Spec{Values: [][]byte{value}}))
+	}
+	base := openConns(t, b)
+	c := dialRaw(t, b.Addr)
+	var wire []byte
+	for range 64 {
+		wire = append(wire, c.encode(fetchReq("big", 0, 0, 1))...)
+	}
+	go func() { _, _ = c.c.Write(wire) }() // blocks too once the broker stops reading
+	deadline := time.Now().Add(10 * time.Second)
+	for openConns(t, b) <= base {
+		require.True(t, time.Now().Before(deadline), "the connection was never counted")
+		time.Sleep(time.Millisecond)
+	}
+	for openConns(t, b) > base {
+		require.True(t, time.Now().Before(deadline), "the connection that does not read is still open")
+		clk.Advance(time.Minute)
+		time.Sleep(10 * time.Millisecond)
+	}
+	metadataWorks(t, b.Addr)
 }

@@ -46,7 +46,11 @@ type conn struct {
 	queue chan *pending // in request order
 	readW *watchdog     // idle and frame deadlines
 	done  chan struct{} // closed when the writer has finished
-	once  sync.Once     // guards stopReading's deadline
+
+	// The writer goroutine's own.
+	bw     *bufio.Writer
+	writeW *watchdog // write deadline
+	broken bool      // nothing more is written
 }
 
 // pending is one request between its ordering phase and its written response.
@@ -229,29 +233,24 @@ func (c *conn) write() {
 	defer c.nc.Close()
 	defer c.cancel()
 
-	bw := bufio.NewWriterSize(c.nc, 32<<10)
-	writeW := newWatchdog(c.s.cfg.Clock, func() { _ = c.nc.SetWriteDeadline(pastDeadline) })
+	c.bw = bufio.NewWriterSize(c.nc, 32<<10)
+	c.writeW = newWatchdog(c.s.cfg.Clock, func() { _ = c.nc.SetWriteDeadline(pastDeadline) })
 	var buf []byte
-	broken := false
 	for {
-		p, ok := c.next(bw, broken)
+		p, ok := c.next()
 		if !ok {
 			return
 		}
-		if !broken && p.err == nil && !p.none && p.resp != nil {
+		if !c.broken && p.err == nil && !p.none && p.resp != nil {
 			if hint := responseSizeHint(p.resp); hint > cap(buf) {
 				putLargeBuf(buf)
 				buf = getLargeBuf(hint)
 			}
 			buf = encodeResponse(buf[:0], p.hdr, p.resp)
-			writeW.arm(c.s.cfg.WriteTimeout)
-			_, err := bw.Write(buf)
-			writeW.disarm()
-			if err != nil {
-				c.log.Info("closing connection: write failed", "err", err)
-				broken = true
-				c.fail()
-			}
+			c.writeW.arm(c.s.cfg.WriteTimeout)
+			_, err := c.bw.Write(buf)
+			c.writeW.disarm()
+			c.writeFailed(err)
 			if cap(buf) > smallBufMax {
 				// Large buffers go back to the shared pool rather than
 				// stay with a connection that may now idle.
@@ -260,11 +259,9 @@ func (c *conn) write() {
 			}
 		}
 		c.finish(p)
-		if p.err != nil && !broken {
-			if err := bw.Flush(); err != nil {
-				c.log.Debug("flush before close", "err", err)
-			}
-			broken = true
+		if p.err != nil && !c.broken {
+			c.flush()
+			c.broken = true
 			c.fail()
 		}
 	}
@@ -273,24 +270,24 @@ func (c *conn) write() {
 // next returns the next pending response once ready, flushing what is
 // buffered before it blocks. It returns false when the reader has finished
 // and the queue is drained.
-func (c *conn) next(bw *bufio.Writer, broken bool) (*pending, bool) {
+func (c *conn) next() (*pending, bool) {
 	var p *pending
 	var ok bool
 	select {
 	case p, ok = <-c.queue:
 	default:
-		c.flush(bw, broken)
+		c.flush()
 		p, ok = <-c.queue
 	}
 	if !ok {
-		c.flush(bw, broken)
+		c.flush()
 		return nil, false
 	}
 	if p.ready != nil {
 		select {
 		case <-p.ready:
 		default:
-			c.flush(bw, broken)
+			c.flush()
 			// The waiting phase watches c.ctx, so this ends promptly
 			// even when the connection is dying.
 			<-p.ready
@@ -302,14 +299,26 @@ func (c *conn) next(bw *bufio.Writer, broken bool) (*pending, bool) {
 	return p, true
 }
 
-func (c *conn) flush(bw *bufio.Writer, broken bool) {
-	if broken || bw.Buffered() == 0 {
+// flush writes out what is buffered, within WriteTimeout.
+func (c *conn) flush() {
+	if c.broken || c.bw.Buffered() == 0 {
 		return
 	}
-	if err := bw.Flush(); err != nil {
-		c.log.Info("closing connection: write failed", "err", err)
-		c.fail()
+	c.writeW.arm(c.s.cfg.WriteTimeout)
+	err := c.bw.Flush()
+	c.writeW.disarm()
+	c.writeFailed(err)
+}
+
+// writeFailed ends the connection after a failed write (a client gone, or
+// one that did not take its responses within WriteTimeout).
+func (c *conn) writeFailed(err error) {
+	if err == nil || c.broken {
+		return
 	}
+	c.log.Info("closing connection: write failed", "err", err)
+	c.broken = true
+	c.fail()
 }
 
 // fail kills the connection: reads stop, waiting phases are cancelled.
