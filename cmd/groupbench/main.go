@@ -72,14 +72,28 @@ type loadJSON struct {
 	GroupReqs   []float64 `json:"group_requests_per_s"`
 }
 
-// change is the relative change of the median with groups against the
-// median without, in percent (negative: slower).
+// change is the median, over the pairs of runs (one without groups, the
+// next with), of the relative change in percent (negative: slower).
+// Pairing compares runs close in time, so a machine whose speed drifts
+// (other work on it) disturbs the figure less than comparing medians.
 func (l loadJSON) change() float64 {
-	b, w := medianF(l.Baseline), medianF(l.WithGroups)
-	if b == 0 {
+	var ratios []float64
+	for i := range min(len(l.Baseline), len(l.WithGroups)) {
+		if l.Baseline[i] > 0 {
+			ratios = append(ratios, (l.WithGroups[i]/l.Baseline[i]-1)*100)
+		}
+	}
+	return medianF(ratios)
+}
+
+// spread is the largest relative difference between two runs without
+// groups, in percent: the noise the change must be read against.
+func (l loadJSON) spread() float64 {
+	if len(l.Baseline) < 2 {
 		return 0
 	}
-	return (w/b - 1) * 100
+	lo, hi := slices.Min(l.Baseline), slices.Max(l.Baseline)
+	return (hi/lo - 1) * 100
 }
 
 func medianF(v []float64) float64 {
@@ -122,7 +136,7 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&lf.groups, "load-groups", 100, "groups heartbeating and committing during the load measurement")
 	fs.DurationVar(&lf.run, "load-run", 15*time.Second, "length of each produce run of the load measurement")
 	fs.IntVar(&lf.size, "record-size", 100, "value bytes per record")
-	fs.IntVar(&lf.reps, "load-reps", 3, "produce runs with and without groups, alternating (0: skip)")
+	fs.IntVar(&lf.reps, "load-reps", 5, "pairs of produce runs, without then with groups (0: skip)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -272,13 +286,15 @@ func report(results []engineResult, dir, cmdline string) *bench.Report {
 		ls := r.Section("Produce throughput with group traffic")
 		ls.Para("%d produce runs of %v each, records of %d bytes (franz-go, acks=all, round-robin over %d partitions, a fresh topic "+
 			"each) alternate without and with %d one-member groups that heartbeat every 3 s and commit every 5 s "+
-			"(franz-go's defaults) on one shared client. Medians; *change* is with groups against without.",
+			"(franz-go's defaults) on one shared client. *change* is the median over the pairs (a run without, then one with) "+
+			"of the relative change; *noise* is the largest difference between two runs without groups, what the change "+
+			"must be read against.",
 			2*len(l0.Baseline), time.Duration(l0.RunSeconds*float64(time.Second)), l0.RecordBytes, churnPartitions, l0.Groups)
-		lt := ls.Table("engine", "without groups", "with groups", "change", "group requests/s", "runs without", "runs with", "target")
+		lt := ls.Table("engine", "without groups (median)", "with groups (median)", "change", "noise", "group requests/s", "runs without", "runs with", "target")
 		for _, res := range results {
 			l := res.Load
 			lt.Row(res.Engine, bench.Rate(medianF(l.Baseline))+"/s", bench.Rate(medianF(l.WithGroups))+"/s",
-				fmt.Sprintf("%+.1f %%", l.change()), fmt.Sprintf("%.0f", medianF(l.GroupReqs)),
+				fmt.Sprintf("%+.1f %%", l.change()), fmt.Sprintf("%.0f %%", l.spread()), fmt.Sprintf("%.0f", medianF(l.GroupReqs)),
 				rates(l.Baseline), rates(l.WithGroups), verdict(l.change() >= -loadTarget))
 		}
 	}
