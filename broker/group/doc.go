@@ -18,7 +18,11 @@
 // The Coordinator is the shell: one lock per group, a clock timer per group
 // set to NextDeadline, the parked requests' channels, and the log. Its
 // methods take and return kmsg requests and responses; api_*.go are the only
-// files that convert between kmsg and the machine's types.
+// files that convert between kmsg and the machine's types. The Start* forms
+// split a call in two: the step (and, for a commit, the append to the log)
+// happens when called, in the caller's order, and the returned function
+// waits for the answer; the broker steps a connection's requests in the
+// order they arrived and waits on its own goroutines.
 //
 // # Protocol
 //
@@ -60,4 +64,11 @@
 // group with no members expire 7 days after it emptied (or after the
 // commit, if later), as Kafka's offsets.retention.minutes; tombstones make
 // the expiry durable.
+//
+// # Not done
+//
+// __consumer_offsets is one partition and is never compacted: Open reads
+// it from its start, so restart time grows with the commits ever made
+// (Kafka compacts the topic; here that needs the log layer to let the
+// coordinator rewrite the live records and drop the prefix).
 package group
