@@ -22,15 +22,28 @@ import (
 //     MANIFEST, and the store no longer opens. One more directory sync per
 //     created file (WAL, sstable, MANIFEST, marker) closes that gap.
 //   - The disk freezes at the first failed change (write, sync, create,
-//     rename, link, remove, mkdir): that error is kept, and every later
-//     change is refused, so the disk stays as a crash at that moment would
-//     have left it, which pebble's recovery handles. The engine reads the
-//     kept error and refuses writes from then on: pebble reports a failed
+//     rename, link, remove, mkdir, and a failed close), or the first failed
+//     Stat of a WAL: that error is kept, and every later change is refused,
+//     so the disk stays as a crash at that moment would have left it, which
+//     pebble's recovery handles. The engine reads the kept error after every
+//     pebble call and refuses writes from then on: pebble reports a failed
 //     background flush only to its event listener, and retries it forever.
-//   - A failed directory sync is reported to pebble as a success. Pebble
-//     panics on one (fsync errors are unrecoverable), in its own goroutines
-//     too, which would end the process. That is safe only because of the
-//     freeze: whatever pebble believes afterwards, nothing reaches the disk.
+//   - Some failures pebble cannot take: it panics, in its own goroutines
+//     too, or with its own mutexes in a state a recover cannot repair
+//     (rotating the WAL, it panics with DB.mu released under a deferred
+//     unlock, and the runtime then dies of "unlock of unlocked mutex"). So
+//     pebble never sees those failures: a failed directory sync, any failed
+//     change to a WAL (create, reuse, write, sync, preallocate, close, a
+//     failed Stat), and a failed Close of any file after the freeze are
+//     reported to pebble as successes; a WAL that cannot be created is a
+//     walVoid that takes every write and keeps none. Pebble then goes on
+//     believing its WAL holds what it wrote. That is safe only because of the
+//     freeze and the engine's check: the failure froze the disk before pebble
+//     saw the success, so nothing pebble does afterwards reaches the disk
+//     (which keeps what a crash at the failure would have kept), and the
+//     engine, which reads the kept error after every call into pebble,
+//     acknowledges nothing from then on: a Sync whose WAL sync failed returns
+//     the error, though pebble said the sync succeeded.
 //   - fence parks every later change, for good. Open uses it to abandon a
 //     pebble.Open that cannot finish: when every write fails, pebble retries
 //     the flush of a recovered WAL in a tight loop and its Open never
@@ -76,30 +89,40 @@ func (fs *storeFS) change(what, name string, op func() error) error {
 	err := op()
 	if err != nil {
 		err = fmt.Errorf("%s %s: %w", what, name, err)
-		if fs.failed.CompareAndSwap(nil, &err) {
-			close(fs.failedCh)
-		}
+		fs.fail(err)
 	}
 	return err
+}
+
+// fail freezes the disk at err, a failure seen outside change (a failed
+// close or Stat), unless it froze already.
+func (fs *storeFS) fail(err error) {
+	if fs.failed.CompareAndSwap(nil, &err) {
+		close(fs.failedCh)
+	}
 }
 
 func (fs *storeFS) Unwrap() vfs.FS { return fs.FS }
 
 func (fs *storeFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	wal := isWAL(fs.FS, name)
 	var f vfs.File
 	err := fs.change("create", name, func() (err error) {
 		f, err = fs.FS.Create(name, category)
 		return err
 	})
-	if err != nil {
+	switch {
+	case err != nil && wal:
+		return walVoid{}, nil // see storeFS: pebble panics if it cannot rotate its WAL
+	case err != nil:
 		return nil, err
 	}
 	dir := fs.FS.PathDir(name)
-	if err := fs.change("sync dir", dir, func() error { return syncDir(fs.FS, dir) }); err != nil {
+	if err := fs.change("sync dir", dir, func() error { return syncDir(fs.FS, dir) }); err != nil && !wal {
 		f.Close()
 		return nil, err
 	}
-	return &storeFile{File: f, fs: fs, name: name}, nil
+	return &storeFile{File: f, fs: fs, name: name, wal: wal}, nil
 }
 
 func syncDir(fs vfs.FS, dir string) error {
@@ -120,10 +143,14 @@ func (fs *storeFS) ReuseForWrite(oldname, newname string, category vfs.DiskWrite
 		f, err = fs.FS.ReuseForWrite(oldname, newname, category)
 		return err
 	})
-	if err != nil {
+	wal := isWAL(fs.FS, newname)
+	switch {
+	case err != nil && wal:
+		return walVoid{}, nil // see Create
+	case err != nil:
 		return nil, err
 	}
-	return &storeFile{File: f, fs: fs, name: newname}, nil
+	return &storeFile{File: f, fs: fs, name: newname, wal: wal}, nil
 }
 
 func (fs *storeFS) OpenReadWrite(name string, category vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
@@ -131,7 +158,7 @@ func (fs *storeFS) OpenReadWrite(name string, category vfs.DiskWriteCategory, op
 	if err != nil {
 		return nil, err
 	}
-	return &storeFile{File: f, fs: fs, name: name}, nil
+	return &storeFile{File: f, fs: fs, name: name, wal: isWAL(fs.FS, name)}, nil
 }
 
 func (fs *storeFS) OpenDir(name string) (vfs.File, error) {
@@ -174,12 +201,22 @@ func (fs *storeFS) RemoveAll(name string) error {
 	return fs.change("remove", name, func() error { return fs.FS.RemoveAll(name) })
 }
 
-// storeFile is a file of a storeFS: its writes and syncs are changes.
+// storeFile is a file of a storeFS: its writes and syncs are changes. A
+// WAL's failures are reported to pebble as successes (see storeFS).
 type storeFile struct {
 	vfs.File
 	fs   *storeFS
 	name string
 	dir  bool
+	wal  bool
+}
+
+// hide is what the file reports to pebble for err: nothing, for a WAL.
+func (f *storeFile) hide(err error) error {
+	if f.wal {
+		return nil
+	}
+	return err
 }
 
 func (f *storeFile) Write(p []byte) (n int, err error) {
@@ -187,6 +224,9 @@ func (f *storeFile) Write(p []byte) (n int, err error) {
 		n, err = f.File.Write(p)
 		return err
 	})
+	if err != nil && f.wal {
+		return len(p), nil
+	}
 	return n, err
 }
 
@@ -195,6 +235,9 @@ func (f *storeFile) WriteAt(p []byte, off int64) (n int, err error) {
 		n, err = f.File.WriteAt(p, off)
 		return err
 	})
+	if err != nil && f.wal {
+		return len(p), nil
+	}
 	return n, err
 }
 
@@ -203,11 +246,11 @@ func (f *storeFile) Sync() error {
 	if f.dir {
 		return nil // see storeFS: pebble panics on a failed directory sync
 	}
-	return err
+	return f.hide(err)
 }
 
 func (f *storeFile) SyncData() error {
-	return f.fs.change("sync", f.name, f.File.SyncData)
+	return f.hide(f.fs.change("sync", f.name, f.File.SyncData))
 }
 
 func (f *storeFile) SyncTo(length int64) (full bool, err error) {
@@ -215,9 +258,42 @@ func (f *storeFile) SyncTo(length int64) (full bool, err error) {
 		full, err = f.File.SyncTo(length)
 		return err
 	})
+	if err != nil && f.wal {
+		return true, nil
+	}
 	return full, err
 }
 
 func (f *storeFile) Preallocate(off, length int64) error {
-	return f.fs.change("preallocate", f.name, func() error { return f.File.Preallocate(off, length) })
+	return f.hide(f.fs.change("preallocate", f.name, func() error { return f.File.Preallocate(off, length) }))
+}
+
+// Stat of a WAL cannot fail either: pebble stats a recycled WAL while it
+// rotates to it, and panics on an error. A WAL it cannot stat freezes the
+// disk, and pebble is told it is empty.
+func (f *storeFile) Stat() (vfs.FileInfo, error) {
+	info, err := f.File.Stat()
+	if err != nil && f.wal {
+		f.fs.fail(fmt.Errorf("stat %s: %w", f.name, err))
+		return walVoid{}.Stat()
+	}
+	return info, err
+}
+
+// Close releases the file whatever happens. A failed close may mean written
+// data never reached the disk, so it freezes the disk; pebble hears of it
+// only if it is the first failure and the file is not a WAL (after the
+// freeze nothing reaches the disk anyway).
+func (f *storeFile) Close() error {
+	frozen := f.fs.err() != nil
+	err := f.File.Close()
+	if err == nil {
+		return nil
+	}
+	err = fmt.Errorf("close %s: %w", f.name, err)
+	f.fs.fail(err)
+	if frozen {
+		return nil
+	}
+	return f.hide(err)
 }

@@ -26,6 +26,14 @@
 // replays from the WAL to synced sstables before its Open returns (a test
 // checks it with a power loss right after a reopen).
 //
+// What Open recovers is also a prefix of what was appended, never a later
+// batch without an earlier one, because every batch goes to a WAL in
+// pebble's WAL sync chunk format. Pebble writes a new store's first WAL in
+// an older format whose replay, after a power loss, can skip one record and
+// go on with the next (walFormatOutdated says how); so when Open finds a new
+// store, or one at an older format, it rotates to a fresh WAL before any
+// batch is written.
+//
 // # Failing and crashing disks
 //
 // Pebble is fail-stop: it calls its logger's Fatalf (which exits) when a WAL
@@ -38,8 +46,11 @@
 //     in it, so that pebble's MANIFEST is never lost behind the marker that
 //     names it; freezes the disk at the first failed change, so that what
 //     stays on disk is what a crash at that moment would leave; and reports
-//     failed directory syncs to pebble as successes, which the freeze makes
-//     safe, rather than let pebble panic in its own goroutines.
+//     to pebble as successes the failures it cannot take (a failed directory
+//     sync, any failure of a WAL, a failed close after the freeze), which the
+//     freeze and the engine's check of the kept error make safe, rather than
+//     let pebble panic in its own goroutines or with its mutexes in a state
+//     that ends the process.
 //
 // The first failure from either becomes the engine's sticky error: Append,
 // Sync, Truncate and DeleteBefore return it from then on (no Sync succeeds
@@ -73,7 +84,7 @@
 //   - 32 KiB sstable blocks (default 4 KiB) and 8 MiB L0 files: the log is
 //     read sequentially, never by point lookup, so no bloom filters either;
 //   - the newest format version (WAL sync chunks tell a torn WAL tail from
-//     corruption on replay);
+//     corruption on replay, and never leave a hole; see above);
 //   - Pebble's messages go to Options.Logger (Infof at debug level).
 //
 // Capabilities: CustomFS (all I/O goes through Options.FS, so the crash
