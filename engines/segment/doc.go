@@ -73,7 +73,11 @@
 // its end is authoritative and any bytes past endPos are dead (the tail cut
 // by Truncate or by recovery). An index without the flag is the active
 // segment's snapshot written by Close, trusted only with the clean-shutdown
-// marker. Index files are written with engine.WriteFileAtomic.
+// marker. An index that ends a segment early (a cut) and the snapshot are
+// written with engine.WriteFileAtomic; the index of a segment sealed whole
+// (a roll) is written after the segment's data is durable, through a
+// temporary file and a rename but with no fsync: it is a shortcut, and if a
+// crash loses or tears it, its checksum fails and the segment is scanned.
 //
 // # Small files
 //

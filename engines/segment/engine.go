@@ -306,7 +306,7 @@ func (e *Engine) Close() error {
 // together, and only if the segment file is exactly as long as the index
 // says.
 func (e *Engine) writeCleanLocked() error {
-	if err := e.active.writeIndex(false); err != nil {
+	if err := e.active.writeIndex(false, indexDurable); err != nil {
 		return err
 	}
 	c := cleanState{activeBase: e.active.base, end: e.end.Load()}

@@ -147,7 +147,7 @@ func (e *Engine) flushRound(all bool) {
 		if err != nil {
 			break
 		}
-		if err = s.writeIndex(true); err != nil {
+		if err = s.writeIndex(true, indexLazy); err != nil {
 			e.fail(err)
 		}
 	}
@@ -184,7 +184,7 @@ func (e *Engine) syncAllLocked() error {
 	e.sealing = nil
 	e.dirDirty = false
 	for _, s := range seals {
-		if err := s.writeIndex(true); err != nil {
+		if err := s.writeIndex(true, indexLazy); err != nil {
 			return e.fail(err)
 		}
 	}

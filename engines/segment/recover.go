@@ -241,7 +241,7 @@ func (e *Engine) scanTail(s *segment, bound, next int64) (bool, error) {
 		if err := f.SyncData(); err != nil {
 			return false, fmt.Errorf("segment %d: sync: %w", s.base, err)
 		}
-		return true, s.writeIndex(true)
+		return true, s.writeIndex(true, indexLazy)
 	}
 	fi, err := f.Stat()
 	if err != nil {
@@ -267,7 +267,7 @@ func (e *Engine) cutTail(tail int) error {
 				return fmt.Errorf("segment %d: sync: %w", s.base, err)
 			}
 		}
-		if err := s.writeIndex(true); err != nil {
+		if err := s.writeIndex(true, indexDurable); err != nil {
 			return err
 		}
 	}

@@ -132,18 +132,59 @@ func (s *segment) stateLocked(sealed bool) indexState {
 	return indexState{sealed: sealed, base: s.base, end: end, endPos: s.endPos.Load(), entries: entries}
 }
 
-// writeIndex persists the index durably, unless the segment was removed.
-// sealed says the segment takes no more frames (see indexState.sealed).
-func (s *segment) writeIndex(sealed bool) error {
+// Index writes. A sealed index that ends a segment early (a Truncate's or
+// recovery's cut) is a commit point and the active segment's snapshot goes
+// with the clean-shutdown marker: both are written durably. The index of a
+// segment sealed whole (a roll, a rebuild) is only a shortcut: it is written
+// after the segment's data is durable, without fsyncs of its own, so a
+// roll costs the flusher no extra disk waits. If a crash loses or tears it,
+// its checksum fails and the segment is scanned instead.
+const (
+	indexDurable = true
+	indexLazy    = false
+)
+
+// writeIndex writes the index file, unless the segment was removed. sealed
+// says the segment takes no more frames (see indexState.sealed).
+func (s *segment) writeIndex(sealed, durable bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.removed {
 		return nil
 	}
-	if err := engine.WriteFileAtomic(s.fs, s.indexPath, encodeIndex(s.stateLocked(sealed))); err != nil {
+	return s.writeIndexLocked(sealed, durable)
+}
+
+func (s *segment) writeIndexLocked(sealed, durable bool) error {
+	b := encodeIndex(s.stateLocked(sealed))
+	var err error
+	if durable {
+		err = engine.WriteFileAtomic(s.fs, s.indexPath, b)
+	} else {
+		err = writeFileLazy(s.fs, s.indexPath, b)
+	}
+	if err != nil {
 		return fmt.Errorf("segment %d: write index: %w", s.base, err)
 	}
 	return nil
+}
+
+// writeFileLazy replaces path with b through a temporary file and a rename,
+// so a reader never sees a half-written file, but syncs nothing.
+func writeFileLazy(fs vfs.FS, path string, b []byte) error {
+	tmp := path + tmpSuffix
+	f, err := fs.Create(tmp, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return fs.Rename(tmp, path)
 }
 
 // adopt installs a known index state (from an index file or a scan).
@@ -194,9 +235,7 @@ func (s *segment) ready() error {
 	st.end = want
 	s.adoptLocked(st)
 	if complete && !s.removed {
-		if err := engine.WriteFileAtomic(s.fs, s.indexPath, encodeIndex(s.stateLocked(true))); err != nil {
-			return fmt.Errorf("segment %d: write rebuilt index: %w", s.base, err)
-		}
+		return s.writeIndexLocked(true, indexLazy)
 	}
 	return nil
 }

@@ -93,7 +93,7 @@ func (e *Engine) cutLocked(i int, cutBase, cutPos int64) error {
 	if keep > i {
 		s.end.Store(cutBase)
 		s.endPos.Store(cutPos)
-		if err := s.writeIndex(true); err != nil {
+		if err := s.writeIndex(true, indexDurable); err != nil {
 			return err
 		}
 	}
