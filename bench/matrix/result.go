@@ -1,0 +1,336 @@
+package matrix
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/minikafka/minikafka/bench"
+	"github.com/minikafka/minikafka/bench/load"
+)
+
+// Run is everything one benchmark run measured; it is what results.json
+// holds and what the report is rendered from.
+type Run struct {
+	Name     string            `json:"name"`
+	Profile  Profile           `json:"profile"`
+	Started  time.Time         `json:"started"`
+	Duration float64           `json:"duration_s"`
+	Machine  bench.MachineInfo `json:"machine"`
+	// LoadAfter is /proc/loadavg when the run ended.
+	LoadAfter string `json:"loadavg_after"`
+	Commit    string `json:"commit"`
+	Command   string `json:"command"`
+	// Setup says how every target was started and driven.
+	Setup   []string `json:"setup"`
+	Targets []TargetInfo `json:"targets"`
+	Points  []Point      `json:"points"`
+
+	Cells      []*Cell     `json:"cells"`
+	Recoveries []*Recovery `json:"recoveries"`
+	Certs      []*Cert     `json:"certification"`
+	// EnginesRef is the engine benchmark's ratios against the raw-disk
+	// loop, copied from results/engines.json when the run started.
+	EnginesRef *EnginesRef `json:"engines_ref,omitempty"`
+	// Interrupted says why the run stopped early, if it did.
+	Interrupted string `json:"interrupted,omitempty"`
+}
+
+// TargetInfo describes a target in the run.
+type TargetInfo struct {
+	Name    string `json:"name"`
+	Kind    string `json:"kind"`
+	Durable bool   `json:"durable"`
+	Note    string `json:"note"`
+}
+
+// Cell is one target under one workload, over the repetitions.
+type Cell struct {
+	Target string `json:"target"`
+	Kind   string `json:"kind"`
+	Workload
+	Reps []Rep `json:"reps"`
+}
+
+// Rep is one repetition of a cell: a fresh server on an empty directory,
+// a warm-up, the measured produce phase, and, for consume points, a tail
+// read and a catch-up read. Counters that a target cannot report are -1.
+type Rep struct {
+	// Error says which phase failed and why; figures of the phases before
+	// it are kept.
+	Error string `json:"error,omitempty"`
+
+	Produce load.ProduceResult `json:"produce"`
+	// Batches is the number of produce batches acknowledged in the measured
+	// phase (a Kafka record batch per partition per request; a message for
+	// JetStream).
+	Batches int64 `json:"batches"`
+	// Fsyncs is the server's fsync count over the measured phase (broker
+	// /metrics, engines that do their I/O through the instrumented
+	// filesystem); CommitWaiters the mean number of produce writes waiting
+	// for durability when one completed.
+	Fsyncs        int64   `json:"fsyncs"`
+	CommitWaiters float64 `json:"commit_waiters"`
+	// Device is the block device's counters over the measured phase: every
+	// process on the device counts.
+	Device bench.DiskStats `json:"device"`
+	// ProcWritten is the bytes the server process caused to be written to
+	// storage (/proc/<pid>/io write_bytes) over the measured phase.
+	ProcWritten int64 `json:"proc_written_bytes"`
+	// CPUSeconds is the server's user+system CPU over the measured phase.
+	CPUSeconds float64 `json:"cpu_s"`
+	// PeakRSS is the server's VmHWM at the end of its produce phases.
+	PeakRSS int64 `json:"peak_rss_bytes"`
+	// LogPayload is every acknowledged payload byte in the log (warm-up,
+	// measured and tail phases); Disk is the data directory after a clean
+	// stop. Disk.Files is 0 for servers that keep nothing on disk.
+	LogPayload int64      `json:"log_payload_bytes"`
+	Disk       bench.Usage `json:"disk"`
+
+	Tail    *load.EndToEndResult `json:"tail,omitempty"`
+	CatchUp *load.ConsumeResult  `json:"catch_up,omitempty"`
+	// CatchUpCold says the catch-up read ran on a restarted server with
+	// the data's page cache evicted; otherwise it read a warm server.
+	CatchUpCold bool `json:"catch_up_cold"`
+}
+
+// OK reports whether the measured produce phase finished.
+func (r Rep) OK() bool { return r.Produce.Records > 0 && r.Produce.Errors == 0 }
+
+// Figure reads one number from a repetition; NaN means not measured.
+type Figure func(Rep) float64
+
+// Figures the report and the ratios use.
+var (
+	RecordsPerSec Figure = func(r Rep) float64 { return okOr(r, r.Produce.RecordsPerSec) }
+	MBPerSec      Figure = func(r Rep) float64 { return okOr(r, r.Produce.MBPerSec) }
+	P50           Figure = func(r Rep) float64 { return okOr(r, r.Produce.Latency.P50.Seconds()) }
+	P99           Figure = func(r Rep) float64 { return okOr(r, r.Produce.Latency.P99.Seconds()) }
+	P999          Figure = func(r Rep) float64 { return okOr(r, r.Produce.Latency.P999.Seconds()) }
+	LatencyMax    Figure = func(r Rep) float64 { return okOr(r, r.Produce.Latency.Max.Seconds()) }
+	// FsyncsPerBatch: fsyncs over acknowledged batches.
+	FsyncsPerBatch Figure = func(r Rep) float64 {
+		if r.Fsyncs < 0 || r.Batches <= 0 {
+			return math.NaN()
+		}
+		return okOr(r, float64(r.Fsyncs)/float64(r.Batches))
+	}
+	// RecordsPerFsync: acknowledged records over fsyncs, the group-commit
+	// factor.
+	RecordsPerFsync Figure = func(r Rep) float64 {
+		if r.Fsyncs <= 0 {
+			return math.NaN()
+		}
+		return okOr(r, float64(r.Produce.Records)/float64(r.Fsyncs))
+	}
+	BatchesPerSec Figure = func(r Rep) float64 {
+		if r.Batches <= 0 || r.Produce.Elapsed <= 0 {
+			return math.NaN()
+		}
+		return okOr(r, float64(r.Batches)/r.Produce.Elapsed)
+	}
+	Waiters Figure = func(r Rep) float64 {
+		if r.CommitWaiters < 0 {
+			return math.NaN()
+		}
+		return okOr(r, r.CommitWaiters)
+	}
+	// DeviceFlushesPerBatch: the device's cache flushes per acknowledged
+	// batch, for targets that report no fsync count (noisy: every process
+	// on the device counts).
+	DeviceFlushesPerBatch Figure = func(r Rep) float64 {
+		if r.Batches <= 0 {
+			return math.NaN()
+		}
+		return okOr(r, float64(r.Device.FlushOps)/float64(r.Batches))
+	}
+	// DeviceWA: bytes the device wrote per payload byte.
+	DeviceWA Figure = func(r Rep) float64 { return perPayload(r, r.Device.WrittenBytes) }
+	// ProcWA: bytes the server process wrote per payload byte.
+	ProcWA Figure = func(r Rep) float64 {
+		if r.ProcWritten < 0 {
+			return math.NaN()
+		}
+		return perPayload(r, r.ProcWritten)
+	}
+	// SpaceAmp: bytes allocated on disk per payload byte in the log.
+	SpaceAmp Figure = func(r Rep) float64 {
+		if r.Disk.Files == 0 || r.LogPayload <= 0 {
+			return math.NaN()
+		}
+		return okOr(r, float64(r.Disk.Allocated)/float64(r.LogPayload))
+	}
+	// CPUPerMillion: server CPU seconds per million records produced.
+	CPUPerMillion Figure = func(r Rep) float64 {
+		if r.CPUSeconds < 0 || r.Produce.Records == 0 {
+			return math.NaN()
+		}
+		return okOr(r, r.CPUSeconds/float64(r.Produce.Records)*1e6)
+	}
+	PeakRSS Figure = func(r Rep) float64 {
+		if r.PeakRSS <= 0 {
+			return math.NaN()
+		}
+		return okOr(r, float64(r.PeakRSS))
+	}
+	CatchUpRecordsPerSec Figure = func(r Rep) float64 {
+		if r.CatchUp == nil || r.CatchUp.Records == 0 {
+			return math.NaN()
+		}
+		return r.CatchUp.RecordsPerSec
+	}
+	CatchUpMBPerSec Figure = func(r Rep) float64 {
+		if r.CatchUp == nil || r.CatchUp.Records == 0 {
+			return math.NaN()
+		}
+		return r.CatchUp.MBPerSec
+	}
+	TailRecordsPerSec Figure = func(r Rep) float64 {
+		if r.Tail == nil || r.Tail.Consume.Records == 0 {
+			return math.NaN()
+		}
+		return r.Tail.Consume.RecordsPerSec
+	}
+	TailE2EP50 Figure = func(r Rep) float64 {
+		if r.Tail == nil || r.Tail.Consume.EndToEnd.Count == 0 {
+			return math.NaN()
+		}
+		return r.Tail.Consume.EndToEnd.P50.Seconds()
+	}
+	TailE2EP99 Figure = func(r Rep) float64 {
+		if r.Tail == nil || r.Tail.Consume.EndToEnd.Count == 0 {
+			return math.NaN()
+		}
+		return r.Tail.Consume.EndToEnd.P99.Seconds()
+	}
+)
+
+func okOr(r Rep, v float64) float64 {
+	if !r.OK() {
+		return math.NaN()
+	}
+	return v
+}
+
+func perPayload(r Rep, written int64) float64 {
+	if !r.OK() || r.Produce.Bytes <= 0 || written <= 0 {
+		return math.NaN()
+	}
+	return float64(written) / float64(r.Produce.Bytes)
+}
+
+// Spread is a figure over the cell's repetitions (bench.SpreadOf: failed
+// or unmeasured repetitions are left out).
+func (c *Cell) Spread(f Figure) bench.Spread {
+	if c == nil {
+		return bench.SpreadOf(nil)
+	}
+	xs := make([]float64, len(c.Reps))
+	for i, r := range c.Reps {
+		xs[i] = f(r)
+	}
+	return bench.SpreadOf(xs)
+}
+
+// Median is the figure's median, NaN when nothing was measured.
+func (c *Cell) Median(f Figure) float64 { return c.Spread(f).Median }
+
+// Errors lists the failed repetitions, each with its number.
+func (c *Cell) Errors() []string {
+	var out []string
+	for i, r := range c.Reps {
+		if r.Error != "" {
+			out = append(out, fmt.Sprintf("rep %d: %s", i+1, r.Error))
+		}
+	}
+	return out
+}
+
+// OKReps counts the repetitions whose produce phase finished.
+func (c *Cell) OKReps() int {
+	n := 0
+	for _, r := range c.Reps {
+		if r.OK() {
+			n++
+		}
+	}
+	return n
+}
+
+// Cell finds the cell of target under w, or nil.
+func (r *Run) Cell(target string, w Workload) *Cell {
+	for _, c := range r.Cells {
+		if c.Target == target && c.Workload == w {
+			return c
+		}
+	}
+	return nil
+}
+
+// Target returns the description of the named target.
+func (r *Run) Target(name string) (TargetInfo, bool) {
+	for _, t := range r.Targets {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return TargetInfo{}, false
+}
+
+// Recovery is the crash figure of one durable target under one sync
+// policy: produce Bytes, kill -9 the server while it is still producing,
+// restart it on the same directory and time exec to the first fetch that
+// returns a record; then check every acknowledged record is there.
+type Recovery struct {
+	Target string `json:"target"`
+	Sync   string `json:"sync"`
+	// Bytes is the payload acknowledged before the kill; Records the
+	// records acknowledged in all.
+	Bytes   int64 `json:"bytes"`
+	Records int64 `json:"records"`
+	// Lost is how many acknowledged records were missing after recovery
+	// (acknowledged offsets at or past a partition's recovered end).
+	Lost int64 `json:"lost"`
+	// Warm is exec to first fetched record with the page cache as the kill
+	// left it; Cold the same after a second kill -9 and the data's page
+	// cache evicted. Seconds; 0 when not measured.
+	Warm float64 `json:"warm_s"`
+	Cold float64 `json:"cold_s"`
+	// Disk is the data directory after a clean stop at the end.
+	Disk  bench.Usage `json:"disk"`
+	Error string      `json:"error,omitempty"`
+}
+
+// SpaceAmp is the bytes allocated per acknowledged payload byte.
+func (r *Recovery) SpaceAmp() float64 {
+	if r.Disk.Files == 0 || r.Bytes <= 0 {
+		return math.NaN()
+	}
+	return float64(r.Disk.Allocated) / float64(r.Bytes)
+}
+
+// Recovery finds the recovery of target under the sync policy, or nil.
+func (r *Run) Recovery(target, sync string) *Recovery {
+	for _, x := range r.Recoveries {
+		if x.Target == target && x.Sync == sync {
+			return x
+		}
+	}
+	return nil
+}
+
+// EnginesRef holds the engine benchmark's checks against the raw-disk loop
+// (results/engines.json), as they were when the run started.
+type EnginesRef struct {
+	Source string     `json:"source"`
+	Date   string     `json:"date"`
+	Commit string     `json:"commit"`
+	Checks []RefCheck `json:"checks"`
+}
+
+// RefCheck is one of the engine benchmark's target checks.
+type RefCheck struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"`
+}

@@ -1,0 +1,161 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/minikafka/minikafka/bench"
+	"github.com/minikafka/minikafka/bench/matrix"
+)
+
+// suiteText is "18/18 pass" or "16 pass, 2 skip, 1 FAIL".
+func suiteText(s matrix.Suite) string {
+	if !s.Ran {
+		return "not run by the package"
+	}
+	total := s.Pass + s.Skip + s.Fail
+	if s.Skip == 0 && s.Fail == 0 {
+		return fmt.Sprintf("%d/%d pass", s.Pass, total)
+	}
+	parts := []string{fmt.Sprintf("%d pass", s.Pass)}
+	if s.Skip > 0 {
+		parts = append(parts, fmt.Sprintf("%d skip", s.Skip))
+	}
+	if s.Fail > 0 {
+		parts = append(parts, fmt.Sprintf("**%d FAIL**", s.Fail))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// crashCases is "PowerLoss/ProcessStops pass, Kill pass, ...".
+func crashCases(s matrix.Suite) string {
+	if !s.Ran {
+		return "–"
+	}
+	var parts []string
+	for _, c := range s.Cases {
+		r := c.Result
+		if r == "fail" {
+			r = "**FAIL**"
+		}
+		parts = append(parts, c.Name+" "+r)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (v *view) certification(rep *bench.Report) {
+	s := rep.Section("Engine certification")
+	s.Para("Contracts each engine passes, from `go test -json` of its package's suites run by this command (engine/enginetest: the LogEngine contract; engine/crashtest: PowerLoss, every crash point of a workload on a crashable filesystem, and Kill, SIGKILL of a process appending with group commit), counted per leaf subtest; then what the broker kept after kill -9 under each sync policy, and how long it took from exec to the first record fetched.")
+	byEngine := map[string]*matrix.Cert{}
+	for _, c := range v.run.Certs {
+		byEngine[c.Engine] = c
+	}
+	t := s.Table("engine", "enginetest", "crashtest", "kill -9, sync=always: lost / acked", "kill -9, sync=interval: lost / acked",
+		"recovery data", "restart to first fetch (warm)", "(cold cache)").Left(2)
+	for _, info := range v.run.Targets {
+		if info.Kind == matrix.KindPeer {
+			continue
+		}
+		n := info.Name
+		et, ct := "not run", "not run"
+		if c := byEngine[n]; c != nil {
+			et, ct = suiteText(suiteNamed(c, "enginetest")), crashCases(suiteNamed(c, "crashtest"))
+			if c.Error != "" {
+				et += " (error: " + c.Error + ")"
+			}
+		}
+		always, interval := v.run.Recovery(n, "always"), v.run.Recovery(n, "interval")
+		data, warm, cold := "–", "–", "–"
+		if always != nil && always.Error == "" {
+			data, warm, cold = bench.Bytes(always.Bytes), millis(always.Warm), millis(always.Cold)
+		}
+		t.Row(n, et, ct, lostText(always, info), lostText(interval, info), data, warm, cold)
+	}
+	v.certNotes(s)
+	s.Para("Durability by sync policy. sync=always: a produce is acknowledged after an fsync that covers it, so neither a process crash nor a power loss loses it (the crash suite's PowerLoss proves the engine side for engines that run on the crashable filesystem: segment and pebble; badger does its own I/O and runs Kill only). sync=interval: acknowledged before the fsync, which comes every 100 ms; a process crash loses nothing the kernel already holds (the kill -9 column), a power loss up to one interval. The memory engine keeps nothing across a restart by design.")
+	s.Para("Recovery after kill -9: segment finds no clean-shutdown marker and scans the frames of the segments written since the last sealed index, checking every CRC up to the torn tail; pebble replays its WAL into memtables and flushes them to sstables before its Open returns; badger replays its memtable WAL, and the engine first fsyncs the store's files. Warm is right after the kill, with the page cache as the kernel left it; cold is after a second kill -9 with the data's page cache evicted, so recovery reads come from the device.")
+}
+
+func suiteNamed(c *matrix.Cert, name string) matrix.Suite {
+	for _, s := range c.Suites {
+		if s.Name == name {
+			return s
+		}
+	}
+	return matrix.Suite{Name: name}
+}
+
+func lostText(r *matrix.Recovery, info matrix.TargetInfo) string {
+	switch {
+	case !info.Durable:
+		return "not durable"
+	case r == nil:
+		return "–"
+	case r.Error != "":
+		return "missing"
+	}
+	return fmt.Sprintf("%d / %d", r.Lost, r.Records)
+}
+
+// certNotes lists skipped and failed cases with their reasons.
+func (v *view) certNotes(s *bench.Section) {
+	var notes []string
+	for _, c := range v.run.Certs {
+		for _, su := range c.Suites {
+			for _, k := range su.Cases {
+				if k.Result != "pass" {
+					notes = append(notes, fmt.Sprintf("%s %s/%s: %s (%s)", c.Engine, su.Name, k.Name, k.Result, k.Note))
+				}
+			}
+		}
+	}
+	if len(notes) > 0 {
+		s.Para("Skipped and failed cases:")
+		s.List(notes...)
+	}
+	var cmds []string
+	for _, c := range v.run.Certs {
+		how := fmt.Sprintf("ran in %.1f s", c.Seconds)
+		if c.Cached {
+			how = "go reported cached results: the engine's code and tests did not change since they last passed"
+		}
+		cmds = append(cmds, fmt.Sprintf("`%s` (%s)", c.Command, how))
+	}
+	if len(cmds) > 0 {
+		s.Para("Commands:")
+		s.List(cmds...)
+	}
+}
+
+func (v *view) enginesRef(rep *bench.Report) {
+	ref := v.run.EnginesRef
+	if ref == nil || len(ref.Checks) == 0 {
+		return
+	}
+	s := rep.Section("Against the raw disk (engine benchmark)")
+	s.Para("The engine benchmark (cmd/enginebench) measures the engines without the broker, against a plain append-and-fdatasync loop on the same disk. Its ratios as %s held them when this run started (run of %s, commit %s); the regression check compares them between runs.", ref.Source, ref.Date, ref.Commit)
+	t := s.Table("check", "value").Left(0)
+	for _, c := range ref.Checks {
+		t.Row(c.Name, fmt.Sprintf("%.2f%s", c.Value, c.Unit))
+	}
+}
+
+func (v *view) setup(rep *bench.Report) {
+	s := rep.Section("Setup")
+	r := v.run
+	m := r.Machine
+	items := []string{
+		fmt.Sprintf("date: %s; the run took %s", r.Started.UTC().Format(time.RFC3339), (time.Duration(r.Duration * float64(time.Second))).Round(time.Second)),
+		"commit: " + r.Commit,
+		"command: `" + r.Command + "`",
+		fmt.Sprintf("profile %s: %d repetition(s) per cell, warm-up %v, measured phase %v, at most %s per phase, %d partitions",
+			r.Profile.Name, r.Profile.Reps, r.Profile.WarmUp, r.Profile.Duration, bench.Bytes(r.Profile.MaxPhaseBytes), r.Profile.Partitions),
+		fmt.Sprintf("machine: %d CPUs (%s), %s memory, kernel %s, %s/%s, %s", m.CPUs, m.CPUModel, bench.Bytes(m.MemoryBytes), m.Kernel, m.OS, m.Arch, m.GoVersion),
+		fmt.Sprintf("load average at the start: %s; at the end: %s", m.LoadAvg, r.LoadAfter),
+		fmt.Sprintf("data: %s on %s (%s, mounted %s), device %s (%s %s, %s, rotational=%s)", m.Dir, m.Filesystem, m.MountSource, m.MountOptions,
+			m.Disk.Device, m.Disk.Vendor, m.Disk.Model, m.Disk.Driver, m.Disk.Rotational),
+	}
+	items = append(items, r.Setup...)
+	s.List(items...)
+}

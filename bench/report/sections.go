@@ -1,0 +1,177 @@
+package report
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/minikafka/minikafka/bench"
+	"github.com/minikafka/minikafka/bench/matrix"
+)
+
+func (v *view) latency(rep *bench.Report) {
+	s := rep.Section("Latency")
+	ref := matrix.Reference
+	s.Para("Produce latency at %s: from the producer's Produce call (including any wait for a free in-flight slot) to the acknowledgement, HdrHistogram percentiles.", ref)
+	t := s.Table("target", "p50", "p99", "p99.9", "max", "p99 / p50")
+	for _, n := range v.targets() {
+		t.Row(n, v.fig(n, ref, matrix.P50, millis), v.fig(n, ref, matrix.P99, millis), v.fig(n, ref, matrix.P999, millis),
+			v.fig(n, ref, matrix.LatencyMax, millis), ratio(div(v.med(n, ref, matrix.P99), v.med(n, ref, matrix.P50))))
+	}
+	v.chart(s, ChartLatency)
+	best, bestV, _, _ := leader(v.engines(), func(n string) float64 { return -v.med(n, ref, matrix.P99) })
+	if best == "" {
+		return
+	}
+	s.Para("With %d records in flight a record's latency is mostly queueing: Little's law puts the median near in-flight ÷ throughput, so the faster engine is also the one with the lower median. The tail is where designs differ: %s has the lowest p99 (%s). A p99 far above the median marks stalls in which no acknowledgement comes back: for pebble a memtable flush or a compaction holding up the WAL, for badger a value log file rotation or a memtable flush, for segment a segment roll or a slow fdatasync; the ratio column shows how far each tail reaches.",
+		ref.InFlight, best, millis(-bestV))
+}
+
+func (v *view) variants(rep *bench.Report) {
+	var pts []matrix.Point
+	for _, p := range v.run.Points {
+		if p.In(matrix.SliceVariants) {
+			pts = append(pts, p)
+		}
+	}
+	if len(pts) == 0 {
+		return
+	}
+	s := rep.Section("acks and sync policies")
+	ref := matrix.Reference
+	s.Para("1 KiB records, %d in flight; × ref compares with acks=all, sync=always. On one broker acks=1 and acks=all both wait for the engine's durability (there are no followers), so they should be close; sync=interval acknowledges before the fsync, which the engine makes every 100 ms.", ref.InFlight)
+	header := []string{"target", "acks=all sync=always"}
+	for _, p := range pts {
+		header = append(header, fmt.Sprintf("acks=%s sync=%s", p.Acks, p.Sync), "× ref", "p99")
+	}
+	t := s.Table(header...)
+	for _, n := range v.targets() {
+		row := []string{n, v.fig(n, ref, matrix.RecordsPerSec, rate)}
+		any := false
+		for _, p := range pts {
+			if v.run.Cell(n, p.Workload) != nil {
+				any = true
+			}
+			row = append(row, v.fig(n, p.Workload, matrix.RecordsPerSec, rate),
+				ratio(div(v.med(n, p.Workload, matrix.RecordsPerSec), v.med(n, ref, matrix.RecordsPerSec))),
+				v.fig(n, p.Workload, matrix.P99, millis))
+		}
+		if any {
+			t.Row(row...)
+		}
+	}
+	s.Para("Where sync=interval gains little, the engine was not waiting on the disk at 256 in flight: group commit had already made the fsync cheap per record, and the limit is elsewhere (CPU). The durability price of sync=interval is in the certification section: a process crash loses nothing the OS holds, a power loss up to one interval.")
+}
+
+func (v *view) reads(rep *bench.Report) {
+	var pts []matrix.Point
+	for _, p := range v.run.Points {
+		if p.Consume {
+			pts = append(pts, p)
+		}
+	}
+	if len(pts) == 0 {
+		return
+	}
+	s := rep.Section("Reads: tail and catch-up")
+	s.Para("Tail: a consumer reads from the log end while the producer runs (%v, same workload): its rate follows the producer's, and its end-to-end latency (send to receipt) is the figure. Catch-up: after the tail phase the server is stopped, the data's page cache evicted and the server restarted (durable targets; kfake and the memory engine are read as they are, warm), then one consumer reads every record from the start as fast as it can.", v.run.Profile.Duration)
+	t := s.Table("target", "records", "tail records/s", "end-to-end p50", "end-to-end p99", "catch-up records/s", "catch-up MB/s")
+	for _, n := range v.targets() {
+		for _, p := range pts {
+			if v.run.Cell(n, p.Workload) == nil {
+				continue
+			}
+			t.Row(n, matrix.SizeName(p.RecordBytes), v.fig(n, p.Workload, matrix.TailRecordsPerSec, rate),
+				v.fig(n, p.Workload, matrix.TailE2EP50, millis), v.fig(n, p.Workload, matrix.TailE2EP99, millis),
+				v.fig(n, p.Workload, matrix.CatchUpRecordsPerSec, rate), v.fig(n, p.Workload, matrix.CatchUpMBPerSec, mbps))
+		}
+	}
+	v.chart(s, ChartReads)
+	ref := matrix.Reference
+	best, bestV, vsNext, next := leader(v.engines(), func(n string) float64 { return v.med(n, ref, matrix.CatchUpMBPerSec) })
+	if best == "" {
+		return
+	}
+	s.Para("Catch-up at %s: %s leads with %s MB/s%s. The broker returns stored batches as they are, so a read costs what the engine needs to find and copy them: segment reads its files sequentially with large reads from an index lookup; pebble iterates sstables block by block (32 KiB blocks) and checks each batch's CRC; badger walks its keys in the LSM and reads every value from the value log through its pointer. From a cold page cache all of them read from the device.",
+		matrix.SizeName(ref.RecordBytes), best, mbps(bestV), lead(vsNext, next))
+}
+
+func (v *view) amplification(rep *bench.Report) {
+	s := rep.Section("Write and space amplification")
+	ref := matrix.Reference
+	s.Para("At %s, over the measured produce phase: bytes written per payload byte, counted by the server's own /proc/<pid>/io (write_bytes: pages it dirtied, whoever writes them back) and by the disk's /sys/block counters (everything written to the device, including the filesystem's journal and other processes). Space: bytes allocated in the data directory after a clean stop, per payload byte in the log. The recovery data set (below) gives the same space figure on a larger log.", ref)
+	t := s.Table("target", "write amp. (server)", "write amp. (device)", "space amp.", "space amp. (recovery set)", "disk after stop")
+	for _, n := range v.targets() {
+		info, _ := v.run.Target(n)
+		if !info.Durable {
+			continue
+		}
+		recSA := "–"
+		if r := v.run.Recovery(n, "always"); r != nil && r.Error == "" {
+			recSA = amp(r.SpaceAmp())
+		}
+		t.Row(n, v.fig(n, ref, matrix.ProcWA, amp), v.fig(n, ref, matrix.DeviceWA, amp), v.fig(n, ref, matrix.SpaceAmp, amp), recSA,
+			v.fig(n, ref, func(r matrix.Rep) float64 {
+				if r.Disk.Files == 0 {
+					return math.NaN()
+				}
+				return float64(r.Disk.Allocated)
+			}, bytesOf))
+	}
+	v.chart(s, ChartAmplification)
+	s.Para("segment writes each batch once into its segment file, with a 20-byte frame header per batch and a sparse index of about 0.2%%: its write and space amplification sit just above 1. pebble writes each batch to its WAL and again into an sstable when a memtable (16 MiB per partition here) flushes; a phase of a few seconds may end before most memtables flush, so its measured write amplification can read lower than the 2 or more of a long run, and its space figure includes WAL files not yet recycled. badger writes values once to its value log and a small key entry to its LSM; its value log files are allocated in 64 MiB steps, which shows in space amplification on a small log. Device figures include the ext4 journal and any other process writing to the disk at the same time: on a busy machine they are an upper bound.")
+}
+
+func (v *view) resources(rep *bench.Report) {
+	s := rep.Section("CPU and memory")
+	ref := matrix.Reference
+	s.Para("Server CPU (user + system, /proc/<pid>/stat) per million records produced in the measured phase, and the server's peak resident memory (VmHWM) over the cell, at %s; the largest peak over every cell of the run is in the last column.", ref)
+	t := s.Table("target", "CPU s / M records", "records/s", "peak RSS", "largest peak RSS (any cell)")
+	for _, n := range v.targets() {
+		peak := math.NaN()
+		for _, c := range v.run.Cells {
+			if c.Target == n {
+				for _, r := range c.Reps {
+					if x := matrix.PeakRSS(r); !math.IsNaN(x) && (math.IsNaN(peak) || x > peak) {
+						peak = x
+					}
+				}
+			}
+		}
+		t.Row(n, v.fig(n, ref, matrix.CPUPerMillion, plain), v.fig(n, ref, matrix.RecordsPerSec, rate),
+			v.fig(n, ref, matrix.PeakRSS, bytesOf), bytesOf(peak))
+	}
+	s.Para("CPU per record is where the engines' work shows when the disk is not the limit: encoding a key and a value for the LSM engines and their background flushes, compactions and value log writes, against a copy into a buffer for segment. kfake's figure is the protocol and bookkeeping alone.")
+}
+
+// missingCells lists every cell repetition without a figure, with why.
+func (v *view) missingCells() []string {
+	var out []string
+	for _, c := range v.run.Cells {
+		if len(c.Reps) == 0 {
+			out = append(out, fmt.Sprintf("%s, %s: not run", c.Target, c.Workload))
+			continue
+		}
+		for i, r := range c.Reps {
+			if r.Error != "" {
+				out = append(out, fmt.Sprintf("%s, %s, rep %d: %s", c.Target, c.Workload, i+1, r.Error))
+			}
+		}
+	}
+	for _, r := range v.run.Recoveries {
+		if r.Error != "" {
+			out = append(out, fmt.Sprintf("recovery %s sync=%s: %s", r.Target, r.Sync, r.Error))
+		}
+	}
+	return out
+}
+
+func (v *view) missing(rep *bench.Report) {
+	s := rep.Section("Missing cells")
+	m := v.missingCells()
+	if len(m) == 0 {
+		s.Para("None: every cell of the plan finished in every repetition.")
+		return
+	}
+	s.Para("Cells, or repetitions of them, that failed, with the phase and the reason. Tables show \"missing\" where no repetition of a cell finished; figures of a cell count only the repetitions that did.")
+	s.List(m...)
+}
