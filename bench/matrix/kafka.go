@@ -139,8 +139,8 @@ type ackHooks struct {
 	// record: only for the phases that need it).
 	trackOffsets bool
 	batches      atomic.Int64
-	mu      sync.Mutex
-	high    map[int32]int64
+	mu           sync.Mutex
+	high         map[int32]int64
 }
 
 var (

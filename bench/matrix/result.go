@@ -22,7 +22,7 @@ type Run struct {
 	Commit    string `json:"commit"`
 	Command   string `json:"command"`
 	// Setup says how every target was started and driven.
-	Setup   []string `json:"setup"`
+	Setup   []string     `json:"setup"`
 	Targets []TargetInfo `json:"targets"`
 	Points  []Point      `json:"points"`
 
@@ -84,7 +84,7 @@ type Rep struct {
 	// LogPayload is every acknowledged payload byte in the log (warm-up,
 	// measured and tail phases); Disk is the data directory after a clean
 	// stop. Disk.Files is 0 for servers that keep nothing on disk.
-	LogPayload int64      `json:"log_payload_bytes"`
+	LogPayload int64       `json:"log_payload_bytes"`
 	Disk       bench.Usage `json:"disk"`
 
 	Tail    *load.EndToEndResult `json:"tail,omitempty"`

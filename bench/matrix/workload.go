@@ -105,17 +105,17 @@ var Profiles = map[string]Profile{
 	"quick": {
 		Name: "quick", Reps: 1, WarmUp: 300 * time.Millisecond, Duration: 1500 * time.Millisecond,
 		MaxPhaseBytes: 512 << 20, Partitions: 8,
-		Concurrency:  []int{1, 256},
-		Sizes:        []int{1024, 16384},
-		Variants:     []Workload{{RecordBytes: 1024, InFlight: 256, Acks: "all", Sync: "interval"}},
-		ConsumeSizes: []int{1024},
+		Concurrency:   []int{1, 256},
+		Sizes:         []int{1024, 16384},
+		Variants:      []Workload{{RecordBytes: 1024, InFlight: 256, Acks: "all", Sync: "interval"}},
+		ConsumeSizes:  []int{1024},
 		RecoveryBytes: 64 << 20, KillBytes: 16 << 20,
 	},
 	"full": {
 		Name: "full", Reps: 3, WarmUp: time.Second, Duration: 4 * time.Second,
 		MaxPhaseBytes: 1 << 30, Partitions: 8,
-		Concurrency:  []int{1, 16, 256, 1024},
-		Sizes:        []int{100, 1024, 16384},
+		Concurrency: []int{1, 16, 256, 1024},
+		Sizes:       []int{100, 1024, 16384},
 		Variants: []Workload{
 			{RecordBytes: 1024, InFlight: 256, Acks: "1", Sync: "always"},
 			{RecordBytes: 1024, InFlight: 256, Acks: "all", Sync: "interval"},
