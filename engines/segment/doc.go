@@ -124,7 +124,10 @@
 // crash loses nothing; a power loss what was not synced) while the writes
 // still batch whatever accumulated. Under SyncInterval the flusher also
 // syncs every Options.SyncInterval of Options.Clock, and Sync returns at
-// once; under SyncNever Sync returns at once and Close syncs.
+// once; under SyncNever Sync returns at once and Close syncs. Under every
+// policy a rolled segment is fsynced once by the flusher (one fsync per
+// SegmentBytes), so that its sealed index, written after, can be trusted
+// and recovery scans only the active segment.
 //
 // # Reading
 //
