@@ -46,7 +46,8 @@ func init() { register(1, 4, 12, handleFetch) }
 
 func handleFetch(r *request) reply {
 	req := r.body.(*kmsg.FetchRequest)
-	return later(func(ctx context.Context) kmsg.Response { return r.s.fetch(ctx, req) })
+	charge := &r.p.respCharge
+	return later(func(ctx context.Context) kmsg.Response { return r.s.fetch(ctx, req, charge) })
 }
 
 // fetchTarget is one requested partition, resolved.
@@ -57,7 +58,9 @@ type fetchTarget struct {
 	err   error                // resolving error, sticky for the request
 }
 
-func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.Response {
+// fetch serves req; *charge is what the response holds of the server's
+// response budget when it returns.
+func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest, charge *int64) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	if req.Version >= 7 && req.SessionID != 0 {
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
@@ -82,17 +85,41 @@ func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest) kmsg.Respons
 	waitCtx, cancel := withTimeout(ctx, s.cfg.Clock, time.Duration(req.MaxWaitMillis)*time.Millisecond)
 	defer cancel()
 	for {
-		got, stop := s.readFetch(resp, req, targets, maxBytes)
+		got, stop := s.chargedReadFetch(ctx, resp, req, targets, maxBytes, charge)
 		if stop || got >= int(req.MinBytes) || req.MaxWaitMillis <= 0 || waitCtx.Err() != nil {
 			return resp
 		}
 		if !s.waitFetch(waitCtx, targets) {
 			// Timed out or shutting down: answer with what there is,
 			// which may have arrived since the last read.
-			s.readFetch(resp, req, targets, maxBytes)
+			s.chargedReadFetch(ctx, resp, req, targets, maxBytes, charge)
 			return resp
 		}
 	}
+}
+
+// chargedReadFetch is readFetch within the response budget: it gives back
+// what an earlier read of this fetch held, waits for room for the most this
+// read can return, and keeps only what it returned. A long poll holds
+// nothing while it waits.
+func (s *Server) chargedReadFetch(ctx context.Context, resp *kmsg.FetchResponse, req *kmsg.FetchRequest, targets []fetchTarget, maxBytes int, charge *int64) (int, bool) {
+	s.respBudget.release(*charge)
+	*charge = 0
+	want := int64(min(maxBytes, sumLimits(targets, maxBytes)))
+	if err := s.respBudget.acquire(ctx, want); err != nil {
+		// The connection is going away: nobody reads this answer.
+		resp.Topics = resp.Topics[:0]
+		return 0, true
+	}
+	got, stop := s.readFetch(resp, req, targets, maxBytes)
+	switch read := int64(got); {
+	case read < want:
+		s.respBudget.release(want - read)
+	case read > want:
+		s.respBudget.force(read - want) // a first batch over the limits
+	}
+	*charge = int64(got)
+	return got, stop
 }
 
 // checkEpoch fences a request by the leader epoch it names (KIP-320).
@@ -231,6 +258,9 @@ func (s *Server) waitFetch(ctx context.Context, targets []fetchTarget) bool {
 				}
 			}
 		}()
+	}
+	if hook := s.fetchParked.Load(); hook != nil {
+		(*hook)()
 	}
 	select {
 	case <-woke:

@@ -276,16 +276,20 @@ func TestSlowClients(t *testing.T) {
 	})
 }
 
-// openConns reads the open-connections gauge from the broker's metrics.
-func openConns(t *testing.T, b *brokertest.Broker) int {
+// gauge reads a gauge without labels from the broker's metrics.
+func gauge(t *testing.T, b *brokertest.Broker, name string) int {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	b.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	m := regexp.MustCompile(`(?m)^minikafka_open_connections (\d+)`).FindStringSubmatch(rec.Body.String())
-	require.NotNil(t, m, "open connections gauge")
-	n, err := strconv.Atoi(m[1])
+	m := regexp.MustCompile(`(?m)^`+name+` (\S+)`).FindStringSubmatch(rec.Body.String())
+	require.NotNil(t, m, "gauge %s", name)
+	n, err := strconv.ParseFloat(m[1], 64)
 	require.NoError(t, err)
-	return n
+	return int(n)
+}
+
+func openConns(t *testing.T, b *brokertest.Broker) int {
+	return gauge(t, b, "minikafka_open_connections")
 }
 
 // TestClientThatDoesNotRead: responses pile up unread until the socket is

@@ -63,7 +63,15 @@ func (b *budget) acquire(ctx context.Context, n int64) error {
 
 func (b *budget) fits(n int64) bool { return b.used+n <= b.limit || b.used == 0 }
 
-// release returns n bytes taken by acquire.
+// force takes n bytes without waiting, even past the limit: for what is
+// already in memory (a first batch larger than a fetch's limits).
+func (b *budget) force(n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used += n
+}
+
+// release returns n bytes taken by acquire or force.
 func (b *budget) release(n int64) {
 	if n == 0 {
 		return

@@ -26,6 +26,7 @@ const (
 	DefaultMaxConns          = 10000
 	DefaultMaxFrameBytes     = 100 << 20 // Kafka's socket.request.max.bytes
 	DefaultMaxInflightBytes  = 64 << 20
+	DefaultMaxResponseBytes  = 128 << 20
 	DefaultMaxInflightPerCon = 8
 	DefaultIdleTimeout       = 10 * time.Minute // Kafka's connections.max.idle.ms
 	DefaultFrameTimeout      = 30 * time.Second
@@ -70,6 +71,9 @@ type Config struct {
 	// MaxInflightBytes bounds the request bytes held in memory across all
 	// connections (a reader waits for room before reading a body).
 	MaxInflightBytes int64
+	// MaxResponseBytes bounds the fetched record bytes held in memory
+	// across all connections (a fetch waits for room before it reads).
+	MaxResponseBytes int64
 	// MaxInflightPerConn bounds pipelined requests per connection.
 	MaxInflightPerConn int
 	// IdleTimeout closes a connection that sends nothing for that long.
@@ -114,6 +118,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxInflightBytes <= 0 {
 		c.MaxInflightBytes = DefaultMaxInflightBytes
+	}
+	if c.MaxResponseBytes <= 0 {
+		c.MaxResponseBytes = DefaultMaxResponseBytes
 	}
 	if c.MaxInflightPerConn <= 0 {
 		c.MaxInflightPerConn = DefaultMaxInflightPerCon

@@ -66,6 +66,10 @@ type pending struct {
 	// waitErr is err for a waiting phase that failed; the writer reads it
 	// after ready is closed.
 	waitErr error
+	// respCharge is what the response holds of the server's response
+	// budget (a fetch's records); the waiting phase sets it, the writer
+	// releases it once the response is written.
+	respCharge int64
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -168,7 +172,7 @@ func (c *conn) readRequest() (*pending, error) {
 		p.err = err
 		return p, nil
 	}
-	c.run(p, &request{s: c.s, c: c, hdr: h, body: body})
+	c.run(p, &request{s: c.s, c: c, p: p, hdr: h, body: body})
 	return p, nil
 }
 
@@ -389,6 +393,7 @@ func responseSizeHint(resp kmsg.Response) int {
 // finish accounts for a request whose response was written (or dropped).
 func (c *conn) finish(p *pending) {
 	c.s.budget.release(p.charge)
+	c.s.respBudget.release(p.respCharge)
 	<-c.slots
 	if p.api != nil && p.err == nil {
 		c.s.metrics.observe(p.api.name, c.s.cfg.Clock.Now().Sub(p.read))

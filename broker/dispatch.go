@@ -52,6 +52,7 @@ func fail(err error) reply                                     { return reply{er
 type request struct {
 	s    *Server
 	c    *conn
+	p    *pending // its accounting (the response budget a fetch holds)
 	hdr  header
 	body kmsg.Request
 }

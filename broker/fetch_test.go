@@ -1,7 +1,9 @@
 package broker_test
 
 import (
+	"bytes"
 	"encoding/binary"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,27 +45,36 @@ func readResponse(t *testing.T, c *rawConn, req kmsg.Request, corr int32) kmsg.R
 	return resp
 }
 
-// waitPending polls until the manual clock has at least n timers.
-func waitPending(t *testing.T, pending func() int, n int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for pending() < n {
-		require.True(t, time.Now().Before(deadline), "timed out waiting for %d timers (have %d)", n, pending())
-		time.Sleep(time.Millisecond)
+// parkedSignal makes b report each fetch that starts to wait; wait blocks
+// until one has.
+func parkedSignal(t *testing.T, b *brokertest.Broker) (wait func()) {
+	parked := make(chan struct{}, 16)
+	broker.OnFetchParked(b.Server, func() {
+		select {
+		case parked <- struct{}{}:
+		default:
+		}
+	})
+	return func() {
+		t.Helper()
+		select {
+		case <-parked:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the fetch never started to wait")
+		}
 	}
 }
 
 func TestFetchLongPoll(t *testing.T) {
 	b, clk := manualBroker(t, time.Minute, time.Hour)
 	b.CreateTopic(t, "lp", 1)
+	parked := parkedSignal(t, b)
 
 	t.Run("woken by data before MaxWait", func(t *testing.T) {
 		c := dialRaw(t, b.Addr)
-		metadataWorks(t, b.Addr)
-		base := clk.Pending()
 		req := fetchReq("lp", 0, time.Hour, 1)
 		c.write(c.encode(req))
-		waitPending(t, clk.Pending, base+1) // the fetch's MaxWait timer
+		parked()
 		produceRaw(t, dialRaw(t, b.Addr), "lp", -1, batchtest.Plain(t, 2))
 		resp := readResponse(t, c, req, c.corr).(*kmsg.FetchResponse)
 		sp := resp.Topics[0].Partitions[0]
@@ -76,8 +87,6 @@ func TestFetchLongPoll(t *testing.T) {
 	t.Run("woken by data on one of several partitions", func(t *testing.T) {
 		b.CreateTopic(t, "lp2", 3)
 		c := dialRaw(t, b.Addr)
-		metadataWorks(t, b.Addr)
-		base := clk.Pending()
 		req := fetchReq("lp2", 0, time.Hour, 1)
 		for p := int32(1); p < 3; p++ {
 			rp := kmsg.NewFetchRequestTopicPartition()
@@ -85,7 +94,7 @@ func TestFetchLongPoll(t *testing.T) {
 			req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
 		}
 		c.write(c.encode(req))
-		waitPending(t, clk.Pending, base+1)
+		parked()
 		pr := kmsg.NewPtrProduceRequest()
 		pr.SetVersion(9)
 		pr.Acks, pr.TimeoutMillis = -1, 10_000
@@ -103,11 +112,9 @@ func TestFetchLongPoll(t *testing.T) {
 	})
 	t.Run("MaxWait on the injected clock", func(t *testing.T) {
 		c := dialRaw(t, b.Addr)
-		metadataWorks(t, b.Addr)
-		base := clk.Pending()
 		req := fetchReq("lp", 2, 500*time.Millisecond, 1)
 		c.write(c.encode(req))
-		waitPending(t, clk.Pending, base+1)
+		parked()
 		clk.Advance(500 * time.Millisecond)
 		resp := readResponse(t, c, req, c.corr).(*kmsg.FetchResponse)
 		sp := resp.Topics[0].Partitions[0]
@@ -116,11 +123,9 @@ func TestFetchLongPoll(t *testing.T) {
 	})
 	t.Run("MinBytes not reached waits for MaxWait and returns what there is", func(t *testing.T) {
 		c := dialRaw(t, b.Addr)
-		metadataWorks(t, b.Addr)
-		base := clk.Pending()
 		req := fetchReq("lp", 0, time.Second, 1<<20)
 		c.write(c.encode(req))
-		waitPending(t, clk.Pending, base+1)
+		parked()
 		clk.Advance(time.Second)
 		resp := readResponse(t, c, req, c.corr).(*kmsg.FetchResponse)
 		assert.Len(t, batchtest.MustDecode(t, resp.Topics[0].Partitions[0].RecordBatches), 2)
@@ -278,4 +283,32 @@ func TestAcksZeroErrorClosesTheConnection(t *testing.T) {
 	c.write(c.encode(p))
 	c.expectClosed("acks=0 produce to an unknown topic")
 	metadataWorks(t, b.Addr)
+}
+
+// TestFetchResponseBudget: with room for less than one fetch's records,
+// concurrent fetches still all complete (one at a time) and every byte of
+// the budget is given back.
+func TestFetchResponseBudget(t *testing.T) {
+	b := brokertest.Start(t, brokertest.Configure(func(c *broker.Config) { c.MaxResponseBytes = 1000 }))
+	b.CreateTopic(t, "rb", 1)
+	w := dialRaw(t, b.Addr)
+	for range 10 {
+		produceRaw(t, w, "rb", -1, batchtest.Make(t, batchtest.Spec{Values: [][]byte{bytes.Repeat([]byte("v"), 2000)}}))
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp := dialRaw(t, b.Addr).roundTrip(fetchReq("rb", 0, 0, 1)).(*kmsg.FetchResponse)
+			assert.Len(t, batchtest.MustDecode(t, resp.Topics[0].Partitions[0].RecordBatches), 10)
+		}()
+	}
+	wg.Wait()
+	// The broker gives its budget back just after the write returns.
+	deadline := time.Now().Add(10 * time.Second)
+	for gauge(t, b, "minikafka_inflight_response_bytes")+gauge(t, b, "minikafka_inflight_request_bytes") > 0 {
+		require.True(t, time.Now().Before(deadline), "budget not given back")
+		time.Sleep(time.Millisecond)
+	}
 }

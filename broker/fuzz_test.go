@@ -35,7 +35,9 @@ func dispatchFrame(s *Server, frame []byte) ([]byte, header, error) {
 	if err != nil {
 		return nil, h, err
 	}
-	rep := a.serve(&request{s: s, c: &conn{remote: "192.0.2.1:9"}, hdr: h, body: body})
+	p := &pending{}
+	defer func() { s.respBudget.release(p.respCharge) }()
+	rep := a.serve(&request{s: s, c: &conn{remote: "192.0.2.1:9"}, p: p, hdr: h, body: body})
 	resp := rep.resp
 	switch {
 	case rep.err != nil:

@@ -74,7 +74,10 @@ func newMetrics(s *Server) *metrics {
 	inflight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "minikafka_inflight_request_bytes", Help: "Request bytes held in memory across connections.",
 	}, func() float64 { return float64(s.budget.inUse()) })
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.conns, m.connsRejected, m.badRequests, fsync, durable, batch, disk, inflight} {
+	respInflight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "minikafka_inflight_response_bytes", Help: "Fetched record bytes held in memory across connections.",
+	}, func() float64 { return float64(s.respBudget.inUse()) })
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.conns, m.connsRejected, m.badRequests, fsync, durable, batch, disk, inflight, respInflight} {
 		if err := reg.Register(c); err != nil {
 			// A caller's registry that already holds our metrics (two
 			// servers on one registry): keep counting, unexported.

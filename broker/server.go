@@ -26,8 +26,11 @@ type Server struct {
 	log     *slog.Logger
 	parts   *partition.Manager
 	metrics *metrics
-	budget  *budget
-	exts    []openExtension
+	budget  *budget // request frames in memory
+	// respBudget bounds fetch response bytes in memory (records read
+	// and not yet written).
+	respBudget *budget
+	exts       []openExtension
 
 	// durableWaiters counts produce partition-writes waiting for
 	// durability now (the group-commit batch size proxy).
@@ -37,6 +40,10 @@ type Server struct {
 	// at refusedLogged (unix nanoseconds on the server's clock).
 	refused       atomic.Int64
 	refusedLogged atomic.Int64
+
+	// fetchParked, when set (by tests), is called each time a fetch
+	// starts waiting for data.
+	fetchParked atomic.Pointer[func()]
 
 	// connCtx ends every connection at once (the hard stop after the
 	// shutdown grace period); quit is closed when Close begins, so long
@@ -63,11 +70,12 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg:    cfg,
-		log:    cfg.Logger,
-		budget: newBudget(cfg.MaxInflightBytes),
-		conns:  map[*conn]struct{}{},
-		quit:   make(chan struct{}),
+		cfg:        cfg,
+		log:        cfg.Logger,
+		budget:     newBudget(cfg.MaxInflightBytes),
+		respBudget: newBudget(cfg.MaxResponseBytes),
+		conns:      map[*conn]struct{}{},
+		quit:       make(chan struct{}),
 	}
 	s.connCtx, s.hardStop = context.WithCancel(context.Background())
 	s.metrics = newMetrics(s)

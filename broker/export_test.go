@@ -1,0 +1,5 @@
+package broker
+
+// OnFetchParked makes s call f each time a fetch starts its long poll, so a
+// test knows the fetch waits before it produces what should wake it.
+func OnFetchParked(s *Server, f func()) { s.fetchParked.Store(&f) }
