@@ -64,6 +64,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.cfg.MaxConns, "max-conns", broker.DefaultMaxConns, "maximum open client connections; more are closed at once")
 	maxFrame := fs.Int("max-frame-bytes", broker.DefaultMaxFrameBytes, "maximum request size; a larger one closes the connection")
 	fs.Int64Var(&o.cfg.MaxInflightBytes, "max-inflight-bytes", broker.DefaultMaxInflightBytes, "request bytes held in memory across all connections")
+	fs.Int64Var(&o.cfg.MaxResponseBytes, "max-response-bytes", broker.DefaultMaxResponseBytes, "fetched record bytes held in memory across all connections")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on this address (empty: off)")
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve Go's /debug/pprof/ profiles on -metrics-addr")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug|info|warn|error")
