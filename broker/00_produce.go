@@ -31,6 +31,8 @@ import (
 //   - Any other acks value: INVALID_REQUIRED_ACKS on every partition.
 //   - Unknown topic: auto-created with the default partition count when
 //     auto-creation is on, else UNKNOWN_TOPIC_OR_PARTITION.
+//   - Internal topics (__consumer_offsets) are written by the broker only:
+//     a client's produce to one gets INVALID_TOPIC_EXCEPTION.
 //   - A transactional produce (TransactionID set): every partition gets
 //     TRANSACTIONAL_ID_AUTHORIZATION_FAILED; transactions are not supported.
 //   - Batch errors come from the log layer as Kafka codes: CORRUPT_MESSAGE
@@ -72,12 +74,16 @@ func handleProduce(r *request) reply {
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		resp.Topics = append(resp.Topics, st)
 		parts := resp.Topics[len(resp.Topics)-1].Partitions
+		topicRefuse := refuse
+		if info, ok := r.s.parts.Topic(rt.Topic); ok && info.Internal && topicRefuse == nil {
+			topicRefuse = kerr.InvalidTopicException
+		}
 		for i, rp := range rt.Partitions {
 			sp := &parts[i]
 			sp.Default()
 			sp.Partition = rp.Partition
-			if refuse != nil {
-				sp.ErrorCode = refuse.Code
+			if topicRefuse != nil {
+				sp.ErrorCode = topicRefuse.Code
 				continue
 			}
 			if w, ok := r.s.appendPartition(req, rt.Topic, rp, sp); ok {

@@ -236,14 +236,16 @@ func TestProduceRefusals(t *testing.T) {
 	b.CreateTopic(t, "pr", 1)
 	for _, tc := range []struct {
 		name    string
+		topic   string
 		version int16
 		acks    int16
 		txn     bool
 		want    *kerr.Error
 	}{
-		{"v2 message sets", 2, -1, false, kerr.UnsupportedVersion},
-		{"acks=2", 9, 2, false, kerr.InvalidRequiredAcks},
-		{"transactional", 9, -1, true, kerr.TransactionalIDAuthorizationFailed},
+		{"v2 message sets", "pr", 2, -1, false, kerr.UnsupportedVersion},
+		{"acks=2", "pr", 9, 2, false, kerr.InvalidRequiredAcks},
+		{"transactional", "pr", 9, -1, true, kerr.TransactionalIDAuthorizationFailed},
+		{"internal topic", "__consumer_offsets", 9, -1, false, kerr.InvalidTopicException},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := kmsg.NewPtrProduceRequest()
@@ -254,7 +256,7 @@ func TestProduceRefusals(t *testing.T) {
 				p.TransactionID = &id
 			}
 			rt := kmsg.NewProduceRequestTopic()
-			rt.Topic = "pr"
+			rt.Topic = tc.topic
 			rp := kmsg.NewProduceRequestTopicPartition()
 			rp.Records = batchtest.Plain(t, 1)
 			rt.Partitions = append(rt.Partitions, rp)
