@@ -6,7 +6,8 @@
 //
 // Each batch is one key-value pair: the key is a prefix byte and the batch's
 // base offset, big-endian, so keys sort in log order; the value is a CRC-32C,
-// the record count and the batch bytes (format in codec.go), checked on every
+// the record count and the batch bytes (the layout is engines/kvlog's, shared
+// with the pebble engine), checked on every
 // read so that no corrupt batch is ever returned. One key holds the log start
 // offset (written by DeleteBefore), one more exists only while a Truncate is
 // under way (cutKey).
@@ -91,6 +92,7 @@ import (
 	badgerdb "github.com/dgraph-io/badger/v4"
 
 	"github.com/minikafka/minikafka/engine"
+	"github.com/minikafka/minikafka/engines/kvlog"
 )
 
 // Name is the name the engine registers under.
@@ -119,7 +121,7 @@ func (p pendingBatch) next() int64 { return p.base + int64(p.records) }
 
 // batch returns a caller-owned copy.
 func (p pendingBatch) batch() engine.Batch {
-	return engine.Batch{BaseOffset: p.base, Records: p.records, Data: append([]byte(nil), p.value[valueHeader:]...)}
+	return engine.Batch{BaseOffset: p.base, Records: p.records, Data: append([]byte(nil), p.value[kvlog.ValueHeader:]...)}
 }
 
 // Engine is one partition's log in a Badger DB.
@@ -189,7 +191,7 @@ func (e *Engine) Append(b engine.Batch) error {
 	e.pending = append(e.pending, pendingBatch{
 		base:    b.BaseOffset,
 		records: b.Records,
-		value:   appendValue(make([]byte, 0, valueHeader+len(b.Data)), b),
+		value:   kvlog.AppendValue(make([]byte, 0, kvlog.ValueHeader+len(b.Data)), b),
 	})
 	e.pendingBytes += len(b.Data)
 	e.setEndLocked(b.NextOffset())
@@ -287,34 +289,26 @@ func (e *Engine) Read(offset int64, maxBytes int) ([]engine.Batch, error) {
 	if offset == end {
 		return nil, nil
 	}
-	var (
-		out  []engine.Batch
-		size int
-	)
+	c := kvlog.Collector{Offset: offset, MaxBytes: maxBytes}
 	if offset < committed {
-		var err error
-		out, size, err = e.readStore(offset, committed, maxBytes)
-		if err != nil {
+		if err := e.readStore(&c, committed); err != nil {
 			return nil, fmt.Errorf("badger: read %d: %w", offset, err)
 		}
-		if len(out) == 0 {
+		if len(c.Batches) == 0 {
 			return nil, fmt.Errorf("badger: read %d: no batch holds it: %w", offset, engine.ErrCorrupt)
 		}
-		if next := out[len(out)-1].NextOffset(); next < committed {
-			return out, nil // maxBytes reached
+		if c.Next() < committed {
+			return c.Batches, nil // maxBytes reached
 		}
 	}
 	// The rest comes from the pending list, which starts at committed.
 	i := sort.Search(len(pending), func(i int) bool { return pending[i].next() > offset })
-	for ; i < len(pending); i++ {
-		n := len(pending[i].value) - valueHeader
-		if len(out) > 0 && size+n > maxBytes {
-			break
+	for ; i < len(pending) && !c.Full(len(pending[i].value)-kvlog.ValueHeader); i++ {
+		if _, err := c.Add(pending[i].batch()); err != nil {
+			return nil, fmt.Errorf("badger: read %d: %w", offset, err)
 		}
-		size += n
-		out = append(out, pending[i].batch())
 	}
-	return out, nil
+	return c.Batches, nil
 }
 
 // StartOffset implements engine.LogEngine.

@@ -17,6 +17,7 @@ import (
 	"github.com/minikafka/minikafka/clock"
 	"github.com/minikafka/minikafka/engine"
 	"github.com/minikafka/minikafka/engine/enginetest"
+	"github.com/minikafka/minikafka/engines/kvlog"
 )
 
 func openTest(t *testing.T, dir string, opts engine.Options) *Engine {
@@ -156,10 +157,10 @@ func TestOpenFinishesTruncate(t *testing.T) {
 	require.NoError(t, e.Sync(context.Background(), e.EndOffset()))
 	// The first transaction of Truncate(12): the cut, and the newest batch.
 	require.NoError(t, e.db.Update(func(txn *badgerdb.Txn) error {
-		if err := txn.Set(cutKey, encodeOffset(12)); err != nil {
+		if err := txn.Set(cutKey, kvlog.EncodeOffset(12)); err != nil {
 			return err
 		}
-		return txn.Delete(batchKey(27))
+		return txn.Delete(kvlog.BatchKey(27))
 	}))
 	require.NoError(t, e.Close())
 
@@ -180,7 +181,7 @@ func TestOpenFinishesDeleteBefore(t *testing.T) {
 	e := openTest(t, dir, engine.Options{})
 	bs := appendSome(t, e, 10, 3, 200) // 0..29
 	require.NoError(t, e.Sync(context.Background(), e.EndOffset()))
-	require.NoError(t, e.db.Update(func(txn *badgerdb.Txn) error { return txn.Set(startKey, encodeOffset(13)) }))
+	require.NoError(t, e.db.Update(func(txn *badgerdb.Txn) error { return txn.Set(kvlog.StartKey, kvlog.EncodeOffset(13)) }))
 	require.NoError(t, e.Close())
 
 	r := openTest(t, dir, engine.Options{})

@@ -8,6 +8,7 @@ import (
 	badgerdb "github.com/dgraph-io/badger/v4"
 
 	"github.com/minikafka/minikafka/clock"
+	"github.com/minikafka/minikafka/engines/kvlog"
 )
 
 const (
@@ -60,7 +61,7 @@ func (e *Engine) flushLocked() error {
 	}
 	err := e.commit(func(put func(key, value []byte) error) error {
 		for _, p := range batch {
-			if err := put(batchKey(p.base), p.value); err != nil {
+			if err := put(kvlog.BatchKey(p.base), p.value); err != nil {
 				return err
 			}
 		}
@@ -76,7 +77,7 @@ func (e *Engine) flushLocked() error {
 	// under flushMu: the batches committed are still its first ones.
 	bytes := 0
 	for _, p := range batch {
-		bytes += len(p.value) - valueHeader
+		bytes += len(p.value) - kvlog.ValueHeader
 	}
 	e.pending = e.pending[len(batch):]
 	e.pendingBytes -= bytes

@@ -7,11 +7,15 @@ import (
 	badgerdb "github.com/dgraph-io/badger/v4"
 
 	"github.com/minikafka/minikafka/engine"
+	"github.com/minikafka/minikafka/engines/kvlog"
 )
 
-var batchSpace = []byte{batchPrefix}
+// cutKey holds the offset a Truncate cuts the log at (an offset value, see
+// engines/kvlog), while the Truncate's deletions, which may span
+// transactions, are under way.
+var cutKey = []byte{'m', 't'}
 
-// getOffset reads startKey or cutKey; ok is false when it is absent.
+// getOffset reads the start key or cutKey; ok is false when it is absent.
 func (e *Engine) getOffset(key []byte) (off int64, ok bool, err error) {
 	err = e.db.View(func(txn *badgerdb.Txn) error {
 		item, err := txn.Get(key)
@@ -25,7 +29,7 @@ func (e *Engine) getOffset(key []byte) (off int64, ok bool, err error) {
 		if err != nil {
 			return err
 		}
-		off, err = decodeOffset(v)
+		off, err = kvlog.DecodeOffset(v)
 		ok = err == nil
 		return err
 	})
@@ -36,10 +40,10 @@ func (e *Engine) getOffset(key []byte) (off int64, ok bool, err error) {
 // or below offset; ok is false when there is none.
 func (e *Engine) batchAtOrBelow(offset int64) (b engine.Batch, ok bool, err error) {
 	err = e.db.View(func(txn *badgerdb.Txn) error {
-		it := txn.NewIterator(badgerdb.IteratorOptions{Reverse: true, Prefix: batchSpace})
+		it := txn.NewIterator(badgerdb.IteratorOptions{Reverse: true, Prefix: kvlog.BatchSpace})
 		defer it.Close()
-		it.Seek(batchKey(offset))
-		if !it.ValidForPrefix(batchSpace) {
+		it.Seek(kvlog.BatchKey(offset))
+		if !it.ValidForPrefix(kvlog.BatchSpace) {
 			return nil
 		}
 		b, err = decodeItem(it.Item())
@@ -54,40 +58,36 @@ func decodeItem(item *badgerdb.Item) (engine.Batch, error) {
 	if err != nil {
 		return engine.Batch{}, storeErr(err)
 	}
-	return decodeBatch(item.Key(), v)
+	return kvlog.DecodeBatch(item.Key(), v)
 }
 
-// readStore returns the stored batches from the one holding offset up to
-// committed, as many as fit in maxBytes but at least one, and their size.
-func (e *Engine) readStore(offset, committed int64, maxBytes int) (out []engine.Batch, size int, err error) {
-	first, ok, err := e.batchAtOrBelow(offset)
-	if err != nil || !ok || first.NextOffset() <= offset {
-		return nil, 0, err
+// readStore gathers into c the stored batches from the one holding c.Offset
+// up to committed.
+func (e *Engine) readStore(c *kvlog.Collector, committed int64) error {
+	first, ok, err := e.batchAtOrBelow(c.Offset)
+	if err != nil || !ok {
+		return err
 	}
-	err = e.db.View(func(txn *badgerdb.Txn) error {
-		it := txn.NewIterator(badgerdb.IteratorOptions{Prefix: batchSpace})
+	return e.db.View(func(txn *badgerdb.Txn) error {
+		it := txn.NewIterator(badgerdb.IteratorOptions{Prefix: kvlog.BatchSpace})
 		defer it.Close()
-		for it.Seek(batchKey(first.BaseOffset)); it.ValidForPrefix(batchSpace); it.Next() {
-			base, _ := keyBase(it.Item().Key())
-			if base >= committed {
+		for it.Seek(kvlog.BatchKey(first.BaseOffset)); it.ValidForPrefix(kvlog.BatchSpace); it.Next() {
+			if base, _ := kvlog.KeyBase(it.Item().Key()); base >= committed {
 				break
 			}
 			b, err := decodeItem(it.Item())
 			if err != nil {
 				return err
 			}
-			if len(out) > 0 && (size+len(b.Data) > maxBytes || b.BaseOffset != out[len(out)-1].NextOffset()) {
-				if b.BaseOffset != out[len(out)-1].NextOffset() {
-					return fmt.Errorf("batch %d follows one ending at %d: %w", b.BaseOffset, out[len(out)-1].NextOffset(), engine.ErrCorrupt)
-				}
+			if c.Full(len(b.Data)) {
 				break
 			}
-			size += len(b.Data)
-			out = append(out, b)
+			if more, err := c.Add(b); err != nil || !more {
+				return err
+			}
 		}
 		return nil
 	})
-	return out, size, err
 }
 
 // deleteBatches deletes the stored batch keys in [from, to), newest first if
@@ -127,10 +127,10 @@ type keyValue struct{ key, value []byte }
 func (e *Engine) batchKeys(from, to int64) ([][]byte, error) {
 	var keys [][]byte
 	err := e.db.View(func(txn *badgerdb.Txn) error {
-		it := txn.NewIterator(badgerdb.IteratorOptions{Prefix: batchSpace})
+		it := txn.NewIterator(badgerdb.IteratorOptions{Prefix: kvlog.BatchSpace})
 		defer it.Close()
-		for it.Seek(batchKey(from)); it.ValidForPrefix(batchSpace); it.Next() {
-			if base, ok := keyBase(it.Item().Key()); !ok || base >= to {
+		for it.Seek(kvlog.BatchKey(from)); it.ValidForPrefix(kvlog.BatchSpace); it.Next() {
+			if base, ok := kvlog.KeyBase(it.Item().Key()); !ok || base >= to {
 				break
 			}
 			keys = append(keys, it.Item().KeyCopy(nil))
@@ -144,7 +144,7 @@ func (e *Engine) batchKeys(from, to int64) ([][]byte, error) {
 // crash interrupted: a Truncate (cutKey present) and the deletions of a
 // DeleteBefore (batches wholly below the start).
 func (e *Engine) recover() error {
-	start, _, err := e.getOffset(startKey)
+	start, _, err := e.getOffset(kvlog.StartKey)
 	if err != nil {
 		return fmt.Errorf("read start offset: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/minikafka/minikafka/engine"
+	"github.com/minikafka/minikafka/engines/kvlog"
 )
 
 // lockTrim takes everything a Truncate or DeleteBefore needs: no call in
@@ -64,7 +65,7 @@ func (e *Engine) Truncate(offset int64) error {
 	}
 	if err == nil {
 		err = e.deleteBatches(b.BaseOffset, committed, true,
-			&keyValue{key: cutKey, value: encodeOffset(b.BaseOffset)}, &keyValue{key: cutKey})
+			&keyValue{key: cutKey, value: kvlog.EncodeOffset(b.BaseOffset)}, &keyValue{key: cutKey})
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -88,7 +89,7 @@ func (e *Engine) Truncate(offset int64) error {
 func (e *Engine) dropPendingLocked(i int) {
 	kept := append([]pendingBatch(nil), e.pending[:i]...)
 	for _, p := range e.pending[i:] {
-		e.pendingBytes -= len(p.value) - valueHeader
+		e.pendingBytes -= len(p.value) - kvlog.ValueHeader
 	}
 	e.pending = kept
 }
@@ -123,7 +124,7 @@ func (e *Engine) DeleteBefore(offset int64) error {
 	}
 	// The new start is written first, in the first transaction: batches a
 	// crash leaves below it are dropped by the next Open.
-	err = e.deleteBatches(0, cut, false, &keyValue{key: startKey, value: encodeOffset(offset)}, nil)
+	err = e.deleteBatches(0, cut, false, &keyValue{key: kvlog.StartKey, value: kvlog.EncodeOffset(offset)}, nil)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err != nil {

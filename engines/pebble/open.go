@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/minikafka/minikafka/engine"
+	"github.com/minikafka/minikafka/engines/kvlog"
 )
 
 // Open opens (or creates) the pebble log in dir.
@@ -130,10 +131,10 @@ func openStore(path string, o *pebbledb.Options) (*pebbledb.DB, error) {
 // recover reads the log's bounds from the store.
 func (e *Engine) recover() error {
 	start := int64(0)
-	v, closer, err := e.db.Get(startKey)
+	v, closer, err := e.db.Get(kvlog.StartKey)
 	switch {
 	case err == nil:
-		start, err = decodeStart(v)
+		start, err = kvlog.DecodeOffset(v)
 		closer.Close()
 		if err != nil {
 			return err
@@ -141,7 +142,7 @@ func (e *Engine) recover() error {
 	case err != pebbledb.ErrNotFound:
 		return fmt.Errorf("read start offset: %w", storeErr(err))
 	}
-	it, err := e.db.NewIter(&pebbledb.IterOptions{LowerBound: []byte{batchPrefix}, UpperBound: batchLimit})
+	it, err := e.db.NewIter(&pebbledb.IterOptions{LowerBound: kvlog.BatchSpace, UpperBound: kvlog.BatchLimit})
 	if err != nil {
 		return fmt.Errorf("iterate: %w", storeErr(err))
 	}
@@ -152,7 +153,7 @@ func (e *Engine) recover() error {
 		if err != nil {
 			return fmt.Errorf("read last batch: %w", storeErr(err))
 		}
-		b, err := decodeBatch(it.Key(), val)
+		b, err := kvlog.DecodeBatch(it.Key(), val)
 		if err != nil {
 			return fmt.Errorf("last batch: %w", err)
 		}

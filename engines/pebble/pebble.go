@@ -6,11 +6,13 @@
 //
 // Each batch is one key-value pair: the key is a prefix byte and the batch's
 // base offset, big-endian, so keys sort in log order; the value is a CRC-32C,
-// the record count and the batch bytes (format in codec.go). The CRC is ours,
-// checked on every read, so that "no corrupt batch is ever returned" holds
-// the same way as for every other engine, whatever the store checks itself.
-// One more key holds the log start offset, written only by DeleteBefore.
-// Read(offset) seeks to the last key at or below offset and iterates forward.
+// the record count and the batch bytes (the layout is engines/kvlog's, shared
+// with the badger engine). The CRC is ours, checked on every read, so that
+// "no corrupt batch is ever returned" holds the same way as for every other
+// engine, whatever the store checks itself. One more key holds the log start
+// offset, written only by DeleteBefore. Read(offset) seeks to the last key at
+// or below offset and iterates forward (a hole in the keys would be
+// ErrCorrupt, never served).
 // On open, the start comes from its key (0 when absent) and the end from the
 // last batch key (the start when there is none).
 //
@@ -92,6 +94,7 @@
 package pebble
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -102,6 +105,7 @@ import (
 
 	"github.com/minikafka/minikafka/clock"
 	"github.com/minikafka/minikafka/engine"
+	"github.com/minikafka/minikafka/engines/kvlog"
 )
 
 // Name is the name the engine registers under.
@@ -228,6 +232,28 @@ func (e *Engine) stickyErr() error {
 	return nil
 }
 
+// lockWriter takes what a writer (Append, Truncate, DeleteBefore) holds while
+// it works: the engine, open (life, shared), and the writers' order (wmu);
+// and refuses to go on after an earlier failure. It returns the release
+// function, or an error with nothing held.
+func (e *Engine) lockWriter() (func(), error) {
+	e.life.RLock()
+	if e.closed {
+		e.life.RUnlock()
+		return nil, engine.ErrClosed
+	}
+	e.wmu.Lock()
+	if err := e.stickyErr(); err != nil {
+		e.wmu.Unlock()
+		e.life.RUnlock()
+		return nil, err
+	}
+	return func() {
+		e.wmu.Unlock()
+		e.life.RUnlock()
+	}, nil
+}
+
 // Append implements engine.LogEngine.
 func (e *Engine) Append(b engine.Batch) error {
 	if b.Records < 1 || len(b.Data) == 0 {
@@ -236,21 +262,16 @@ func (e *Engine) Append(b engine.Batch) error {
 	if len(b.Data) > e.maxBatchBytes {
 		return fmt.Errorf("%w: %d > %d bytes", engine.ErrBatchTooLarge, len(b.Data), e.maxBatchBytes)
 	}
-	e.life.RLock()
-	defer e.life.RUnlock()
-	if e.closed {
-		return engine.ErrClosed
-	}
-	e.wmu.Lock()
-	defer e.wmu.Unlock()
-	if err := e.stickyErr(); err != nil {
+	release, err := e.lockWriter()
+	if err != nil {
 		return err
 	}
+	defer release()
 	if end := e.end.Load(); b.BaseOffset != end {
 		return fmt.Errorf("%w: base %d, end %d", engine.ErrNotContiguous, b.BaseOffset, end)
 	}
-	e.buf = appendValue(e.buf[:0], b)
-	err := e.write(func() error { return e.db.Set(batchKey(b.BaseOffset), e.buf, pebbledb.NoSync) })
+	e.buf = kvlog.AppendValue(e.buf[:0], b)
+	err = e.write(func() error { return e.db.Set(kvlog.BatchKey(b.BaseOffset), e.buf, pebbledb.NoSync) })
 	if cap(e.buf) > 1<<20 {
 		e.buf = nil // do not pin a large batch's buffer for the life of the engine
 	}
@@ -292,42 +313,39 @@ func (e *Engine) Read(offset int64, maxBytes int) ([]engine.Batch, error) {
 	if offset == end {
 		return nil, nil
 	}
-	it, err := e.db.NewIter(&pebbledb.IterOptions{LowerBound: []byte{batchPrefix}, UpperBound: batchKey(end)})
+	it, err := e.db.NewIter(&pebbledb.IterOptions{LowerBound: kvlog.BatchSpace, UpperBound: kvlog.BatchKey(end)})
 	if err != nil {
 		return nil, fmt.Errorf("pebble: read %d: %w", offset, storeErr(err))
 	}
 	defer it.Close()
-	var (
-		out  []engine.Batch
-		size int
-	)
-	for ok := it.SeekLT(batchKey(offset + 1)); ok; ok = it.Next() {
+	c := kvlog.Collector{Offset: offset, MaxBytes: maxBytes}
+	for ok := it.SeekLT(kvlog.BatchKey(offset + 1)); ok; ok = it.Next() {
 		val, err := it.ValueAndErr()
 		if err != nil {
 			return nil, fmt.Errorf("pebble: read %d: %w", offset, storeErr(err))
 		}
-		if len(out) > 0 && size+len(val)-valueHeader > maxBytes {
+		if c.Full(len(val) - kvlog.ValueHeader) {
 			break
 		}
-		b, err := decodeBatch(it.Key(), val)
+		b, err := kvlog.DecodeBatch(it.Key(), val)
 		if err != nil {
 			return nil, fmt.Errorf("pebble: read %d: %w", offset, err)
 		}
-		if len(out) == 0 && b.NextOffset() <= offset {
-			// The batch holding offset went in a concurrent Truncate.
-			break
+		b.Data = bytes.Clone(b.Data) // val is pebble's; Data is the caller's
+		if more, err := c.Add(b); err != nil {
+			return nil, fmt.Errorf("pebble: read %d: %w", offset, err)
+		} else if !more {
+			break // the batch holding offset went in a concurrent Truncate
 		}
-		size += len(b.Data)
-		out = append(out, b)
 	}
 	if err := it.Error(); err != nil {
 		return nil, fmt.Errorf("pebble: read %d: %w", offset, storeErr(err))
 	}
-	if len(out) == 0 {
+	if len(c.Batches) == 0 {
 		// A concurrent Truncate or DeleteBefore removed the batch.
 		return nil, fmt.Errorf("%w: %d is no longer in the log", engine.ErrOffsetOutOfRange, offset)
 	}
-	return out, nil
+	return c.Batches, nil
 }
 
 // StartOffset implements engine.LogEngine.

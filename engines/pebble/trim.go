@@ -6,20 +6,16 @@ import (
 	pebbledb "github.com/cockroachdb/pebble/v2"
 
 	"github.com/minikafka/minikafka/engine"
+	"github.com/minikafka/minikafka/engines/kvlog"
 )
 
 // Truncate implements engine.LogEngine.
 func (e *Engine) Truncate(offset int64) error {
-	e.life.RLock()
-	defer e.life.RUnlock()
-	if e.closed {
-		return engine.ErrClosed
-	}
-	e.wmu.Lock()
-	defer e.wmu.Unlock()
-	if err := e.stickyErr(); err != nil {
+	release, err := e.lockWriter()
+	if err != nil {
 		return err
 	}
+	defer release()
 	start, end := e.start.Load(), e.end.Load()
 	if offset < start || offset > end {
 		return fmt.Errorf("%w: truncate to %d, log is [%d, %d]", engine.ErrOffsetOutOfRange, offset, start, end)
@@ -31,7 +27,7 @@ func (e *Engine) Truncate(offset int64) error {
 	if err != nil {
 		return fmt.Errorf("pebble: truncate to %d: %w", offset, err)
 	}
-	err = e.write(func() error { return e.db.DeleteRange(batchKey(base), batchLimit, pebbledb.Sync) })
+	err = e.write(func() error { return e.db.DeleteRange(kvlog.BatchKey(base), kvlog.BatchLimit, pebbledb.Sync) })
 	if err != nil {
 		return fmt.Errorf("pebble: truncate to %d: %w", offset, err)
 	}
@@ -45,16 +41,11 @@ func (e *Engine) Truncate(offset int64) error {
 
 // DeleteBefore implements engine.LogEngine.
 func (e *Engine) DeleteBefore(offset int64) error {
-	e.life.RLock()
-	defer e.life.RUnlock()
-	if e.closed {
-		return engine.ErrClosed
-	}
-	e.wmu.Lock()
-	defer e.wmu.Unlock()
-	if err := e.stickyErr(); err != nil {
+	release, err := e.lockWriter()
+	if err != nil {
 		return err
 	}
+	defer release()
 	start, end := e.start.Load(), e.end.Load()
 	if offset <= start {
 		return nil
@@ -71,10 +62,10 @@ func (e *Engine) DeleteBefore(offset int64) error {
 	}
 	b := e.db.NewBatch()
 	defer b.Close()
-	if err := b.DeleteRange([]byte{batchPrefix}, batchKey(cut), nil); err != nil {
+	if err := b.DeleteRange(kvlog.BatchSpace, kvlog.BatchKey(cut), nil); err != nil {
 		return fmt.Errorf("pebble: delete before %d: %w", offset, err)
 	}
-	if err := b.Set(startKey, encodeStart(offset), nil); err != nil {
+	if err := b.Set(kvlog.StartKey, kvlog.EncodeOffset(offset), nil); err != nil {
 		return fmt.Errorf("pebble: delete before %d: %w", offset, err)
 	}
 	if err := e.write(func() error { return b.Commit(pebbledb.Sync) }); err != nil {
@@ -92,12 +83,12 @@ func (e *Engine) DeleteBefore(offset int64) error {
 // batchHolding returns the base offset of the batch that holds offset; the
 // caller holds wmu and has checked start <= offset < end.
 func (e *Engine) batchHolding(offset int64) (int64, error) {
-	it, err := e.db.NewIter(&pebbledb.IterOptions{LowerBound: []byte{batchPrefix}, UpperBound: batchLimit})
+	it, err := e.db.NewIter(&pebbledb.IterOptions{LowerBound: kvlog.BatchSpace, UpperBound: kvlog.BatchLimit})
 	if err != nil {
 		return 0, storeErr(err)
 	}
 	defer it.Close()
-	if !it.SeekLT(batchKey(offset + 1)) {
+	if !it.SeekLT(kvlog.BatchKey(offset + 1)) {
 		if err := it.Error(); err != nil {
 			return 0, storeErr(err)
 		}
@@ -107,7 +98,7 @@ func (e *Engine) batchHolding(offset int64) (int64, error) {
 	if err != nil {
 		return 0, storeErr(err)
 	}
-	b, err := decodeBatch(it.Key(), val)
+	b, err := kvlog.DecodeBatch(it.Key(), val)
 	if err != nil {
 		return 0, err
 	}
