@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -91,4 +92,32 @@ func TestThousandConnections(t *testing.T) {
 			assert.True(t, seen[fmt.Sprintf("%s-%d", p, i)], "%s-%d acknowledged and consumed", p, i)
 		}
 	}
+}
+
+// flakyListener fails its first Accepts the way a process out of file
+// descriptors does.
+type flakyListener struct {
+	net.Listener
+	failures atomic.Int32
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if l.failures.Add(-1) >= 0 {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: syscall.EMFILE}
+	}
+	return l.Listener.Accept()
+}
+
+func TestAcceptErrorsDoNotStopServing(t *testing.T) {
+	s, err := broker.New(broker.Config{Dir: t.TempDir(), Engine: "memory"})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	fl := &flakyListener{Listener: ln}
+	fl.failures.Store(3)
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(fl) }()
+	metadataWorks(t, ln.Addr().String())
+	require.NoError(t, s.Close())
+	require.ErrorIs(t, <-served, broker.ErrServerClosed)
 }

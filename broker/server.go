@@ -131,19 +131,35 @@ func (s *Server) Serve(ln net.Listener) error {
 	defer s.wg.Done()
 	s.log.Info("serving", "addr", ln.Addr().String(), "advertised", s.advertised(ln))
 
+	var backoff time.Duration
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
 			if s.shuttingDown() {
 				return ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("broker: accept: %w", err)
 			}
-			return fmt.Errorf("broker: accept: %w", err)
+			// Out of file descriptors and the like: back off and go on,
+			// as net/http does, rather than stop serving for good.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.log.Error("accept failed; retrying", "err", err, "in", backoff)
+			s.pause(backoff)
+			continue
 		}
+		backoff = 0
 		s.accept(nc)
+	}
+}
+
+// pause waits d on the server's clock, or until Close begins.
+func (s *Server) pause(d time.Duration) {
+	t := s.cfg.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+	case <-s.quit:
 	}
 }
 
