@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -147,15 +148,20 @@ func (s *Server) readFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, tar
 	reads := make([]partRead, len(targets))
 	parallel := len(targets) > 1 && sumLimits(targets, maxBytes) <= maxBytes
 	if parallel {
-		var wg sync.WaitGroup
-		for i := 1; i < len(targets); i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+		// A few readers share the partitions: enough to overlap reads,
+		// bounded however many partitions a request names.
+		var next atomic.Int64
+		read := func() {
+			for i := int(next.Add(1) - 1); i < len(targets); i = int(next.Add(1) - 1) {
 				reads[i] = readPartition(&targets[i], maxBytes, true)
-			}()
+			}
 		}
-		reads[0] = readPartition(&targets[0], maxBytes, true)
+		var wg sync.WaitGroup
+		for range min(len(targets), fetchReaders) - 1 {
+			wg.Add(1)
+			go func() { defer wg.Done(); read() }()
+		}
+		read()
 		wg.Wait()
 	}
 
@@ -190,6 +196,9 @@ func (s *Server) readFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, tar
 	}
 	return total, stop
 }
+
+// fetchReaders bounds the goroutines reading one fetch's partitions.
+const fetchReaders = 4
 
 // partRead is one partition's part of a fetch.
 type partRead struct {
@@ -243,15 +252,23 @@ func (s *Server) waitFetch(ctx context.Context, targets []fetchTarget) bool {
 	// Stop every waiter, then wait for them: on any return.
 	defer wg.Wait()
 	defer cancel()
+	// One waiter per partition, however often the request names it: data
+	// past the lowest offset asked of it is what wakes the fetch.
+	from := map[*partition.Partition]int64{}
 	for i := range targets {
 		t := &targets[i]
 		if t.err != nil {
 			continue
 		}
+		if off, ok := from[t.part]; !ok || t.req.FetchOffset < off {
+			from[t.part] = t.req.FetchOffset
+		}
+	}
+	for p, offset := range from {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if t.part.WaitForData(ctx, t.req.FetchOffset) == nil {
+			if p.WaitForData(ctx, offset) == nil {
 				select {
 				case woke <- struct{}{}:
 				default:

@@ -3,6 +3,7 @@ package broker_test
 import (
 	"bytes"
 	"encoding/binary"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -313,4 +314,30 @@ func TestFetchResponseBudget(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "budget not given back")
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// TestFetchNamingAPartitionManyTimes: a request that names one partition
+// twenty thousand times is served with a bounded number of goroutines, in
+// its reads and in its long poll.
+func TestFetchNamingAPartitionManyTimes(t *testing.T) {
+	b, _ := manualBroker(t, time.Minute, time.Hour)
+	b.CreateTopic(t, "dup", 1)
+	parked := parkedSignal(t, b)
+	w := dialRaw(t, b.Addr)
+	produceRaw(t, w, "dup", -1, batchtest.Plain(t, 1))
+
+	req := fetchReq("dup", 1, time.Hour, 1)
+	one := req.Topics[0].Partitions[0]
+	for range 20_000 {
+		req.Topics[0].Partitions = append(req.Topics[0].Partitions, one)
+	}
+	before := runtime.NumGoroutine()
+	c := dialRaw(t, b.Addr)
+	c.write(c.encode(req))
+	parked()
+	assert.Less(t, runtime.NumGoroutine()-before, 100, "goroutines while the fetch waits")
+	produceRaw(t, w, "dup", -1, batchtest.Plain(t, 1))
+	resp := readResponse(t, c, req, c.corr).(*kmsg.FetchResponse)
+	require.Len(t, resp.Topics[0].Partitions, 20_001)
+	assert.NotEmpty(t, resp.Topics[0].Partitions[0].RecordBatches)
 }
