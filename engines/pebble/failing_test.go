@@ -1,12 +1,9 @@
 package pebble_test
 
 import (
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,21 +22,10 @@ import (
 // under -crash.long. The engine must instead refuse appends with the error,
 // close, and leave a log that reopens.
 func TestWALRotationOnAFailingDisk(t *testing.T) {
-	var failing atomic.Bool
-	mem := vfs.NewMem()
-	fs := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if !failing.Load() || !strings.HasSuffix(op.Path, ".log") {
-			return nil
-		}
-		switch op.Kind {
-		case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo:
-			return errorfs.ErrInjected
-		}
-		return nil
-	}))
+	fs := newWALFS(false)
 	e, err := pebble.Open("/p0", engine.Options{FS: fs})
 	require.NoError(t, err)
-	failing.Store(true)
+	fs.failing.Store(true)
 
 	// Pebble's first memtable is 256 KiB; appending 64 MiB goes through
 	// several rotations if nothing stops it.
@@ -63,8 +49,8 @@ func TestWALRotationOnAFailingDisk(t *testing.T) {
 		t.Fatal("Close hangs after a failed WAL rotation")
 	}
 
-	failing.Store(false)
-	r, err := pebble.Open("/p0", engine.Options{FS: mem})
+	fs.failing.Store(false)
+	r, err := pebble.Open("/p0", engine.Options{FS: fs.mem})
 	require.NoError(t, err)
 	defer r.Close()
 	assert.LessOrEqual(t, r.EndOffset(), end, "nothing appears that was not appended")

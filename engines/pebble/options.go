@@ -69,9 +69,10 @@ func storeOptions(opts engine.Options, fs *storeFS, log *storeLog) *pebbledb.Opt
 	return o
 }
 
-// storeLog is pebble's logger for one engine. Pebble calls Fatalf when a WAL
-// or MANIFEST write fails, expecting the process to exit; for a commit it
-// then carries on as if the write had succeeded. A broker serving many
+// storeLog is pebble's logger for one engine. Pebble calls Fatalf when a
+// MANIFEST write fails (and when a WAL write fails, but storeFS hides those
+// from pebble), expecting the process to exit; for a commit it then carries
+// on as if the write had succeeded. A broker serving many
 // partitions cannot exit for one failed disk write, so Fatalf records the
 // error instead, and every write path of the engine checks it after calling
 // pebble: the engine turns it into its sticky error.

@@ -39,8 +39,10 @@
 // # Failing and crashing disks
 //
 // Pebble is fail-stop: it calls its logger's Fatalf (which exits) when a WAL
-// or MANIFEST write fails, panics when a directory sync fails, and retries a
-// failed flush forever. A broker serving many partitions cannot exit for one
+// or MANIFEST write fails, panics when a directory sync fails or when it
+// cannot close or create a WAL as it rotates to a new one (then with its
+// mutexes in a state that ends the process whatever recovers the panic), and
+// retries a failed flush forever. A broker serving many partitions cannot exit for one
 // failed write, so the engine puts two layers under pebble:
 //   - its logger records Fatalf instead of exiting (for a commit, pebble then
 //     goes on as if the write had succeeded, so every write checks it);
