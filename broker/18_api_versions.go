@@ -13,9 +13,9 @@ import (
 //   - Advertises exactly the API keys and version ranges registered by the
 //     files of this package (register in init), nothing else.
 //   - A version above 3 (clients open with their newest, v4 or v5) gets a v0
-//     response with UNSUPPORTED_VERSION and our ApiVersions range only, as
-//     KIP-511 asks: the client retries with a version we serve. The request
-//     body is not decoded in that case.
+//     response with UNSUPPORTED_VERSION and the ranges we serve, ApiVersions'
+//     among them, as KIP-511 asks: the client retries with a version we
+//     serve. The request body is not decoded in that case.
 //   - v3: the client software name and version must match Kafka's pattern,
 //     else INVALID_REQUEST (as a real broker).
 //   - The response header is always v0 (no tagged fields), whatever the
@@ -33,14 +33,12 @@ var softwareRE = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?
 
 func handleApiVersions(r *request) reply {
 	resp := kmsg.NewPtrApiVersionsResponse()
-	self := lookupAPI(apiVersionsKey)
 	if r.body == nil {
-		// Above our range: the v0 fallback.
+		// Above our range: the v0 fallback, with every range we serve
+		// (a client needs only ours, ApiVersions', to retry).
 		resp.SetVersion(0)
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
-		k := kmsg.NewApiVersionsResponseApiKey()
-		k.ApiKey, k.MinVersion, k.MaxVersion = apiVersionsKey, self.min, self.max
-		resp.ApiKeys = append(resp.ApiKeys, k)
+		resp.ApiKeys = advertised()
 		return done(resp)
 	}
 	req := r.body.(*kmsg.ApiVersionsRequest)
@@ -49,10 +47,17 @@ func handleApiVersions(r *request) reply {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return done(resp)
 	}
+	resp.ApiKeys = advertised()
+	return done(resp)
+}
+
+// advertised lists every registered API and version range, by key.
+func advertised() []kmsg.ApiVersionsResponseApiKey {
+	var out []kmsg.ApiVersionsResponseApiKey
 	for _, a := range registered() {
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.min, a.max
-		resp.ApiKeys = append(resp.ApiKeys, k)
+		out = append(out, k)
 	}
-	return done(resp)
+	return out
 }
