@@ -120,7 +120,7 @@ func certifyOne(ctx context.Context, cfg CertConfig, engine string) *Cert {
 	start := time.Now()
 	out, runErr := cmd.Output()
 	c.Seconds = time.Since(start).Seconds()
-	events, cached := parseTestJSON(out)
+	events, pkgOut, cached := parseTestJSON(out)
 	c.Cached = cached
 	for _, s := range Suites {
 		c.Suites = append(c.Suites, suiteOf(events, s.Test, s.Suite))
@@ -132,6 +132,9 @@ func certifyOne(ctx context.Context, cfg CertConfig, engine string) *Cert {
 	// go test exits 1 when a test fails: that is a result, not an error.
 	if runErr != nil && (failed == 0 || ctx.Err() != nil) {
 		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = note(pkgOut)
+		}
 		if msg == "" {
 			msg = lastOutput(events)
 		}
@@ -153,12 +156,12 @@ type testRecord struct {
 	output []string
 }
 
-// parseTestJSON collects each test's result and output lines, and whether
-// go test reported cached results. Lines that are not JSON (a build
-// failure's messages) are ignored here; the caller reports stderr.
-func parseTestJSON(out []byte) (map[string]*testRecord, bool) {
-	tests := map[string]*testRecord{}
-	cached := false
+// parseTestJSON collects each test's result and output lines, the output
+// that belongs to no test (the package's, and a build failure's), and
+// whether go test reported cached results. Lines that are not JSON are
+// ignored.
+func parseTestJSON(out []byte) (tests map[string]*testRecord, pkgOut []string, cached bool) {
+	tests = map[string]*testRecord{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {
@@ -167,8 +170,9 @@ func parseTestJSON(out []byte) (map[string]*testRecord, bool) {
 			continue
 		}
 		if ev.Test == "" {
-			if ev.Action == "output" && strings.Contains(ev.Output, "(cached)") {
-				cached = true
+			if ev.Action == "output" || ev.Action == "build-output" {
+				pkgOut = append(pkgOut, ev.Output)
+				cached = cached || strings.Contains(ev.Output, "(cached)")
 			}
 			continue
 		}
@@ -184,7 +188,7 @@ func parseTestJSON(out []byte) (map[string]*testRecord, bool) {
 			rec.output = append(rec.output, ev.Output)
 		}
 	}
-	return tests, cached
+	return tests, pkgOut, cached
 }
 
 // suiteOf counts the leaf subtests under top-level test top. A test that
@@ -238,7 +242,7 @@ func hasChildren(tests map[string]*testRecord, t string) bool {
 func note(lines []string) string {
 	for i := len(lines) - 1; i >= 0; i-- {
 		l := strings.TrimSpace(lines[i])
-		if l == "" || strings.HasPrefix(l, "--- ") || strings.HasPrefix(l, "=== ") {
+		if l == "" || strings.HasPrefix(l, "--- ") || strings.HasPrefix(l, "=== ") || strings.HasPrefix(l, "FAIL") {
 			continue
 		}
 		return oneLine(l)

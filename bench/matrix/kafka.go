@@ -55,7 +55,7 @@ func (k Kafka) produceConfig(s *Server, spec Spec, hooks *ackHooks) load.Produce
 	cfg := load.ProduceConfig{
 		Client: k.client(s, opts...), Topic: Topic,
 		Records: spec.Records(), Duration: spec.Duration, RecordBytes: spec.RecordBytes,
-		Acks: spec.Acks, Idempotent: spec.Acks == "all", InFlight: spec.InFlight,
+		Acks: spec.Acks, Idempotent: spec.Acks == "all", InFlight: spec.PerClient(), Clients: spec.Clients(),
 		DeliveryTimeout: k.DeliveryTimeout, Seed: 1,
 	}
 	if spec.Progress != nil {

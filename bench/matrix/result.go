@@ -123,6 +123,13 @@ var (
 		}
 		return okOr(r, float64(r.Produce.Records)/float64(r.Fsyncs))
 	}
+	// RecordsPerBatch: how many records the client packed per batch.
+	RecordsPerBatch Figure = func(r Rep) float64 {
+		if r.Batches <= 0 {
+			return math.NaN()
+		}
+		return okOr(r, float64(r.Produce.Records)/float64(r.Batches))
+	}
 	BatchesPerSec Figure = func(r Rep) float64 {
 		if r.Batches <= 0 || r.Produce.Elapsed <= 0 {
 			return math.NaN()
@@ -248,6 +255,9 @@ func (c *Cell) Errors() []string {
 
 // OKReps counts the repetitions whose produce phase finished.
 func (c *Cell) OKReps() int {
+	if c == nil {
+		return 0
+	}
 	n := 0
 	for _, r := range c.Reps {
 		if r.OK() {

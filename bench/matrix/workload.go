@@ -20,17 +20,37 @@ type Workload struct {
 	Acks string `json:"acks"`
 	// Sync is the server's sync policy: "always" or "interval".
 	Sync string `json:"sync"`
+	// Producers splits InFlight over this many producer clients, each
+	// with its own connection (0 or 1: one client). Many producers with a
+	// record or two in flight each are many writers waiting on the same
+	// partitions: the broker's group commit, not the client's batching,
+	// decides how many fsyncs they cost.
+	Producers int `json:"producers,omitempty"`
 }
 
 // Key names the workload in file names, JSON and ratio names:
-// "1KiB-256-acks=all-sync=always".
+// "1KiB-256-acks=all-sync=always", "1KiB-256p256-acks=all-sync=always".
 func (w Workload) Key() string {
-	return fmt.Sprintf("%s-%d-acks=%s-sync=%s", SizeName(w.RecordBytes), w.InFlight, w.Acks, w.Sync)
+	p := ""
+	if w.Producers > 1 {
+		p = fmt.Sprintf("p%d", w.Producers)
+	}
+	return fmt.Sprintf("%s-%d%s-acks=%s-sync=%s", SizeName(w.RecordBytes), w.InFlight, p, w.Acks, w.Sync)
 }
 
 func (w Workload) String() string {
-	return fmt.Sprintf("%s records, %d in flight, acks=%s, sync=%s", SizeName(w.RecordBytes), w.InFlight, w.Acks, w.Sync)
+	p := ""
+	if w.Producers > 1 {
+		p = fmt.Sprintf(" over %d producers", w.Producers)
+	}
+	return fmt.Sprintf("%s records, %d in flight%s, acks=%s, sync=%s", SizeName(w.RecordBytes), w.InFlight, p, w.Acks, w.Sync)
 }
+
+// Clients is the number of producer clients.
+func (w Workload) Clients() int { return max(1, w.Producers) }
+
+// PerClient is the records in flight of each producer client.
+func (w Workload) PerClient() int { return max(1, w.InFlight/w.Clients()) }
 
 // SizeName writes a record size the way the report does: 100B, 1KiB, 16KiB.
 func SizeName(n int) string {
@@ -45,6 +65,7 @@ const (
 	SliceConcurrency = "concurrency" // in flight varies, 1 KiB, acks=all, sync=always
 	SliceSize        = "size"        // record size varies at the reference concurrency
 	SliceVariants    = "variants"    // acks and sync vary at the reference point
+	SliceProducers   = "producers"   // the reference in-flight count spread over many producers
 )
 
 // Point is a workload and the slices it belongs to.
@@ -85,6 +106,9 @@ type Profile struct {
 	Concurrency []int      `json:"concurrency"`
 	Sizes       []int      `json:"sizes"`
 	Variants    []Workload `json:"variants"`
+	// Producers are producer counts that share the reference in-flight
+	// count (the group-commit question: many writers, one fsync).
+	Producers []int `json:"producers"`
 	// ConsumeSizes are the record sizes whose reference-concurrency point
 	// also measures tail and catch-up reads.
 	ConsumeSizes []int `json:"consume_sizes"`
@@ -99,14 +123,16 @@ type Profile struct {
 	CertFresh bool `json:"cert_fresh"`
 }
 
-// Profiles are the built-in plans. Their durations are measured on the
-// 2-core development machine; see Estimate.
+// Profiles are the built-in plans. On the 2-core development machine the
+// quick profile takes about 2 minutes and the full one about 30 (the run
+// records its own duration).
 var Profiles = map[string]Profile{
 	"quick": {
 		Name: "quick", Reps: 1, WarmUp: 300 * time.Millisecond, Duration: 1500 * time.Millisecond,
 		MaxPhaseBytes: 512 << 20, Partitions: 8,
 		Concurrency:   []int{1, 256},
 		Sizes:         []int{1024, 16384},
+		Producers:     []int{16},
 		Variants:      []Workload{{RecordBytes: 1024, InFlight: 256, Acks: "all", Sync: "interval"}},
 		ConsumeSizes:  []int{1024},
 		RecoveryBytes: 64 << 20, KillBytes: 16 << 20,
@@ -116,6 +142,7 @@ var Profiles = map[string]Profile{
 		MaxPhaseBytes: 1 << 30, Partitions: 8,
 		Concurrency: []int{1, 16, 256, 1024},
 		Sizes:       []int{100, 1024, 16384},
+		Producers:   []int{16, 256},
 		Variants: []Workload{
 			{RecordBytes: 1024, InFlight: 256, Acks: "1", Sync: "always"},
 			{RecordBytes: 1024, InFlight: 256, Acks: "all", Sync: "interval"},
@@ -163,6 +190,11 @@ func (p Profile) Points() []Point {
 		w.RecordBytes = s
 		add(w, SliceSize, slices.Contains(p.ConsumeSizes, s))
 	}
+	for _, n := range p.Producers {
+		w := Reference
+		w.Producers = n
+		add(w, SliceProducers, false)
+	}
 	for _, w := range p.Variants {
 		add(w, SliceVariants, false)
 	}
@@ -186,7 +218,7 @@ func Applies(name, kind string, w Workload) bool {
 	case kind == KindReference || name == "kfake":
 		return w.Acks == "all" && w.Sync == "always"
 	case name == "nats":
-		return w.Acks == "all"
+		return w.Acks == "all" && w.Clients() == 1
 	}
 	return true
 }
@@ -197,8 +229,8 @@ func (p Profile) DescribePlan() string {
 	for _, v := range p.Variants {
 		variants = append(variants, fmt.Sprintf("acks=%s sync=%s", v.Acks, v.Sync))
 	}
-	return fmt.Sprintf("concurrency sweep %v in flight at %s; size sweep %v at %d in flight; variants (%s) at %s and %d in flight; tail and catch-up reads at %v",
-		p.Concurrency, SizeName(Reference.RecordBytes), sizeNames(p.Sizes), Reference.InFlight,
+	return fmt.Sprintf("concurrency sweep %v in flight at %s from one producer; the same %d in flight spread over %v producers; size sweep %v at %d in flight; variants (%s) at %s and %d in flight; tail and catch-up reads at %v",
+		p.Concurrency, SizeName(Reference.RecordBytes), Reference.InFlight, p.Producers, sizeNames(p.Sizes), Reference.InFlight,
 		strings.Join(variants, "; "), SizeName(Reference.RecordBytes), Reference.InFlight, sizeNames(p.ConsumeSizes))
 }
 

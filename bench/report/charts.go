@@ -228,6 +228,9 @@ func latencyChart(run *matrix.Run) (*plot.Plot, error) {
 
 // groupedBars draws one group of bars per target, one bar per series.
 func groupedBars(names []string, series []string, value func(target string, series int) float64, yLabel string) (*plot.Plot, error) {
+	if len(names) == 0 || len(series) == 0 {
+		return nil, errNoData
+	}
 	p := plot.New()
 	p.Y.Label.Text = yLabel
 	w := vg.Points(14)

@@ -1,0 +1,146 @@
+package matrix
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseStatCPU(t *testing.T) {
+	cases := []struct {
+		name string
+		line string
+		want float64
+		err  bool
+	}{
+		{
+			name: "name with spaces and parentheses",
+			line: "1234 (my (odd) proc) S 1 1234 1234 0 -1 4194560 500 0 0 0 250 130 0 0 20 0 9 0 100 1000 200",
+			want: 3.8,
+		},
+		{name: "too short", line: "1 (x) S 1 2 3", err: true},
+		{name: "no name", line: "1 x S", err: true},
+		{name: "not a number", line: "1 (x) S 1 1 1 0 -1 0 0 0 0 0 ab 1 0 0", err: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := parseStatCPU(c.line)
+			if c.err {
+				assert.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.InDelta(t, c.want, got, 1e-9)
+		})
+	}
+}
+
+func TestParseProcIO(t *testing.T) {
+	in := "rchar: 10\nwchar: 20\nsyscr: 1\nsyscw: 2\nread_bytes: 4096\nwrite_bytes: 8192\ncancelled_write_bytes: 4096\n"
+	got, err := parseProcIO(strings.NewReader(in))
+	require.NoError(t, err)
+	assert.Equal(t, ProcIO{ReadBytes: 4096, WriteBytes: 8192, CancelledWriteBytes: 4096}, got)
+	later := ProcIO{WriteBytes: 8192 + 10000, CancelledWriteBytes: 4096 + 1000}
+	assert.Equal(t, int64(9000), later.Written(got), "cancelled writes never reach storage")
+
+	_, err = parseProcIO(strings.NewReader("rchar: 10\n"))
+	assert.Error(t, err, "no byte counters: accounting off")
+	_, err = parseProcIO(strings.NewReader("read_bytes: x\nwrite_bytes: 1\ncancelled_write_bytes: 0\n"))
+	assert.Error(t, err)
+}
+
+func TestParseMetrics(t *testing.T) {
+	text := `# HELP minikafka_fsync_duration_seconds Latency of each fsync.
+# TYPE minikafka_fsync_duration_seconds histogram
+minikafka_fsync_duration_seconds_bucket{engine="segment",le="5e-05"} 3
+minikafka_fsync_duration_seconds_sum{engine="segment"} 0.25
+minikafka_fsync_duration_seconds_count{engine="segment"} 120
+minikafka_group_commit_batch_size_sum{engine="segment"} 300
+minikafka_group_commit_batch_size_count{engine="segment"} 100
+minikafka_requests_total{api="Produce"} 7
+minikafka_requests_total{api="Fetch"} 5
+`
+	got, err := parseMetrics(strings.NewReader(text), metricFsyncs, metricWaitersSum, metricWaitersSeen, "minikafka_requests_total", "absent")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]float64{
+		metricFsyncs: 120, metricWaitersSum: 300, metricWaitersSeen: 100,
+		"minikafka_requests_total": 12,
+	}, got, "label sets are summed; absent metrics are absent")
+
+	_, err = parseMetrics(strings.NewReader(metricFsyncs+" nope\n"), metricFsyncs)
+	assert.Error(t, err)
+}
+
+func TestProfilePoints(t *testing.T) {
+	p := Profiles["full"]
+	pts := p.Points()
+	ref := -1
+	for i, pt := range pts {
+		if pt.Workload == Reference {
+			ref = i
+		}
+		for j := range i {
+			assert.NotEqual(t, pts[j].Workload, pt.Workload, "points are distinct")
+		}
+	}
+	require.GreaterOrEqual(t, ref, 0, "the reference point is in the plan")
+	assert.True(t, pts[ref].In(SliceConcurrency) && pts[ref].In(SliceSize), "the reference belongs to both sweeps")
+	assert.True(t, pts[ref].Consume)
+	assert.Len(t, pts, len(p.Concurrency)+len(p.Sizes)-1+len(p.Producers)+len(p.Variants))
+
+	for _, name := range ProfileNames() {
+		t.Run(name, func(t *testing.T) {
+			q := Profiles[name]
+			assert.Positive(t, q.Reps)
+			assert.Positive(t, q.Duration)
+			assert.Contains(t, q.Concurrency, Reference.InFlight, "the reference point is swept")
+			assert.NotEmpty(t, q.DescribePlan())
+		})
+	}
+}
+
+func TestApplies(t *testing.T) {
+	interval := Workload{RecordBytes: 1024, InFlight: 256, Acks: "all", Sync: "interval"}
+	acks1 := Workload{RecordBytes: 1024, InFlight: 256, Acks: "1", Sync: "always"}
+	cases := []struct {
+		name, kind string
+		w          Workload
+		want       bool
+	}{
+		{"segment", KindEngine, Reference, true},
+		{"segment", KindEngine, acks1, true},
+		{"memory", KindReference, interval, false},
+		{"memory", KindReference, Reference, true},
+		{"kfake", KindPeer, acks1, false},
+		{"nats", KindPeer, interval, true},
+		{"nats", KindPeer, acks1, false},
+		{"nats", KindPeer, Workload{RecordBytes: 1024, InFlight: 256, Acks: "all", Sync: "always", Producers: 16}, false},
+		{"kfake", KindPeer, Workload{RecordBytes: 1024, InFlight: 256, Acks: "all", Sync: "always", Producers: 16}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name+" "+c.w.Key(), func(t *testing.T) {
+			assert.Equal(t, c.want, Applies(c.name, c.kind, c.w))
+		})
+	}
+}
+
+func TestSpecRecords(t *testing.T) {
+	assert.Equal(t, int64(0), Spec{}.Records(), "no cap")
+	assert.Equal(t, int64(1024), Spec{Workload: Workload{RecordBytes: 1024}, MaxBytes: 1 << 20}.Records())
+	assert.Equal(t, int64(1), Spec{Workload: Workload{RecordBytes: 1 << 20}, MaxBytes: 10}.Records(), "at least one record")
+}
+
+func TestWorkloadNames(t *testing.T) {
+	assert.Equal(t, "1KiB-256-acks=all-sync=always", Reference.Key())
+	many := Reference
+	many.Producers = 64
+	assert.Equal(t, "1KiB-256p64-acks=all-sync=always", many.Key())
+	assert.Equal(t, 64, many.Clients())
+	assert.Equal(t, 4, many.PerClient())
+	assert.Equal(t, 1, Reference.Clients())
+	assert.Equal(t, "100B", SizeName(100))
+	assert.Equal(t, "16KiB", SizeName(16384))
+	assert.Equal(t, "1000B", SizeName(1000))
+}

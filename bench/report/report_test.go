@@ -1,0 +1,215 @@
+package report
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/minikafka/minikafka/bench"
+	"github.com/minikafka/minikafka/bench/load"
+	"github.com/minikafka/minikafka/bench/matrix"
+)
+
+// rep makes a finished repetition with the given rate and counters.
+func rep(rate float64, fsyncs, batches int64) matrix.Rep {
+	return matrix.Rep{
+		Produce: load.ProduceResult{Records: int64(rate), Bytes: int64(rate) * 1024, Elapsed: 1, RecordsPerSec: rate, MBPerSec: rate * 1024 / 1e6,
+			Latency: bench.Summary{Count: 10, P50: time.Millisecond, P99: 5 * time.Millisecond, P999: 9 * time.Millisecond, Max: 12 * time.Millisecond}},
+		Batches: batches, Fsyncs: fsyncs, CommitWaiters: 2, ProcWritten: int64(rate) * 1100, CPUSeconds: 0.5, PeakRSS: 50 << 20,
+		Device:     bench.DiskStats{WrittenBytes: int64(rate) * 1200, FlushOps: fsyncs},
+		LogPayload: int64(rate) * 1024, Disk: bench.Usage{Allocated: int64(rate) * 1050, Files: 3},
+		CatchUp: &load.ConsumeResult{Records: 100, RecordsPerSec: rate * 2, MBPerSec: rate * 2048 / 1e6},
+	}
+}
+
+// sampleRun has segment and pebble as engines, memory as the reference
+// line, kfake as a peer; the concurrency sweep 1 and 256; pebble failed
+// every repetition at 1 in flight; badger never started.
+func sampleRun() *matrix.Run {
+	lo, hi := matrix.Reference, matrix.Reference
+	lo.InFlight = 1
+	many := matrix.Reference
+	many.Producers = 16
+	r := &matrix.Run{
+		Name: "sample", Profile: matrix.Profiles["quick"], Started: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), Duration: 100,
+		Machine: bench.MachineInfo{CPUs: 2, LoadAvg: "5.0 4.0 3.0 1/100 1"}, LoadAfter: "1.0 1.0 1.0 1/100 2",
+		Commit: strings.Repeat("a", 40), Command: "go run ./cmd/bench -profile quick",
+		Targets: []matrix.TargetInfo{
+			{Name: "segment", Kind: matrix.KindEngine, Durable: true, Note: "seg"},
+			{Name: "pebble", Kind: matrix.KindEngine, Durable: true, Note: "peb"},
+			{Name: "badger", Kind: matrix.KindEngine, Durable: true, Note: "bad"},
+			{Name: "memory", Kind: matrix.KindReference, Note: "mem"},
+			{Name: "kfake", Kind: matrix.KindPeer, Note: "kf"},
+		},
+		Points: []matrix.Point{
+			{Workload: lo, Slices: []string{matrix.SliceConcurrency}},
+			{Workload: hi, Slices: []string{matrix.SliceConcurrency, matrix.SliceSize}, Consume: true},
+			{Workload: many, Slices: []string{matrix.SliceProducers}},
+		},
+		Recoveries: []*matrix.Recovery{
+			{Target: "segment", Sync: "always", Bytes: 1 << 20, Records: 64, Warm: 0.2, Cold: 0.3, Disk: bench.Usage{Allocated: 1100000, Files: 4}},
+			{Target: "segment", Sync: "interval", Bytes: 1 << 20, Records: 64, Lost: 5, Warm: 0.2, Cold: 0.3},
+			{Target: "pebble", Sync: "always", Error: "restart after kill -9: boom"},
+		},
+		Certs: []*matrix.Cert{{Engine: "segment", Command: "go test ./engines/segment", Suites: []matrix.Suite{
+			{Name: "enginetest", Test: "TestConformance", Ran: true, Pass: 17, Skip: 1,
+				Cases: []matrix.Case{{Name: "A", Result: "pass"}, {Name: "B", Result: "skip", Note: "why not"}}},
+			{Name: "crashtest", Test: "TestCrash", Ran: true, Pass: 1, Cases: []matrix.Case{{Name: "Kill", Result: "pass"}}},
+		}}},
+		EnginesRef: &matrix.EnginesRef{Source: "results/engines.json", Checks: []matrix.RefCheck{{Name: "segment vs raw", Value: 0.9, Unit: "×"}}},
+	}
+	add := func(target, kind string, w matrix.Workload, reps ...matrix.Rep) {
+		r.Cells = append(r.Cells, &matrix.Cell{Target: target, Kind: kind, Workload: w, Reps: reps})
+	}
+	add("segment", matrix.KindEngine, lo, rep(1000, 1000, 1000), rep(1200, 1200, 1200))
+	add("segment", matrix.KindEngine, hi, rep(100000, 400, 400), rep(110000, 420, 420))
+	add("segment", matrix.KindEngine, many, rep(20000, 2000, 20000))
+	add("pebble", matrix.KindEngine, lo, matrix.Rep{Error: "produce: the server process exited"})
+	add("pebble", matrix.KindEngine, hi, rep(50000, 600, 400))
+	add("badger", matrix.KindEngine, lo, matrix.Rep{Error: `start: unknown engine "badger"`})
+	add("badger", matrix.KindEngine, hi)
+	mem := rep(200000, -1, 800)
+	mem.Disk = bench.Usage{}
+	add("memory", matrix.KindReference, hi, mem)
+	kf := rep(250000, -1, 800)
+	kf.Fsyncs, kf.Disk = -1, bench.Usage{}
+	add("kfake", matrix.KindPeer, lo, kf)
+	add("kfake", matrix.KindPeer, hi, kf)
+	return r
+}
+
+func TestMarkdown(t *testing.T) {
+	run := sampleRun()
+	md := string(Markdown(run, []Chart{{File: ChartConcurrency, Title: "T"}}))
+	for _, want := range []string{
+		"# Engine comparison: sample (quick profile)",
+		"## Summary", "## Throughput against concurrency", "## Per-record fsync against group commit",
+		"## Latency", "## Reads: tail and catch-up", "## Write and space amplification", "## CPU and memory",
+		"## Engine certification", "## Missing cells", "## Setup",
+		"![T](throughput-concurrency.png)",
+		"**segment**",     // the winner
+		"2.10× pebble",    // segment's median lead at 256 in flight: 105k / 50k
+		"missing",         // pebble at 1 in flight: every repetition failed
+		"17 pass, 1 skip", // certification counted
+		"B: skip (why not)",
+		`start: unknown engine "badger"`, // the reason, in the missing list
+		"badger, 1KiB records, 256 in flight, acks=all, sync=always: not run",
+		"recovery pebble sync=always: restart after kill -9: boom",
+		"5 / 64",                  // lost / acked under sync=interval
+		"The machine was busy",    // load 5.0 on 2 CPUs
+		"105k [100k–110k]",        // the median with its range over two repetitions
+		"segment vs raw", "0.90×", // the engine benchmark's ratio
+		"Spread over 16 producers", // the broker's group commit paragraph
+	} {
+		assert.Contains(t, md, want)
+	}
+	assert.NotContains(t, md, "NaN")
+	assert.NotContains(t, md, "%!")
+}
+
+func TestWriteAndIndex(t *testing.T) {
+	results := t.TempDir()
+	run := sampleRun()
+	dir := filepath.Join(results, "2026-11-30-quick")
+	require.NoError(t, Write(run, dir))
+	for _, f := range []string{ReportFile, ResultsFile, ChartConcurrency, ChartSize, ChartLatency, ChartAmplification, ChartReads} {
+		info, err := os.Stat(filepath.Join(dir, f))
+		require.NoError(t, err, f)
+		assert.Positive(t, info.Size(), f)
+	}
+	empty := sampleRun()
+	empty.Cells = nil
+	charts, err := WriteCharts(empty, t.TempDir())
+	require.NoError(t, err)
+	assert.Empty(t, charts, "no figure, no chart")
+
+	back, err := Load(filepath.Join(dir, ResultsFile))
+	require.NoError(t, err)
+	assert.Equal(t, run.Cells[1].Reps[0].Produce.RecordsPerSec, back.Cells[1].Reps[0].Produce.RecordsPerSec)
+	assert.Equal(t, Ratios(run), Ratios(back), "ratios survive the JSON round trip")
+
+	older := sampleRun()
+	older.Name, older.Started = "older", older.Started.Add(-time.Hour)
+	older.Profile.Name = "full"
+	require.NoError(t, Write(older, filepath.Join(results, "older")))
+	require.NoError(t, os.MkdirAll(filepath.Join(results, "broken"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(results, "broken", ResultsFile), []byte("{"), 0o644))
+
+	require.NoError(t, WriteIndex(results))
+	idx, err := os.ReadFile(filepath.Join(results, IndexFile))
+	require.NoError(t, err)
+	s := string(idx)
+	assert.Less(t, strings.Index(s, "[sample]"), strings.Index(s, "[older]"), "newest first")
+	assert.Contains(t, s, "broken: ")
+	assert.Contains(t, s, "From run [older](older/report.md)", "the full run is the one the README shows")
+	assert.Contains(t, s, "![Throughput against concurrency](results/older/throughput-concurrency.png)")
+}
+
+func TestRatiosAndCompare(t *testing.T) {
+	base := Ratios(sampleRun())
+	names := map[string]float64{}
+	for _, r := range base {
+		names[r.Name] = r.Value
+	}
+	key := matrix.Reference.Key()
+	assert.InDelta(t, 105000.0/250000, names["broker/kfake records/s: segment @ "+key], 1e-9)
+	assert.InDelta(t, 2.1, names["engine/engine records/s: segment/pebble @ "+key], 1e-9)
+	assert.InDelta(t, 0.9, names["enginebench: segment vs raw"], 1e-9)
+	for n := range names {
+		assert.NotContains(t, n, "badger", "no figure, no ratio")
+	}
+
+	worse := sampleRun()
+	worse.Cells[1].Reps = []matrix.Rep{rep(60000, 400, 400)} // segment at 256: 105k -> 60k
+	worse.EnginesRef = nil
+	changes, drops := Compare(base, Ratios(worse), 0.15)
+	assert.Positive(t, drops)
+	status := map[string]string{}
+	for _, c := range changes {
+		status[c.Name] = c.Status
+	}
+	assert.Equal(t, StatusDrop, status["engine/engine records/s: segment/pebble @ "+key])
+	assert.Equal(t, StatusMissing, status["enginebench: segment vs raw"])
+	assert.Equal(t, StatusOK, status["broker/kfake records/s: segment @ 1KiB-1-acks=all-sync=always"])
+
+	_, drops = Compare(base, base, 0.15)
+	assert.Zero(t, drops)
+	small := []Ratio{{Name: "x", Value: 0.9}}
+	_, drops = Compare([]Ratio{{Name: "x", Value: 1}}, small, 0.15)
+	assert.Zero(t, drops, "a 10% drop is inside the tolerance")
+	changes, _ = Compare(nil, small, 0.15)
+	assert.Equal(t, StatusNew, changes[0].Status)
+	assert.True(t, math.IsNaN(changes[0].Delta()))
+}
+
+func TestBusyNote(t *testing.T) {
+	assert.Empty(t, busyNote("1.5 1 1", "0.5 1 1", 2))
+	assert.Contains(t, busyNote("1.5 1 1", "3.5 1 1", 2), "3.5")
+	assert.Empty(t, busyNote("", "", 2))
+}
+
+func TestLeader(t *testing.T) {
+	v := map[string]float64{"a": 1, "b": 3, "c": math.NaN(), "d": 2}
+	best, bv, vs, next := leader([]string{"a", "b", "c", "d"}, func(n string) float64 { return v[n] })
+	assert.Equal(t, "b", best)
+	assert.Equal(t, 3.0, bv)
+	assert.Equal(t, 1.5, vs)
+	assert.Equal(t, "d", next)
+	best, _, vs, next = leader([]string{"a"}, func(n string) float64 { return v[n] })
+	assert.Equal(t, "a", best)
+	assert.True(t, math.IsNaN(vs))
+	assert.Empty(t, next)
+}
+
+func TestShortCommit(t *testing.T) {
+	c := strings.Repeat("b", 40)
+	assert.Equal(t, "bbbbbbbbbbbb", shortCommit(c))
+	assert.Equal(t, "bbbbbbbbbbbb (dirty)", shortCommit(c+" (dirty)"))
+	assert.Equal(t, "unknown", shortCommit("unknown"))
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/minikafka/minikafka/bench/matrix"
+	"github.com/minikafka/minikafka/bench/report"
+)
+
+// TestMain lets the test binary serve kfake for the end-to-end test, as
+// the bench binary does for itself.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == serveKfakeCmd {
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func TestParseOptions(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		ok   bool
+	}{
+		{"defaults", nil, true},
+		{"full", []string{"-profile", "full"}, true},
+		{"unknown profile", []string{"-profile", "huge"}, false},
+		{"no targets", []string{"-targets", " , "}, false},
+		{"stray argument", []string{"now"}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stderr strings.Builder
+			o, err := parseOptions(c.args, &stderr)
+			if !c.ok {
+				assert.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.True(t, strings.HasPrefix(o.commandLine, "go run ./cmd/bench"))
+		})
+	}
+	o, err := parseOptions([]string{"-reps", "5", "-duration", "2s", "-warm-up", "0"}, &strings.Builder{})
+	require.NoError(t, err)
+	p := o.profileWithOverrides()
+	assert.Equal(t, 5, p.Reps)
+	assert.Equal(t, 2*time.Second, p.Duration)
+	assert.Zero(t, p.WarmUp)
+}
+
+func TestRunNameDoesNotOverwrite(t *testing.T) {
+	out := t.TempDir()
+	o := options{out: out}
+	p := matrix.Profiles["quick"]
+	first := o.runName(p)
+	assert.True(t, strings.HasSuffix(first, "-quick"))
+	require.NoError(t, os.MkdirAll(filepath.Join(out, first), 0o755))
+	assert.Equal(t, first+"-2", o.runName(p))
+	o.name = "mine"
+	assert.Equal(t, "mine", o.runName(p))
+}
+
+func TestBuildTargets(t *testing.T) {
+	bins := binaries{self: "/self", broker: "/broker", peers: "/peers"}
+	ts := buildTargets([]string{"segment", "memory", "nosuch", "kfake", "nats"}, bins, 8, nil)
+	require.Len(t, ts, 5)
+	assert.Equal(t, matrix.KindEngine, ts[0].Kind)
+	assert.True(t, ts[0].Durable && ts[0].CountsFsyncs, "segment is durable and does its I/O through the instrumented filesystem")
+	assert.Equal(t, matrix.KindReference, ts[1].Kind, "the memory engine is the reference line")
+	assert.Contains(t, ts[2].Note, "not an engine of this build")
+	assert.Equal(t, matrix.KindPeer, ts[3].Kind)
+	assert.IsType(t, matrix.NATS{}, ts[4].Driver)
+	assert.Equal(t, []string{"segment", "memory", "nosuch"}, engineNames([]string{"segment", "memory", "nosuch", "kfake", "nats"}))
+	lines := setupLines([]string{"kfake", "nats"}, bins, 8)
+	assert.Len(t, lines, 4)
+}
+
+func TestRequireVersion(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "go.mod")
+	require.NoError(t, os.WriteFile(path, []byte("module x\n\nrequire (\n\tgithub.com/a/b v1.2.3\n\tgithub.com/a/bc v9.9.9 // indirect\n)\nrequire github.com/c/d v0.1.0\n"), 0o644))
+	assert.Equal(t, "v1.2.3", requireVersion(path, "github.com/a/b"))
+	assert.Equal(t, "v0.1.0", requireVersion(path, "github.com/c/d"))
+	assert.Empty(t, requireVersion(path, "github.com/e/f"))
+}
+
+// TestBenchEndToEnd runs the command on kfake alone with tiny phases: it
+// measures, writes the report with its charts and the index, and a
+// target whose binary is missing fails its cells, not the run.
+func TestBenchEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts servers")
+	}
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var stderr strings.Builder
+	code := run(ctx, []string{"-profile", "quick", "-targets", "kfake,segment", "-broker-bin", "/nonexistent/broker",
+		"-no-cert", "-no-recovery", "-duration", "300ms", "-warm-up", "0", "-out", out, "-name", "e2e", "-dir", t.TempDir()}, &strings.Builder{}, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	md, err := os.ReadFile(filepath.Join(out, "e2e", report.ReportFile))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "| kfake |")
+	assert.Contains(t, string(md), "segment, 1KiB records, 1 in flight, acks=all, sync=always, rep 1: start:", "the failed target's cells are listed")
+	_, err = os.Stat(filepath.Join(out, "e2e", report.ChartConcurrency))
+	assert.NoError(t, err)
+	idx, err := os.ReadFile(filepath.Join(out, report.IndexFile))
+	require.NoError(t, err)
+	assert.Contains(t, string(idx), "[e2e](e2e/report.md)")
+
+	var stderr2 strings.Builder
+	require.Equal(t, 0, run(ctx, []string{"-render", filepath.Join(out, "e2e")}, &strings.Builder{}, &stderr2), stderr2.String())
+}
