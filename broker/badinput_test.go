@@ -281,7 +281,7 @@ func gauge(t *testing.T, b *brokertest.Broker, name string) int {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	b.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	m := regexp.MustCompile(`(?m)^`+name+` (\S+)`).FindStringSubmatch(rec.Body.String())
+	m := regexp.MustCompile(`(?m)^` + name + ` (\S+)`).FindStringSubmatch(rec.Body.String())
 	require.NotNil(t, m, "gauge %s", name)
 	n, err := strconv.ParseFloat(m[1], 64)
 	require.NoError(t, err)
