@@ -295,14 +295,14 @@ func report(results []engineResult, dir, cmdline string) *bench.Report {
 			l := res.Load
 			lt.Row(res.Engine, bench.Rate(medianF(l.Baseline))+"/s", bench.Rate(medianF(l.WithGroups))+"/s",
 				fmt.Sprintf("%+.1f %%", l.change()), fmt.Sprintf("%.0f %%", l.spread()), fmt.Sprintf("%.0f", medianF(l.GroupReqs)),
-				rates(l.Baseline), rates(l.WithGroups), verdict(l.change() >= -loadTarget))
+				rates(l.Baseline), rates(l.WithGroups), l.verdict())
 		}
 	}
 	tg := r.Section("Targets")
 	tg.List(
 		fmt.Sprintf("churn with cooperative-sticky at most %d partitions: %s", churnTarget, verdict(allChurnOK(results))),
 		fmt.Sprintf("a %d-member group settles within %v of its last JoinGroup: %s", settleMembers, settleTarget, verdict(allSettleOK(results))),
-		fmt.Sprintf("heartbeats and commits of 100 groups lower produce throughput by at most %.0f %%: %s", loadTarget, verdict(allLoadOK(results))),
+		fmt.Sprintf("heartbeats and commits of 100 groups lower produce throughput by at most %.0f %%: %s", loadTarget, loadVerdict(results)),
 	)
 	a := r.Section("Assignments (cooperative-sticky, first engine)")
 	if len(results) > 0 {
@@ -320,13 +320,34 @@ func rates(v []float64) string {
 	return strings.Join(parts, " ")
 }
 
-func allLoadOK(rs []engineResult) bool {
+// verdict judges the load target: a drop within the runs' own noise is
+// not resolved rather than missed.
+func (l loadJSON) verdict() string {
+	switch c := l.change(); {
+	case c >= -loadTarget:
+		return "met"
+	case -c > l.spread():
+		return "MISSED"
+	default:
+		return "not resolved (noise)"
+	}
+}
+
+// loadVerdict is the worst verdict over the engines.
+func loadVerdict(rs []engineResult) string {
+	out := "met"
 	for _, r := range rs {
-		if len(r.Load.Baseline) > 0 && r.Load.change() < -loadTarget {
-			return false
+		if len(r.Load.Baseline) == 0 {
+			continue
+		}
+		switch v := r.Load.verdict(); {
+		case v == "MISSED":
+			return v
+		case v != "met":
+			out = v
 		}
 	}
-	return true
+	return out
 }
 
 func msText(v float64) string { return fmt.Sprintf("%.0f ms", v) }
