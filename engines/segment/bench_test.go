@@ -1,3 +1,5 @@
+//go:build linux
+
 package segment
 
 // Benchmarks for checking the engine against a plain file, on the real
