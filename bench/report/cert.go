@@ -46,7 +46,7 @@ func crashCases(s matrix.Suite) string {
 
 func (v *view) certification(rep *bench.Report) {
 	s := rep.Section("Engine certification")
-	s.Para("Contracts each engine passes, from `go test -json` of its package's suites run by this command (engine/enginetest: the LogEngine contract; engine/crashtest: PowerLoss, every crash point of a workload on a crashable filesystem, and Kill, SIGKILL of a process appending with group commit), counted per leaf subtest; then what the broker kept after kill -9 under each sync policy, and how long it took from exec to the first record fetched.")
+	s.Para("Contracts each engine passes, from `go test -json` of its package's suites run by this command (engine/enginetest: the LogEngine contract; engine/crashtest: PowerLoss, every crash point of a workload on a crashable filesystem, and Kill, SIGKILL of a process appending with group commit), counted per leaf subtest. Then the broker end to end: a fresh broker filled with 16 KiB records (256 in flight, acks=all), killed with SIGKILL while the producer still sends once the recovery data is acknowledged, restarted on the same directory; lost counts acknowledged records missing after the restart (per partition, acknowledged offsets past the recovered end), and the restart is timed from exec to the first record fetched. The peers are not part of this table.")
 	byEngine := map[string]*matrix.Cert{}
 	for _, c := range v.run.Certs {
 		byEngine[c.Engine] = c

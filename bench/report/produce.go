@@ -18,7 +18,7 @@ func (v *view) intro(rep *bench.Report) {
 		ts = append(ts, fmt.Sprintf("**%s** (%s)", t.Name, t.Note))
 	}
 	s.Para("Targets: %s.", strings.Join(ts, "; "))
-	s.Para("Every cell starts its server fresh, as a child process on an empty data directory, warms up for %v, then produces for %v with one closed-loop producer (franz-go from the benchmark process for the Kafka-protocol servers, nats.go for JetStream) keeping a fixed number of records in flight, over a topic of %d partitions. Figures are medians over %d repetition(s), with [min–max] when there were more; repetitions interleave the cells, so a slow spell of the machine hits every target alike. Plan: %s.",
+	s.Para("Every cell starts its server fresh, as a child process on an empty data directory, warms up for %v, then produces for %v in closed loop (franz-go from the benchmark process for the Kafka-protocol servers, nats.go for JetStream) keeping a fixed number of records in flight, from one producer client unless the workload says otherwise, to a topic of %d partitions (JetStream: one stream). Figures are medians over %d repetition(s), with [min–max] when there were more; repetitions interleave the cells, so a slow spell of the machine hits every target alike. Plan: %s.",
 		r.Profile.WarmUp, r.Profile.Duration, r.Profile.Partitions, r.Profile.Reps, r.Profile.DescribePlan())
 	if busy := busyNote(r.Machine.LoadAvg, r.LoadAfter, r.Machine.CPUs); busy != "" {
 		s.Para("**%s**", busy)

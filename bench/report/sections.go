@@ -22,7 +22,7 @@ func (v *view) latency(rep *bench.Report) {
 	if best == "" {
 		return
 	}
-	s.Para("With %d records in flight a record's latency is mostly queueing: Little's law puts the median near in-flight ÷ throughput, so the faster engine is also the one with the lower median. The tail is where designs differ: %s has the lowest p99 (%s). A p99 far above the median marks stalls in which no acknowledgement comes back: for pebble a memtable flush or a compaction holding up the WAL, for badger a value log file rotation or a memtable flush, for segment a segment roll or a slow fdatasync; the ratio column shows how far each tail reaches.",
+	s.Para("With %d records in flight a record's latency is mostly queueing: Little's law puts the mean near in-flight ÷ throughput, so the faster target also has the lower median. The tail is where designs differ: among the engines %s has the lowest p99 (%s). A p99 far above the median means stretches in which no acknowledgement came back; the designs suggest where to look (this run does not attribute them): for pebble, memtable flushes and compactions competing with WAL syncs; for badger, value log file rotations and memtable flushes; for segment, segment rolls and slow fdatasyncs; for all of them, on a shared 2-core machine, the scheduler.",
 		ref.InFlight, best, millis(-bestV))
 }
 
@@ -160,6 +160,11 @@ func (v *view) missingCells() []string {
 	for _, r := range v.run.Recoveries {
 		if r.Error != "" {
 			out = append(out, fmt.Sprintf("recovery %s sync=%s: %s", r.Target, r.Sync, r.Error))
+		}
+	}
+	for _, c := range v.run.Certs {
+		if c.Error != "" {
+			out = append(out, fmt.Sprintf("certification %s: %s", c.Engine, c.Error))
 		}
 	}
 	return out
