@@ -32,6 +32,8 @@ type Run struct {
 	// EnginesRef is the engine benchmark's ratios against the raw-disk
 	// loop, copied from results/engines.json when the run started.
 	EnginesRef *EnginesRef `json:"engines_ref,omitempty"`
+	// SyncInterval is the servers' fsync period under sync=interval.
+	SyncInterval time.Duration `json:"sync_interval_ns"`
 	// Interrupted says why the run stopped early, if it did.
 	Interrupted string `json:"interrupted,omitempty"`
 }

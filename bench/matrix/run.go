@@ -44,9 +44,11 @@ type Config struct {
 	Targets []Target
 	// Dir is the parent of the servers' data directories.
 	Dir string
-	// Command and Setup are recorded in the run for the report.
-	Command string
-	Setup   []string
+	// Command and Setup are recorded in the run for the report, and so is
+	// SyncInterval, the servers' fsync period under sync=interval.
+	Command      string
+	Setup        []string
+	SyncInterval time.Duration
 	// Cert, when set, runs the certification suites first.
 	Cert *CertConfig
 	// EnginesRef is recorded as is (see LoadEnginesRef).
@@ -85,7 +87,8 @@ func Measure(ctx context.Context, cfg Config) (*Run, error) {
 	}
 	r := &runner{cfg: cfg}
 	r.run = &Run{Name: cfg.Name, Profile: cfg.Profile, Started: time.Now(), Machine: bench.Machine(cfg.Dir),
-		Commit: bench.GitCommit("."), Command: cfg.Command, Setup: cfg.Setup, Points: cfg.Points, EnginesRef: cfg.EnginesRef}
+		Commit: bench.GitCommit("."), Command: cfg.Command, Setup: cfg.Setup, Points: cfg.Points, EnginesRef: cfg.EnginesRef,
+		SyncInterval: cfg.SyncInterval}
 	if d, err := bench.DiskFor(cfg.Dir); err == nil {
 		r.disk = d
 	} else {

@@ -110,7 +110,7 @@ func (v *view) durabilityText(s *bench.Section) {
 		interval = "Under sync=interval kill -9 lost acknowledged records on " + strings.Join(l, ", ") + ". " + strings.Join(why, " ") +
 			" The engine contract allows a crash to take up to about one interval under this policy; engines that lost nothing hand appended data to the kernel before acknowledging it, so for them only a power loss can."
 	}
-	s.Para("sync=interval: acknowledged before the fsync, which comes every 100 ms. %s The memory engine keeps nothing across a restart by design.", interval)
+	s.Para("sync=interval: acknowledged before the fsync, which comes every %s. %s The memory engine keeps nothing across a restart by design.", v.interval(), interval)
 }
 
 func suiteNamed(c *matrix.Cert, name string) matrix.Suite {

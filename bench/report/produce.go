@@ -213,7 +213,7 @@ func (v *view) groupCommitText(s *bench.Section, lo, hi matrix.Workload, many []
 	if math.IsNaN(up) {
 		return
 	}
-	s.Para("From one producer, %d records in flight make segment %s faster than one at a time. The batching happens in the client: franz-go packs the records waiting to be sent into one record batch per partition (%s records per batch here), and the broker makes about one fsync per batch (%s fsyncs per batch, %s writes waiting at a time): the broker has little to group, the client already did.",
+	s.Para("From one producer, %d records in flight make segment %s faster than one at a time. The batching happens in the client: franz-go packs the records waiting to be sent into one record batch per partition (%s records per batch here), and the broker makes about one fsync per batch (%s fsyncs per batch; %s produce writes waiting on average): the broker has little to group, the client already did.",
 		hi.InFlight, ratio(up), plain(v.med(seg, hi, matrix.RecordsPerBatch)), amp(v.med(seg, hi, matrix.FsyncsPerBatch)), plain(v.med(seg, hi, matrix.Waiters)))
 	for _, w := range many {
 		fpb := v.med(seg, w, matrix.FsyncsPerBatch)

@@ -89,6 +89,14 @@ func (v *view) engines() []string {
 	return out
 }
 
+// interval is the sync=interval fsync period the run used.
+func (v *view) interval() string {
+	if v.run.SyncInterval <= 0 {
+		return "interval set by the broker's -sync-interval"
+	}
+	return v.run.SyncInterval.String()
+}
+
 func (v *view) targets() []string {
 	out := make([]string, len(v.run.Targets))
 	for i, t := range v.run.Targets {
@@ -131,19 +139,26 @@ func spreadText(s bench.Spread, format func(float64) string) string {
 	return fmt.Sprintf("%s [%s–%s]", format(s.Median), format(s.Min), format(s.Max))
 }
 
-// Formats.
+// Formats; a figure not measured (NaN) reads "–".
 func rate(x float64) string   { return bench.Rate(x) }
-func mbps(x float64) string   { return fmt.Sprintf("%.1f", x) }
 func millis(x float64) string { return bench.Millis(x) }
 func ratio(x float64) string  { return bench.Ratio(x) }
-func amp(x float64) string    { return fmt.Sprintf("%.2f", x) }
+func mbps(x float64) string   { return orDash(x, "%.1f") }
+func amp(x float64) string    { return orDash(x, "%.2f") }
+func plain(x float64) string  { return orDash(x, "%.3g") }
 func bytesOf(x float64) string {
 	if math.IsNaN(x) {
 		return "–"
 	}
 	return bench.Bytes(int64(x))
 }
-func plain(x float64) string { return fmt.Sprintf("%.3g", x) }
+
+func orDash(x float64, format string) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "–"
+	}
+	return fmt.Sprintf(format, x)
+}
 
 // div is a/b, NaN when either is missing or b is 0.
 func div(a, b float64) float64 {

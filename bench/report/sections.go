@@ -22,7 +22,7 @@ func (v *view) latency(rep *bench.Report) {
 	if best == "" {
 		return
 	}
-	s.Para("With %d records in flight a record's latency is mostly queueing: Little's law puts the mean near in-flight ÷ throughput, so the faster target also has the lower median. The tail is where designs differ: among the engines %s has the lowest p99 (%s). A p99 far above the median means stretches in which no acknowledgement came back; the designs suggest where to look (this run does not attribute them): for pebble, memtable flushes and compactions competing with WAL syncs; for badger, value log file rotations and memtable flushes; for segment, segment rolls and slow fdatasyncs; for all of them, on a shared 2-core machine, the scheduler.",
+	s.Para("With %d records in flight a record's latency is mostly queueing: Little's law puts the mean near in-flight ÷ throughput, so the faster targets tend to have the lower medians. The tail is where designs differ: among the engines %s has the lowest p99 (%s). A p99 far above the median means stretches in which no acknowledgement came back; the designs suggest where to look (this run does not attribute them): for pebble, memtable flushes and compactions competing with WAL syncs; for badger, value log file rotations and memtable flushes; for segment, segment rolls and slow fdatasyncs; for all of them, on a shared 2-core machine, the scheduler.",
 		ref.InFlight, best, millis(-bestV))
 }
 
@@ -38,7 +38,7 @@ func (v *view) variants(rep *bench.Report) {
 	}
 	s := rep.Section("acks and sync policies")
 	ref := matrix.Reference
-	s.Para("1 KiB records, %d in flight; × ref compares with acks=all, sync=always. On one broker acks=1 and acks=all both wait for the engine's durability (there are no followers), so they should be close; sync=interval acknowledges before the fsync, which the engine makes every 100 ms.", ref.InFlight)
+	s.Para("1 KiB records, %d in flight; × ref compares with acks=all, sync=always. On one broker acks=1 and acks=all both wait for the engine's durability (there are no followers), so they should be close; sync=interval acknowledges before the fsync, which the engine makes every %s.", ref.InFlight, v.interval())
 	header := []string{"target", "acks=all sync=always"}
 	for _, p := range pts {
 		header = append(header, fmt.Sprintf("acks=%s sync=%s", p.Acks, p.Sync), "× ref", "p99")
@@ -59,7 +59,7 @@ func (v *view) variants(rep *bench.Report) {
 			t.Row(row...)
 		}
 	}
-	s.Para("Where sync=interval gains little, the engine was not waiting on the disk at 256 in flight: group commit had already made the fsync cheap per record, and the limit is elsewhere (CPU). The durability price of sync=interval is in the certification section: a process crash loses nothing the OS holds, a power loss up to one interval.")
+	s.Para("Where sync=interval gains little, the engine was not waiting on the disk at 256 in flight: group commit had already made the fsync cheap per record, and the limit is elsewhere (CPU). What sync=interval costs in durability is in the certification section (kill -9 under each policy).")
 }
 
 func (v *view) reads(rep *bench.Report) {
@@ -118,7 +118,10 @@ func (v *view) amplification(rep *bench.Report) {
 			}, bytesOf))
 	}
 	v.chart(s, ChartAmplification)
-	s.Para("segment writes each batch once into its segment file, with a 20-byte frame header per batch and a sparse index of about 0.2%%: its write and space amplification sit just above 1. pebble writes each batch to its WAL and again into an sstable when a memtable (16 MiB per partition here) flushes; a phase of a few seconds may end before most memtables flush, so its measured write amplification can read lower than the 2 or more of a long run, and its space figure includes WAL files not yet recycled. badger writes values once to its value log and a small key entry to its LSM; its value log files are allocated in 64 MiB steps, which shows in space amplification on a small log. Device figures include the ext4 journal and any other process writing to the disk at the same time: on a busy machine they are an upper bound.")
+	m := func(n string, f matrix.Figure) string { return amp(v.med(n, ref, f)) }
+	s.Para("By design: segment writes each batch once into its segment file, plus a 20-byte frame header per batch and a sparse index of about 0.2%%, so both figures should sit near 1 (measured: %s written, %s on disk). pebble writes each batch to its WAL and again into an sstable when a memtable (16 MiB per partition here) flushes, and compactions may rewrite it, so writes reach 2 or more once memtables flush; a phase of a few seconds may end before most of them do, and its disk holds WAL files not yet recycled beside the sstables (measured: %s written, %s on disk). badger writes each value once to its value log and a key with a value pointer to its LSM, whose memtable WAL and value log are preallocated, memory-mapped files (measured: %s written, %s on disk). Device figures include the ext4 journal and any other process writing to the disk at the same time: on a busy machine they are an upper bound.",
+		m("segment", matrix.ProcWA), m("segment", matrix.SpaceAmp), m("pebble", matrix.ProcWA), m("pebble", matrix.SpaceAmp),
+		m("badger", matrix.ProcWA), m("badger", matrix.SpaceAmp))
 }
 
 func (v *view) resources(rep *bench.Report) {
@@ -140,7 +143,7 @@ func (v *view) resources(rep *bench.Report) {
 		t.Row(n, v.fig(n, ref, matrix.CPUPerMillion, plain), v.fig(n, ref, matrix.RecordsPerSec, rate),
 			v.fig(n, ref, matrix.PeakRSS, bytesOf), bytesOf(peak))
 	}
-	s.Para("CPU per record is where the engines' work shows when the disk is not the limit: encoding a key and a value for the LSM engines and their background flushes, compactions and value log writes, against a copy into a buffer for segment. kfake's figure is the protocol and bookkeeping alone.")
+	s.Para("CPU per record is where the engines' work shows when the disk is not the limit: encoding a key and a value for the LSM engines and their background flushes, compactions and value log writes, against a copy into a buffer for segment. kfake's figure is the protocol and bookkeeping alone. Memory: the memory engine and kfake hold every record in RAM, so their peak grows with what the cell produced; pebble and badger hold memtables (and badger memory-maps its files, which counts as resident when touched); segment holds each partition's unwritten tail.")
 }
 
 // missingCells lists every cell repetition without a figure, with why.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/minikafka/minikafka/bench/matrix"
 	"github.com/minikafka/minikafka/bench/report"
+	"github.com/minikafka/minikafka/engine"
 )
 
 // options are the command line.
@@ -121,6 +122,7 @@ func runBench(ctx context.Context, args []string, stderr io.Writer) error {
 		Name: o.runName(prof), Profile: prof, Dir: dataDir, Command: o.commandLine,
 		Targets: buildTargets(names, bins, prof.Partitions, logs),
 		Setup:   setupLines(names, bins, prof.Partitions), SkipRecovery: o.noRecovery, Log: stderr,
+		SyncInterval: engine.DefaultSyncInterval,
 	}
 	if !o.noCert {
 		cfg.Cert = &matrix.CertConfig{ModuleDir: root, Engines: engineNames(names), Fresh: prof.CertFresh}
@@ -209,6 +211,7 @@ func (o options) dataDir() (string, func(), error) {
 // command. A build that fails fails its targets' cells, not the run.
 func (o options) binaries(ctx context.Context, root string, log io.Writer) (binaries, func()) {
 	b := binaries{
+		franzGo:      requireVersion(filepath.Join(root, "go.mod"), "github.com/twmb/franz-go"),
 		natsVersion:  requireVersion(filepath.Join(root, "bench", "peers", "go.mod"), "github.com/nats-io/nats-server/v2"),
 		natsGoClient: requireVersion(filepath.Join(root, "bench", "peers", "go.mod"), "github.com/nats-io/nats.go"),
 	}
