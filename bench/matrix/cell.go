@@ -28,6 +28,13 @@ func (r *runner) cell(ctx context.Context, t Target, p Point, rep int) (out Rep)
 	if err == nil && p.Consume {
 		err = r.consume(ctx, t, &srv, dir, p.Workload, &out)
 	}
+	// A server that died says why when it is stopped (finish); one that
+	// still runs may have logged why it failed the clients (a full disk).
+	if err != nil && !errors.Is(err, errExited) && srv != nil {
+		if w := srv.LastWords(); w != "" {
+			err = fmt.Errorf("%w; the server's last output: %s", err, w)
+		}
+	}
 	if err != nil {
 		out.Error = oneLine(err.Error())
 	}

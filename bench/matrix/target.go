@@ -35,6 +35,10 @@ func (s *Server) Stop() error {
 	return err
 }
 
+// LastWords is the end of what the server wrote on its stderr (and stdout
+// after its address line): a failing server's own account.
+func (s *Server) LastWords() string { return s.words.String() }
+
 // lastWords keeps the last bytes a server wrote.
 type lastWords struct {
 	mu sync.Mutex
@@ -210,8 +214,8 @@ func phaseErr(ctx context.Context, phase string, err error) error {
 // oneLine keeps an error message on one line for tables.
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 300 {
-		s = s[:300] + "…"
+	if len(s) > 700 {
+		s = s[:700] + "…"
 	}
 	return s
 }

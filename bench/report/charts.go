@@ -96,7 +96,7 @@ func sweepChart(run *matrix.Run, slice string, x func(matrix.Workload) float64, 
 	p.X.Label.Text, p.Y.Label.Text = xLabel, yLabel
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	var xs []float64
+	var xs, ys []float64
 	lines := 0
 	for i, t := range run.Targets {
 		var pts plotter.XYs
@@ -107,6 +107,7 @@ func sweepChart(run *matrix.Run, slice string, x func(matrix.Workload) float64, 
 			if v := run.Cell(t.Name, pt.Workload).Median(fig); v > 0 && !math.IsNaN(v) {
 				pts = append(pts, plotter.XY{X: x(pt.Workload), Y: v})
 				xs = appendUnique(xs, x(pt.Workload))
+				ys = append(ys, v)
 			}
 		}
 		if len(pts) == 0 {
@@ -130,15 +131,27 @@ func sweepChart(run *matrix.Run, slice string, x func(matrix.Workload) float64, 
 	}
 	p.X.Tick.Marker = fixedTicks(xs)
 	p.Legend.Top, p.Legend.Left = true, true
-	headroom(p)
+	logRange(&p.X, xs, 1.5, 1.5)
+	logRange(&p.Y, ys, 1.5, 4)
 	p.Add(plotter.NewGrid())
 	return p, nil
 }
 
-// headroom stretches a log Y axis upwards so that the legend, drawn in the
-// top corner, does not cover the highest points.
-func headroom(p *plot.Plot) {
-	p.Y.Max *= 4
+// logRange sets a log axis to span vs with margins (factors below the
+// smallest and above the largest value; the top one leaves room for the
+// legend). Setting it matters with a single value: left alone, the plot
+// would widen the range by ±1 and reach 0, which a log axis cannot show.
+func logRange(a *plot.Axis, vs []float64, below, above float64) {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range vs {
+		if v > 0 {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
+	if math.IsInf(lo, 0) {
+		return
+	}
+	a.Min, a.Max = lo/below, hi*above
 }
 
 func appendUnique(xs []float64, x float64) []float64 {
@@ -202,11 +215,13 @@ func latencyChart(run *matrix.Run) (*plot.Plot, error) {
 	if len(names) == 0 {
 		return nil, errNoData
 	}
+	var ys []float64
 	for j, f := range figs {
 		var pts plotter.XYs
 		for i, n := range names {
 			if v := run.Cell(n, matrix.Reference).Median(f.fig); v > 0 {
 				pts = append(pts, plotter.XY{X: float64(i) + 0.15*float64(j-1), Y: v * 1e3})
+				ys = append(ys, v*1e3)
 			}
 		}
 		s, err := plotter.NewScatter(pts)
@@ -221,7 +236,7 @@ func latencyChart(run *matrix.Run) (*plot.Plot, error) {
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = -0.5, float64(len(names))-0.5
 	p.Legend.Top, p.Legend.Left = true, true
-	headroom(p)
+	logRange(&p.Y, ys, 1.5, 4)
 	p.Add(plotter.NewGrid())
 	return p, nil
 }

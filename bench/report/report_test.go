@@ -123,9 +123,15 @@ func TestWriteAndIndex(t *testing.T) {
 		require.NoError(t, err, f)
 		assert.Positive(t, info.Size(), f)
 	}
+	single := sampleRun()
+	single.Cells = single.Cells[:1] // one target, one point: one value on each log axis
+	charts, err := WriteCharts(single, t.TempDir())
+	require.NoError(t, err)
+	assert.NotEmpty(t, charts)
+
 	empty := sampleRun()
 	empty.Cells = nil
-	charts, err := WriteCharts(empty, t.TempDir())
+	charts, err = WriteCharts(empty, t.TempDir())
 	require.NoError(t, err)
 	assert.Empty(t, charts, "no figure, no chart")
 

@@ -110,11 +110,15 @@ func runBench(ctx context.Context, args []string, stderr io.Writer) error {
 	defer cleanup()
 	bins, cleanupBins := o.binaries(ctx, root, stderr)
 	defer cleanupBins()
-	logs, err := os.Create(filepath.Join(dataDir, "servers.log"))
+	logFile, err := os.Create(filepath.Join(dataDir, "servers.log"))
 	if err != nil {
 		return fmt.Errorf("server log: %w", err)
 	}
-	defer logs.Close()
+	defer logFile.Close()
+	// The log shares the data's filesystem: once that is full, a failing
+	// write must not close the servers' stderr pipes (they would die of
+	// SIGPIPE instead of reporting the full disk).
+	logs := bestEffort{logFile}
 
 	prof := o.profileWithOverrides()
 	names := splitList(o.targets)
@@ -299,4 +303,12 @@ func rerender(dir string, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "wrote %s\n", filepath.Join(dir, report.ReportFile))
 	return nil
+}
+
+// bestEffort writes what it can and never fails.
+type bestEffort struct{ w io.Writer }
+
+func (b bestEffort) Write(p []byte) (int, error) {
+	_, _ = b.w.Write(p)
+	return len(p), nil
 }
