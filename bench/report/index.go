@@ -83,14 +83,16 @@ func WriteIndex(resultsDir string) error {
 	t := s.Table("run", "profile", "date", "took", "cells with figures", "commit", "load average (start)").Left(1, 5, 6)
 	for i, r := range runs {
 		t.Row(fmt.Sprintf("[%s](%s/%s)", r.Name, dirs[i], ReportFile), r.Profile.Name, r.Started.UTC().Format("2006-01-02 15:04"),
-			(time.Duration(r.Duration * float64(time.Second))).Round(time.Second).String(), cellsOK(r), shortCommit(r.Commit), r.Machine.LoadAvg)
+			took(r), cellsOK(r), shortCommit(r.Commit), r.Machine.LoadAvg)
 	}
 	if len(skipped) > 0 {
 		s.Para("Unreadable runs:")
 		s.List(skipped...)
 	}
 	if i := featured(runs); i >= 0 {
-		readmeSection(rep, runs[i], resultsDir, dirs[i])
+		s := rep.Section(ReadmeHeading)
+		s.Para("The project README's benchmark section: `go run ./cmd/bench` rewrites the text under the README's \"%s\" heading with this, from the newest full run (or the newest run when there is none).", "## "+ReadmeHeading)
+		readmeSection(s, runs[i], resultsDir, dirs[i], "")
 	}
 	return bench.WriteFile(filepath.Join(resultsDir, IndexFile), rep.Markdown())
 }
@@ -108,30 +110,76 @@ func featured(runs []*matrix.Run) int {
 	return -1
 }
 
-// readmeSection is the text for the project README's benchmark section:
-// the featured run's summary table and its concurrency chart, with links
-// relative to the repository root.
-func readmeSection(rep *bench.Report, r *matrix.Run, resultsDir, dir string) {
-	s := rep.Section("Benchmarks (section for the project README)")
-	s.Para("From run [%s](%s/%s) (%s profile, %s, commit %s). Paths below are relative to the repository root.",
-		r.Name, dir, ReportFile, r.Profile.Name, r.Started.UTC().Format("2006-01-02"), shortCommit(r.Commit))
+// ReadmeHeading is the project README's section that UpdateReadme
+// rewrites.
+const ReadmeHeading = "Benchmarks"
+
+// readmeSection writes the featured run's summary table and concurrency
+// chart into s; prefix turns a path inside the results directory into a
+// link from where the text is shown.
+func readmeSection(s *bench.Section, r *matrix.Run, resultsDir, dir, prefix string) {
+	s.Para("From run [%s](%s%s/%s) (%s profile, %s, commit %s).",
+		r.Name, prefix, dir, ReportFile, r.Profile.Name, r.Started.UTC().Format("2006-01-02"), shortCommit(r.Commit))
+	if note := busyNote(r.Machine.LoadAvg, r.LoadAfter, r.Machine.CPUs); note != "" {
+		s.Para("%s", note)
+	}
 	v := &view{run: r, charts: map[string]Chart{}}
 	v.summaryTable(s)
 	if _, err := os.Stat(filepath.Join(resultsDir, dir, ChartConcurrency)); err == nil {
-		s.Para("![Throughput against concurrency](results/%s/%s)", dir, ChartConcurrency)
+		s.Para("![Throughput against concurrency](%s%s/%s)", prefix, dir, ChartConcurrency)
 	}
-	s.Para("Full report: [results/%s/%s](results/%s/%s). Reproduce with `go run ./cmd/bench -profile %s` (%s).",
-		dir, ReportFile, dir, ReportFile, r.Profile.Name, profileDuration(r.Profile.Name))
+	s.Para("The full report, with latency, reads, amplification, CPU and memory, recovery and the engines' certification: [%s%s/%s](%s%s/%s). Reproduce with `go run ./cmd/bench -profile %s` (this run took %s); every run is listed in [%sREADME.md](%sREADME.md).",
+		prefix, dir, ReportFile, prefix, dir, ReportFile, r.Profile.Name, took(r), prefix, prefix)
 }
 
-func profileDuration(name string) string {
-	switch name {
-	case "quick":
-		return "under 3 minutes"
-	case "full":
-		return "about 40 minutes on a 2-core machine"
+// UpdateReadme rewrites the body of the "## Benchmarks" section of the
+// project README at readme (up to the next level-2 heading) with the
+// featured run of resultsDir. A README without that heading is left as it
+// is (changed reports false): the section is opt-in.
+func UpdateReadme(readme, resultsDir string) (changed bool, err error) {
+	b, err := os.ReadFile(readme)
+	if err != nil {
+		return false, fmt.Errorf("report: %w", err)
 	}
-	return "see cmd/bench"
+	head := "## " + ReadmeHeading + "\n"
+	text := string(b)
+	at := strings.Index(text, head)
+	if at < 0 || (at > 0 && text[at-1] != '\n') {
+		return false, nil
+	}
+	bodyStart := at + len(head)
+	bodyEnd := len(text)
+	if next := strings.Index(text[bodyStart:], "\n## "); next >= 0 {
+		bodyEnd = bodyStart + next + 1
+	}
+	runs, dirs, _, err := Runs(resultsDir)
+	if err != nil {
+		return false, err
+	}
+	i := featured(runs)
+	if i < 0 {
+		return false, nil
+	}
+	prefix, err := filepath.Rel(filepath.Dir(readme), resultsDir)
+	if err != nil {
+		return false, fmt.Errorf("report: %w", err)
+	}
+	rep := &bench.Report{Title: "-"}
+	readmeSection(rep.Section(ReadmeHeading), runs[i], resultsDir, dirs[i], filepath.ToSlash(prefix)+"/")
+	body := strings.SplitN(string(rep.Markdown()), head, 2)[1]
+	out := text[:bodyStart] + "\n" + strings.TrimLeft(body, "\n")
+	if bodyEnd < len(text) {
+		out = strings.TrimRight(out, "\n") + "\n\n" + text[bodyEnd:]
+	}
+	if out == text {
+		return false, nil
+	}
+	return true, bench.WriteFile(readme, []byte(out))
+}
+
+// took is how long the run took, to the second.
+func took(r *matrix.Run) string {
+	return (time.Duration(r.Duration * float64(time.Second))).Round(time.Second).String()
 }
 
 func cellsOK(r *matrix.Run) string {

@@ -154,7 +154,7 @@ func TestWriteAndIndex(t *testing.T) {
 	assert.Less(t, strings.Index(s, "[sample]"), strings.Index(s, "[older]"), "newest first")
 	assert.Contains(t, s, "broken: ")
 	assert.Contains(t, s, "From run [older](older/report.md)", "the full run is the one the README shows")
-	assert.Contains(t, s, "![Throughput against concurrency](results/older/throughput-concurrency.png)")
+	assert.Contains(t, s, "![Throughput against concurrency](older/throughput-concurrency.png)", "links from the results directory")
 }
 
 func TestRatiosAndCompare(t *testing.T) {
@@ -218,4 +218,45 @@ func TestShortCommit(t *testing.T) {
 	assert.Equal(t, "bbbbbbbbbbbb", shortCommit(c))
 	assert.Equal(t, "bbbbbbbbbbbb (dirty)", shortCommit(c+" (dirty)"))
 	assert.Equal(t, "unknown", shortCommit("unknown"))
+}
+
+func TestUpdateReadme(t *testing.T) {
+	root := t.TempDir()
+	results := filepath.Join(root, "results")
+	require.NoError(t, Write(sampleRun(), filepath.Join(results, "run1")))
+	readme := filepath.Join(root, "README.md")
+	before := "# Project\n\nIntro.\n\n## Benchmarks\n\nold text\n\n## Layout\n\nkept\n"
+	require.NoError(t, os.WriteFile(readme, []byte(before), 0o644))
+	changed, err := UpdateReadme(readme, results)
+	require.NoError(t, err)
+	assert.True(t, changed)
+	b, err := os.ReadFile(readme)
+	require.NoError(t, err)
+	got := string(b)
+	assert.True(t, strings.HasPrefix(got, "# Project\n\nIntro.\n\n## Benchmarks\n\nFrom run [sample](results/run1/report.md)"), got)
+	assert.NotContains(t, got, "old text")
+	assert.True(t, strings.HasSuffix(got, "\n\n## Layout\n\nkept\n"), "the next section is untouched")
+	assert.Contains(t, got, "![Throughput against concurrency](results/run1/throughput-concurrency.png)")
+	assert.Contains(t, got, "| **segment** |")
+
+	changed, err = UpdateReadme(readme, results)
+	require.NoError(t, err)
+	assert.False(t, changed, "nothing new")
+
+	plain := "# Project\n\nNo benchmark section.\n"
+	require.NoError(t, os.WriteFile(readme, []byte(plain), 0o644))
+	changed, err = UpdateReadme(readme, results)
+	require.NoError(t, err)
+	assert.False(t, changed)
+	b, err = os.ReadFile(readme)
+	require.NoError(t, err)
+	assert.Equal(t, plain, string(b), "a README without the heading is left alone")
+
+	last := "# P\n\n## Benchmarks\n"
+	require.NoError(t, os.WriteFile(readme, []byte(last), 0o644))
+	_, err = UpdateReadme(readme, results)
+	require.NoError(t, err)
+	b, err = os.ReadFile(readme)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "## Benchmarks\n\nFrom run [sample]", "a section at the end of the file")
 }

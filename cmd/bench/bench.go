@@ -36,6 +36,7 @@ type options struct {
 	noRecovery  bool
 	progress    bool
 	render      string
+	readme      string
 	commandLine string
 }
 
@@ -57,6 +58,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.noCert, "no-cert", false, "skip the certification suites")
 	fs.BoolVar(&o.noRecovery, "no-recovery", false, "skip the kill -9 recovery figures")
 	fs.BoolVar(&o.progress, "progress", isTerminal(stderr), "progress bars on stderr")
+	fs.StringVar(&o.readme, "readme", "README.md", "project README whose \"## Benchmarks\" section is rewritten from the newest full run (no such heading: left alone; empty: never)")
 	fs.StringVar(&o.render, "render", "", "render RUN_DIR/report.md and its charts again from RUN_DIR/results.json, measure nothing")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -97,7 +99,7 @@ func runBench(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	if o.render != "" {
-		return rerender(o.render, stderr)
+		return o.rerender(stderr)
 	}
 	root, err := moduleRoot(ctx)
 	if err != nil {
@@ -151,7 +153,7 @@ func (o options) write(run *matrix.Run, stderr io.Writer) error {
 	if err := report.Write(run, dir); err != nil {
 		return err
 	}
-	if err := report.WriteIndex(o.out); err != nil {
+	if err := o.writeIndex(o.out, stderr); err != nil {
 		return err
 	}
 	ok, failed := 0, 0
@@ -290,7 +292,8 @@ func bar(w io.Writer, what string, total int64) (func(int64), func()) {
 
 // rerender writes a run's report and charts again from its results.json
 // (after a change to the report's code), and the index beside it.
-func rerender(dir string, stderr io.Writer) error {
+func (o options) rerender(stderr io.Writer) error {
+	dir := o.render
 	run, err := report.Load(filepath.Join(dir, report.ResultsFile))
 	if err != nil {
 		return err
@@ -298,11 +301,26 @@ func rerender(dir string, stderr io.Writer) error {
 	if err := report.Write(run, dir); err != nil {
 		return err
 	}
-	if err := report.WriteIndex(filepath.Dir(filepath.Clean(dir))); err != nil {
+	fmt.Fprintf(stderr, "wrote %s\n", filepath.Join(dir, report.ReportFile))
+	return o.writeIndex(filepath.Dir(filepath.Clean(dir)), stderr)
+}
+
+// writeIndex rewrites the index of runs and the README's benchmark section.
+func (o options) writeIndex(results string, stderr io.Writer) error {
+	if err := report.WriteIndex(results); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "wrote %s\n", filepath.Join(dir, report.ReportFile))
-	return nil
+	if o.readme == "" {
+		return nil
+	}
+	changed, err := report.UpdateReadme(o.readme, results)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if changed {
+		fmt.Fprintf(stderr, "updated the %q section of %s\n", "## "+report.ReadmeHeading, o.readme)
+	}
+	return err
 }
 
 // bestEffort writes what it can and never fails.
