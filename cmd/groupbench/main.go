@@ -50,6 +50,8 @@ const (
 	churnTarget     = 3
 	settleTarget    = time.Second
 	loadTarget      = 5.0 // percent
+	loadHeartbeat   = 3 * time.Second
+	loadCommit      = 5 * time.Second
 )
 
 // engineResult is one engine's measurements.
@@ -222,10 +224,13 @@ func measureLoad(ctx context.Context, b *groupbench.Bench, lf loadFlags) (loadJS
 			return l, fmt.Errorf("baseline: %w", err)
 		}
 		l.Baseline = append(l.Baseline, rate)
-		gl, err := b.StartGroupLoad(ctx, lf.groups, "committed", 3*time.Second, 5*time.Second)
+		gl, err := b.StartGroupLoad(ctx, lf.groups, "committed", loadHeartbeat, loadCommit)
 		if err != nil {
 			return l, fmt.Errorf("group load: %w", err)
 		}
+		// Let one commit interval pass: the load then runs at its steady
+		// rate for the whole produce run.
+		time.Sleep(loadCommit)
 		start := time.Now()
 		rate, err = b.ProduceRate(ctx, fmt.Sprintf("loaded-%d", i), lf.run, lf.size)
 		elapsed := time.Since(start)
