@@ -1,9 +1,14 @@
 package pebble_test
 
 import (
+	"context"
+	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -55,4 +60,75 @@ func TestWALRotationOnAFailingDisk(t *testing.T) {
 	defer r.Close()
 	assert.LessOrEqual(t, r.EndOffset(), end, "nothing appears that was not appended")
 	readAll(t, r)
+}
+
+// TestFailedOpenLeavesNothingBehind opens a store with a WAL to replay on a
+// disk that dies at its n-th write, for many n: from then on every call
+// fails, reads included, as in the crash suite's CallsFail. Pebble's Open
+// cannot be left like that: it never returns while its flush of the
+// recovered WAL fails, and when it fails late it leaves goroutines running
+// (one of them retrying in a tight loop) on a DB nobody can close. The
+// engine abandons such an Open, and every goroutine it started must end.
+func TestFailedOpenLeavesNothingBehind(t *testing.T) {
+	crashed := storeToRecover(t)
+	// A clean open and close first, so that what lives for the whole process
+	// (the shared caches) is counted in the baseline.
+	e, err := pebble.Open("/p0", engine.Options{FS: cloneDisk(crashed)})
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+	baseline := runtime.NumGoroutine()
+
+	failures := 0
+	for n := 1; n <= 40; n++ {
+		var writes atomic.Int64
+		var dead atomic.Bool
+		fs := errorfs.Wrap(cloneDisk(crashed), errorfs.InjectorFunc(func(op errorfs.Op) error {
+			if op.Kind.ReadOrWrite() == errorfs.OpIsWrite && writes.Add(1) == int64(n) {
+				dead.Store(true)
+			}
+			if dead.Load() {
+				return errorfs.ErrInjected
+			}
+			return nil
+		}))
+		e, err := pebble.Open("/p0", engine.Options{FS: fs})
+		if err != nil {
+			failures++
+			continue
+		}
+		_ = e.Close()
+	}
+	require.Greater(t, failures, 10, "most of those opens fail")
+	// Polled here rather than with assert.Eventually, whose own goroutine
+	// would count.
+	left := runtime.NumGoroutine()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(20 * time.Second); left > baseline && time.Now().Before(deadline); left = runtime.NumGoroutine() {
+		<-tick.C
+	}
+	if !assert.LessOrEqual(t, left, baseline, "the goroutines of failed opens end") {
+		buf := make([]byte, 1<<20)
+		t.Logf("goroutines left:\n%s", buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// storeToRecover returns a disk holding a store whose last batches are only
+// in its WAL: written and synced, then the process died.
+func storeToRecover(t *testing.T) *vfs.MemFS {
+	fs := vfs.NewCrashableMem()
+	e, err := pebble.Open("/p0", engine.Options{FS: fs})
+	require.NoError(t, err)
+	for range 20 {
+		require.NoError(t, e.Append(enginetest.Batch(e.EndOffset(), 2, 1000)))
+	}
+	require.NoError(t, e.Sync(context.Background(), e.EndOffset()))
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{})
+	require.NoError(t, e.Close())
+	return crashed
+}
+
+// cloneDisk is an exact copy of a disk.
+func cloneDisk(m *vfs.MemFS) *vfs.MemFS {
+	return m.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 100, RNG: rand.New(rand.NewPCG(3, 4))})
 }

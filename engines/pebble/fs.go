@@ -36,7 +36,7 @@ import (
 //     change to a WAL (create, reuse, write, sync, preallocate, close, a
 //     failed Stat), and a failed Close of any file after the freeze are
 //     reported to pebble as successes; a WAL that cannot be created is a
-//     walVoid that takes every write and keeps none. Pebble then goes on
+//     voidFile that takes every write and keeps none. Pebble then goes on
 //     believing its WAL holds what it wrote. That is safe only because of the
 //     freeze and the engine's check: the failure froze the disk before pebble
 //     saw the success, so nothing pebble does afterwards reaches the disk
@@ -44,21 +44,32 @@ import (
 //     engine, which reads the kept error after every call into pebble,
 //     acknowledges nothing from then on: a Sync whose WAL sync failed returns
 //     the error, though pebble said the sync succeeded.
-//   - fence parks every later change, for good. Open uses it to abandon a
-//     pebble.Open that cannot finish: when every write fails, pebble retries
-//     the flush of a recovered WAL in a tight loop and its Open never
-//     returns. Parked, the abandoned DB costs memory but no CPU.
+//   - While pebble.Open runs, the first failed change abandons the store:
+//     from then on every change, the failed one included, is a success that
+//     changes nothing (a file created is a voidFile), and List does not fail.
+//     Pebble's Open is not safe to fail half way: when every write fails it
+//     retries the flush of a recovered WAL in a tight loop and never returns,
+//     and when it returns an error late it leaves goroutines behind (a
+//     compaction granter, and table-stats loading that retries in a tight
+//     loop while reads fail) on a DB nobody can close. Abandoned, it runs to
+//     its end on a disk that no longer changes, and openStore, which has
+//     returned the failure already, closes the DB it returns. (An earlier
+//     design parked every change instead: each abandoned DB then kept tens
+//     of MiB, its directory lock and, on a disk whose reads failed too, a
+//     goroutine spinning, for the life of the process.)
 type storeFS struct {
 	vfs.FS
 
 	failed    atomic.Pointer[error]
 	failedCh  chan struct{} // closed when failed is set
-	fenceOnce sync.Once
-	fenced    chan struct{}
+	abandoned atomic.Bool
+
+	mu      sync.Mutex // orders fail and endOpening
+	opening bool       // pebble.Open is running: a failure abandons the store
 }
 
 func newStoreFS(fs vfs.FS) *storeFS {
-	return &storeFS{FS: fs, failedCh: make(chan struct{}), fenced: make(chan struct{})}
+	return &storeFS{FS: fs, failedCh: make(chan struct{})}
 }
 
 // errFrozen wraps the first failure in the refusals that follow it.
@@ -72,16 +83,13 @@ func (fs *storeFS) err() error {
 	return nil
 }
 
-// fence parks every later change, for good.
-func (fs *storeFS) fence() { fs.fenceOnce.Do(func() { close(fs.fenced) }) }
-
 // change runs op, which changes the disk, unless the disk froze; its error
-// freezes the disk.
+// freezes the disk. Once the store is abandoned, op does not run and change
+// returns nil, and so it does for the failure that abandons it: callers make
+// up op's results (a voidFile, all bytes written, a full sync).
 func (fs *storeFS) change(what, name string, op func() error) error {
-	select {
-	case <-fs.fenced:
-		select {} // abandoned: see storeFS
-	default:
+	if fs.abandoned.Load() {
+		return nil
 	}
 	if err := fs.err(); err != nil {
 		return fmt.Errorf("%s %s: %w: %w", what, name, errFrozen, err)
@@ -90,16 +98,42 @@ func (fs *storeFS) change(what, name string, op func() error) error {
 	if err != nil {
 		err = fmt.Errorf("%s %s: %w", what, name, err)
 		fs.fail(err)
+		if fs.abandoned.Load() {
+			return nil
+		}
 	}
 	return err
 }
 
-// fail freezes the disk at err, a failure seen outside change (a failed
-// close or Stat), unless it froze already.
+// fail freezes the disk at err, unless it froze already; while pebble.Open
+// runs, it abandons the store too (first, so that no change between the two
+// is refused).
 func (fs *storeFS) fail(err error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.opening {
+		fs.abandoned.Store(true)
+	}
 	if fs.failed.CompareAndSwap(nil, &err) {
 		close(fs.failedCh)
 	}
+}
+
+// startOpening says pebble.Open is about to run.
+func (fs *storeFS) startOpening() {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.opening = true
+}
+
+// endOpening says pebble.Open returned; it returns the failure that
+// abandoned the store meanwhile, if any. From then on a failure freezes the
+// disk without abandoning the store.
+func (fs *storeFS) endOpening() error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.opening = false
+	return fs.err()
 }
 
 func (fs *storeFS) Unwrap() vfs.FS { return fs.FS }
@@ -113,9 +147,11 @@ func (fs *storeFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File
 	})
 	switch {
 	case err != nil && wal:
-		return walVoid{}, nil // see storeFS: pebble panics if it cannot rotate its WAL
+		return voidFile{}, nil // see storeFS: pebble panics if it cannot rotate its WAL
 	case err != nil:
 		return nil, err
+	case f == nil:
+		return voidFile{}, nil // abandoned
 	}
 	dir := fs.FS.PathDir(name)
 	if err := fs.change("sync dir", dir, func() error { return syncDir(fs.FS, dir) }); err != nil && !wal {
@@ -146,9 +182,11 @@ func (fs *storeFS) ReuseForWrite(oldname, newname string, category vfs.DiskWrite
 	wal := isWAL(fs.FS, newname)
 	switch {
 	case err != nil && wal:
-		return walVoid{}, nil // see Create
+		return voidFile{}, nil // see Create
 	case err != nil:
 		return nil, err
+	case f == nil:
+		return voidFile{}, nil // abandoned
 	}
 	return &storeFile{File: f, fs: fs, name: newname, wal: wal}, nil
 }
@@ -159,6 +197,21 @@ func (fs *storeFS) OpenReadWrite(name string, category vfs.DiskWriteCategory, op
 		return nil, err
 	}
 	return &storeFile{File: f, fs: fs, name: name, wal: isWAL(fs.FS, name)}, nil
+}
+
+// List of an abandoned store does not fail: it lists nothing instead. The
+// last thing pebble.Open does before it returns is list the store to delete
+// obsolete files, and if that fails (a disk whose reads fail too) it returns
+// the error with its background goroutines already started, on a DB that
+// nobody can close: they would run, one of them in a tight loop, for the
+// life of the process. Listing nothing, pebble finds nothing obsolete, and
+// deletes nothing, which an abandoned store would not do anyway.
+func (fs *storeFS) List(dir string) ([]string, error) {
+	names, err := fs.FS.List(dir)
+	if err != nil && fs.abandoned.Load() {
+		return nil, nil
+	}
+	return names, err
 }
 
 func (fs *storeFS) OpenDir(name string) (vfs.File, error) {
@@ -219,26 +272,26 @@ func (f *storeFile) hide(err error) error {
 	return err
 }
 
-func (f *storeFile) Write(p []byte) (n int, err error) {
-	err = f.fs.change("write", f.name, func() (err error) {
-		n, err = f.File.Write(p)
+func (f *storeFile) Write(p []byte) (int, error) {
+	err := f.fs.change("write", f.name, func() error {
+		_, err := f.File.Write(p)
 		return err
 	})
-	if err != nil && f.wal {
-		return len(p), nil
+	if err = f.hide(err); err != nil {
+		return 0, err
 	}
-	return n, err
+	return len(p), nil
 }
 
-func (f *storeFile) WriteAt(p []byte, off int64) (n int, err error) {
-	err = f.fs.change("write", f.name, func() (err error) {
-		n, err = f.File.WriteAt(p, off)
+func (f *storeFile) WriteAt(p []byte, off int64) (int, error) {
+	err := f.fs.change("write", f.name, func() error {
+		_, err := f.File.WriteAt(p, off)
 		return err
 	})
-	if err != nil && f.wal {
-		return len(p), nil
+	if err = f.hide(err); err != nil {
+		return 0, err
 	}
-	return n, err
+	return len(p), nil
 }
 
 func (f *storeFile) Sync() error {
@@ -253,15 +306,19 @@ func (f *storeFile) SyncData() error {
 	return f.hide(f.fs.change("sync", f.name, f.File.SyncData))
 }
 
-func (f *storeFile) SyncTo(length int64) (full bool, err error) {
-	err = f.fs.change("sync", f.name, func() (err error) {
+func (f *storeFile) SyncTo(length int64) (bool, error) {
+	full := true // when op does not run
+	err := f.fs.change("sync", f.name, func() (err error) {
 		full, err = f.File.SyncTo(length)
 		return err
 	})
-	if err != nil && f.wal {
+	switch {
+	case err == nil:
+		return full, nil
+	case f.wal:
 		return true, nil
 	}
-	return full, err
+	return false, err
 }
 
 func (f *storeFile) Preallocate(off, length int64) error {
@@ -275,7 +332,7 @@ func (f *storeFile) Stat() (vfs.FileInfo, error) {
 	info, err := f.File.Stat()
 	if err != nil && f.wal {
 		f.fs.fail(fmt.Errorf("stat %s: %w", f.name, err))
-		return walVoid{}.Stat()
+		return voidFile{}.Stat()
 	}
 	return info, err
 }
@@ -292,7 +349,7 @@ func (f *storeFile) Close() error {
 	}
 	err = fmt.Errorf("close %s: %w", f.name, err)
 	f.fs.fail(err)
-	if frozen {
+	if frozen || f.fs.abandoned.Load() {
 		return nil
 	}
 	return f.hide(err)

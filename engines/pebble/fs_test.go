@@ -135,3 +135,48 @@ func TestStoreFSFailedClose(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreFSAbandonsAFailingOpen checks that while pebble.Open runs, a
+// failed change, and every later one, reads to pebble as a success that
+// changes nothing, and that the failure is kept for openStore.
+func TestStoreFSAbandonsAFailingOpen(t *testing.T) {
+	fs, failing := failingFS(".sst", errorfs.OpFileSync)
+	fs.startOpening()
+	f, err := fs.Create("000005.sst", vfs.WriteCategoryUnspecified)
+	require.NoError(t, err)
+	failing.Store(true)
+	assert.NoError(t, f.Sync(), "the failing change reads as a success")
+	assert.ErrorIs(t, fs.err(), errorfs.ErrInjected, "and is kept")
+
+	g, err := fs.Create("000006.sst", vfs.WriteCategoryUnspecified)
+	require.NoError(t, err, "later changes succeed")
+	n, err := g.Write([]byte("data"))
+	assert.NoError(t, err)
+	assert.Equal(t, 4, n)
+	assert.NoError(t, fs.Rename("000005.sst", "000007.sst"))
+	_, err = fs.Stat("000006.sst")
+	assert.Error(t, err, "without reaching the disk")
+	_, err = fs.Stat("000005.sst")
+	assert.NoError(t, err, "nothing was renamed either")
+	names, err := fs.List("/no/such/dir")
+	assert.NoError(t, err, "an abandoned store lists without failing")
+	assert.Empty(t, names)
+	assert.ErrorIs(t, fs.endOpening(), errorfs.ErrInjected, "openStore learns of the failure")
+}
+
+// TestStoreFSFreezesAfterOpen checks that once pebble.Open returned, a
+// failure freezes the disk and reaches pebble (for a file that is not a
+// WAL) instead of abandoning the store.
+func TestStoreFSFreezesAfterOpen(t *testing.T) {
+	fs, failing := failingFS(".sst", errorfs.OpFileSync)
+	fs.startOpening()
+	require.NoError(t, fs.endOpening(), "nothing failed while opening")
+	f, err := fs.Create("000005.sst", vfs.WriteCategoryUnspecified)
+	require.NoError(t, err)
+	failing.Store(true)
+	assert.ErrorIs(t, f.Sync(), errorfs.ErrInjected)
+	_, err = fs.Create("000006.sst", vfs.WriteCategoryUnspecified)
+	assert.ErrorIs(t, err, errFrozen)
+	_, err = fs.List("/no/such/dir")
+	assert.Error(t, err, "a store in use lists as the disk does")
+}

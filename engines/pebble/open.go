@@ -88,10 +88,12 @@ func walFormatOutdated(fs vfs.FS, path string) bool {
 
 // openStore opens the pebble DB and gives up as soon as a disk write fails
 // under it. Pebble's Open would return some of those failures, but when the
-// flush of a recovered WAL fails it retries forever and never returns; so on
-// the first failure the filesystem is fenced (pebble's further writes park)
-// and the DB, if pebble ever hands it over, is closed and dropped. A panic
-// out of pebble.Open (a failed directory sync) is an error too.
+// flush of a recovered WAL fails it retries forever and never returns, and
+// when it fails late it leaves goroutines behind; so pebble.Open never sees a
+// failed change: the first one abandons the store (it and every later change
+// succeed without reaching the disk, see storeFS), openStore returns the
+// failure at once, and the DB pebble then hands over is closed and dropped.
+// A panic out of pebble.Open is an error too.
 func openStore(path string, o *pebbledb.Options) (*pebbledb.DB, error) {
 	fs := o.FS.(*storeFS)
 	type result struct {
@@ -99,6 +101,7 @@ func openStore(path string, o *pebbledb.Options) (*pebbledb.DB, error) {
 		err error
 	}
 	opened := make(chan result, 1)
+	fs.startOpening()
 	go func() {
 		var r result
 		defer func() {
@@ -111,21 +114,27 @@ func openStore(path string, o *pebbledb.Options) (*pebbledb.DB, error) {
 	}()
 	select {
 	case r := <-opened:
-		if r.err == nil && fs.err() != nil {
-			// Pebble went on past a failed write; the store is not sound.
-			_ = r.db.Close()
-			return nil, fs.err()
+		if err := fs.endOpening(); err != nil && r.err == nil {
+			// A change failed, and pebble was told it succeeded.
+			closeQuietly(r.db)
+			return nil, err
 		}
 		return r.db, r.err
-	case <-fs.failedCh:
-		fs.fence()
+	case <-fs.failedCh: // the store is abandoned: pebble.Open will return
 		go func() {
 			if r := <-opened; r.db != nil {
-				_ = r.db.Close()
+				closeQuietly(r.db)
 			}
 		}()
 		return nil, fs.err()
 	}
+}
+
+// closeQuietly closes a DB the engine gives up on; its error, or panic,
+// changes nothing.
+func closeQuietly(db *pebbledb.DB) {
+	defer func() { _ = recover() }()
+	_ = db.Close()
 }
 
 // recover reads the log's bounds from the store.

@@ -60,7 +60,8 @@
 // Sync, Truncate and DeleteBefore return it from then on (no Sync succeeds
 // after a failed one); Read still serves what pebble holds. Open gives up at
 // the first failed change instead of waiting for a pebble.Open that may never
-// return, and leaves that DB parked. A panic out of pebble on the engine's
+// return, and lets that pebble.Open run to its end on a disk where nothing
+// changes any more, then closes what it returns. A panic out of pebble on the engine's
 // own goroutines is an error too, after which pebble is not called again.
 //
 // # Amplification
