@@ -231,10 +231,10 @@ func measureLoad(ctx context.Context, b *groupbench.Bench, lf loadFlags) (loadJS
 		// Let one commit interval pass: the load then runs at its steady
 		// rate for the whole produce run.
 		time.Sleep(loadCommit)
-		start := time.Now()
+		start, before := time.Now(), gl.Requests()
 		rate, err = b.ProduceRate(ctx, fmt.Sprintf("loaded-%d", i), lf.run, lf.size)
-		elapsed := time.Since(start)
-		reqs, lerr := gl.Stop()
+		elapsed, reqs := time.Since(start), gl.Requests()-before
+		_, lerr := gl.Stop()
 		if err = errors.Join(err, lerr); err != nil {
 			return l, fmt.Errorf("with groups: %w", err)
 		}

@@ -129,6 +129,13 @@ func (l *GroupLoad) fail(err error) {
 	}
 }
 
+// Requests returns how many heartbeats and commits were sent so far.
+func (l *GroupLoad) Requests() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.requests
+}
+
 // Stop ends the load and returns the requests sent and the first error.
 func (l *GroupLoad) Stop() (int64, error) {
 	l.cancel()
