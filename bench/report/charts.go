@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"math"
 	"path/filepath"
+	"sort"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -113,6 +114,7 @@ func sweepChart(run *matrix.Run, slice string, x func(matrix.Workload) float64, 
 		if len(pts) == 0 {
 			continue
 		}
+		sort.Slice(pts, func(a, b int) bool { return pts[a].X < pts[b].X })
 		l, s, err := plotter.NewLinePoints(pts)
 		if err != nil {
 			return nil, err
@@ -302,6 +304,7 @@ func readsChart(run *matrix.Run) (*plot.Plot, error) {
 			sizes = append(sizes, pt.Workload)
 		}
 	}
+	sortWorkloads(sizes)
 	var names []string
 	for _, t := range run.Targets {
 		for _, w := range sizes {

@@ -91,7 +91,7 @@ func WriteIndex(resultsDir string) error {
 	}
 	if i := featured(runs); i >= 0 {
 		s := rep.Section(ReadmeHeading)
-		s.Para("The project README's benchmark section: `go run ./cmd/bench` rewrites the text under the README's \"%s\" heading with this, from the newest full run (or the newest run when there is none).", "## "+ReadmeHeading)
+		s.Para("For the project README: `go run ./cmd/bench` writes this, from the newest full run (or the newest run when there is none), between the lines `%s` and `%s` of README.md when it has them, and changes nothing else there.", MarkBegin, MarkEnd)
 		readmeSection(s, runs[i], resultsDir, dirs[i], "")
 	}
 	return bench.WriteFile(filepath.Join(resultsDir, IndexFile), rep.Markdown())
@@ -110,8 +110,7 @@ func featured(runs []*matrix.Run) int {
 	return -1
 }
 
-// ReadmeHeading is the project README's section that UpdateReadme
-// rewrites.
+// ReadmeHeading is the heading of the featured run in the index.
 const ReadmeHeading = "Benchmarks"
 
 // readmeSection writes the featured run's summary table and concurrency
@@ -132,26 +131,33 @@ func readmeSection(s *bench.Section, r *matrix.Run, resultsDir, dir, prefix stri
 		prefix, dir, ReportFile, prefix, dir, ReportFile, r.Profile.Name, took(r), prefix, prefix)
 }
 
-// UpdateReadme rewrites the body of the "## Benchmarks" section of the
-// project README at readme (up to the next level-2 heading) with the
-// featured run of resultsDir. A README without that heading is left as it
-// is (changed reports false): the section is opt-in.
+// Markers delimit the block of the project README that UpdateReadme
+// rewrites; everything outside them is left as it is.
+const (
+	MarkBegin = "<!-- cmd/bench: summary of the newest full run, rewritten by go run ./cmd/bench -->"
+	MarkEnd   = "<!-- /cmd/bench -->"
+)
+
+// UpdateReadme rewrites the text between MarkBegin and MarkEnd in the
+// project README at readme with the featured run of resultsDir. A README
+// without both markers is left as it is (changed reports false): whoever
+// edits the README decides where, and whether, the block goes.
 func UpdateReadme(readme, resultsDir string) (changed bool, err error) {
 	b, err := os.ReadFile(readme)
 	if err != nil {
 		return false, fmt.Errorf("report: %w", err)
 	}
-	head := "## " + ReadmeHeading + "\n"
 	text := string(b)
-	at := strings.Index(text, head)
-	if at < 0 || (at > 0 && text[at-1] != '\n') {
+	begin := strings.Index(text, MarkBegin)
+	if begin < 0 {
 		return false, nil
 	}
-	bodyStart := at + len(head)
-	bodyEnd := len(text)
-	if next := strings.Index(text[bodyStart:], "\n## "); next >= 0 {
-		bodyEnd = bodyStart + next + 1
+	bodyStart := begin + len(MarkBegin)
+	n := strings.Index(text[bodyStart:], MarkEnd)
+	if n < 0 {
+		return false, fmt.Errorf("report: %s has %q but not %q", readme, MarkBegin, MarkEnd)
 	}
+	bodyEnd := bodyStart + n
 	runs, dirs, _, err := Runs(resultsDir)
 	if err != nil {
 		return false, err
@@ -165,12 +171,10 @@ func UpdateReadme(readme, resultsDir string) (changed bool, err error) {
 		return false, fmt.Errorf("report: %w", err)
 	}
 	rep := &bench.Report{Title: "-"}
+	head := "## " + ReadmeHeading + "\n"
 	readmeSection(rep.Section(ReadmeHeading), runs[i], resultsDir, dirs[i], filepath.ToSlash(prefix)+"/")
 	body := strings.SplitN(string(rep.Markdown()), head, 2)[1]
-	out := text[:bodyStart] + "\n" + strings.TrimLeft(body, "\n")
-	if bodyEnd < len(text) {
-		out = strings.TrimRight(out, "\n") + "\n\n" + text[bodyEnd:]
-	}
+	out := text[:bodyStart] + "\n\n" + strings.Trim(body, "\n") + "\n\n" + text[bodyEnd:]
 	if out == text {
 		return false, nil
 	}

@@ -79,19 +79,22 @@ func (v *view) summaryTable(s *bench.Section) {
 // sweep renders a table of one figure: a row per target, a column per
 // point of the slice.
 func (v *view) sweep(s *bench.Section, slice string, col func(matrix.Workload) string, f matrix.Figure, format func(float64) string) {
-	var pts []matrix.Point
-	header := []string{"target"}
+	var pts []matrix.Workload
 	for _, p := range v.run.Points {
 		if p.In(slice) {
-			pts = append(pts, p)
-			header = append(header, col(p.Workload))
+			pts = append(pts, p.Workload)
 		}
+	}
+	sortWorkloads(pts)
+	header := []string{"target"}
+	for _, w := range pts {
+		header = append(header, col(w))
 	}
 	t := s.Table(header...)
 	for _, n := range v.targets() {
 		row := []string{n}
-		for _, p := range pts {
-			row = append(row, v.fig(n, p.Workload, f, format))
+		for _, w := range pts {
+			row = append(row, v.fig(n, w, f, format))
 		}
 		t.Row(row...)
 	}
@@ -220,8 +223,8 @@ func (v *view) groupCommitText(s *bench.Section, lo, hi matrix.Workload, many []
 		if math.IsNaN(fpb) {
 			continue
 		}
-		text := fmt.Sprintf("Spread over %d producers (%d records in flight each), the batches are small and many are waiting at once (%s on average): there the broker's group commit does the grouping, %s fsyncs per batch for segment, one fsync for every %s batches. The rate is %s the one-at-a-time rate",
-			w.Producers, w.PerClient(), plain(v.med(seg, w, matrix.Waiters)), amp(fpb), plain(1/fpb),
+		text := fmt.Sprintf("Spread over %d producers (%s in flight each), the batches are small and many are waiting at once (%s on average): there the broker's group commit does the grouping, %s fsyncs per batch for segment, one fsync for every %s batches. The rate is %s the one-at-a-time rate",
+			w.Producers, records(w.PerClient()), plain(v.med(seg, w, matrix.Waiters)), amp(fpb), plain(1/fpb),
 			ratio(div(v.med(seg, w, matrix.RecordsPerSec), v.med(seg, lo, matrix.RecordsPerSec))))
 		if k := v.med("kfake", w, matrix.RecordsPerSec); !math.IsNaN(k) {
 			text += fmt.Sprintf("; kfake, which never fsyncs, manages %s records/s with the same producers, so what bounds this workload is the cost of a produce request per record or two (client, protocol, broker) on two cores, not the disk", rate(k))

@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/minikafka/minikafka/bench"
@@ -133,7 +134,7 @@ func spreadText(s bench.Spread, format func(float64) string) string {
 	if !s.OK() {
 		return "–"
 	}
-	if s.N == 1 || s.Min == s.Max {
+	if s.N == 1 || format(s.Min) == format(s.Max) {
 		return format(s.Median)
 	}
 	return fmt.Sprintf("%s [%s–%s]", format(s.Median), format(s.Min), format(s.Max))
@@ -158,6 +159,29 @@ func orDash(x float64, format string) string {
 		return "–"
 	}
 	return fmt.Sprintf(format, x)
+}
+
+// sortWorkloads orders workloads by record size, then in-flight count,
+// then producers: the order of the sweeps' axes.
+func sortWorkloads(ws []matrix.Workload) {
+	sort.SliceStable(ws, func(i, j int) bool {
+		a, b := ws[i], ws[j]
+		if a.RecordBytes != b.RecordBytes {
+			return a.RecordBytes < b.RecordBytes
+		}
+		if a.InFlight != b.InFlight {
+			return a.InFlight < b.InFlight
+		}
+		return a.Producers < b.Producers
+	})
+}
+
+// records is "1 record" or "16 records".
+func records(n int) string {
+	if n == 1 {
+		return "1 record"
+	}
+	return fmt.Sprintf("%d records", n)
 }
 
 // div is a/b, NaN when either is missing or b is 0.

@@ -225,7 +225,7 @@ func TestUpdateReadme(t *testing.T) {
 	results := filepath.Join(root, "results")
 	require.NoError(t, Write(sampleRun(), filepath.Join(results, "run1")))
 	readme := filepath.Join(root, "README.md")
-	before := "# Project\n\nIntro.\n\n## Benchmarks\n\nold text\n\n## Layout\n\nkept\n"
+	before := "# Project\n\n## Benchmarks\n\n| command | writes |\n|---|---|\n\n" + MarkBegin + "\nold text\n" + MarkEnd + "\n\n## Layout\n\nkept\n"
 	require.NoError(t, os.WriteFile(readme, []byte(before), 0o644))
 	changed, err := UpdateReadme(readme, results)
 	require.NoError(t, err)
@@ -233,9 +233,9 @@ func TestUpdateReadme(t *testing.T) {
 	b, err := os.ReadFile(readme)
 	require.NoError(t, err)
 	got := string(b)
-	assert.True(t, strings.HasPrefix(got, "# Project\n\nIntro.\n\n## Benchmarks\n\nFrom run [sample](results/run1/report.md)"), got)
+	assert.True(t, strings.HasPrefix(got, "# Project\n\n## Benchmarks\n\n| command | writes |\n|---|---|\n\n"+MarkBegin+"\n\nFrom run [sample](results/run1/report.md)"), got)
 	assert.NotContains(t, got, "old text")
-	assert.True(t, strings.HasSuffix(got, "\n\n## Layout\n\nkept\n"), "the next section is untouched")
+	assert.True(t, strings.HasSuffix(got, "\n\n"+MarkEnd+"\n\n## Layout\n\nkept\n"), "what follows the block is untouched")
 	assert.Contains(t, got, "![Throughput against concurrency](results/run1/throughput-concurrency.png)")
 	assert.Contains(t, got, "| **segment** |")
 
@@ -243,20 +243,16 @@ func TestUpdateReadme(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, changed, "nothing new")
 
-	plain := "# Project\n\nNo benchmark section.\n"
-	require.NoError(t, os.WriteFile(readme, []byte(plain), 0o644))
-	changed, err = UpdateReadme(readme, results)
-	require.NoError(t, err)
-	assert.False(t, changed)
-	b, err = os.ReadFile(readme)
-	require.NoError(t, err)
-	assert.Equal(t, plain, string(b), "a README without the heading is left alone")
-
-	last := "# P\n\n## Benchmarks\n"
-	require.NoError(t, os.WriteFile(readme, []byte(last), 0o644))
+	for _, text := range []string{"# Project\n\n## Benchmarks\n\nno markers\n", "# P\n" + MarkEnd + "\n"} {
+		require.NoError(t, os.WriteFile(readme, []byte(text), 0o644))
+		changed, err = UpdateReadme(readme, results)
+		require.NoError(t, err)
+		assert.False(t, changed)
+		b, err = os.ReadFile(readme)
+		require.NoError(t, err)
+		assert.Equal(t, text, string(b), "a README without the markers is left alone")
+	}
+	require.NoError(t, os.WriteFile(readme, []byte(MarkBegin+"\nno end\n"), 0o644))
 	_, err = UpdateReadme(readme, results)
-	require.NoError(t, err)
-	b, err = os.ReadFile(readme)
-	require.NoError(t, err)
-	assert.Contains(t, string(b), "## Benchmarks\n\nFrom run [sample]", "a section at the end of the file")
+	assert.Error(t, err, "a begin marker without its end is reported, not guessed")
 }

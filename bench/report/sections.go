@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"math"
+	"sort"
+	"strings"
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/matrix"
@@ -59,30 +61,71 @@ func (v *view) variants(rep *bench.Report) {
 			t.Row(row...)
 		}
 	}
+	v.variantFsyncs(s, pts)
 	s.Para("Where sync=interval gains little, the engine was not waiting on the disk at 256 in flight: group commit had already made the fsync cheap per record, and the limit is elsewhere (CPU). What sync=interval costs in durability is in the certification section (kill -9 under each policy).")
 }
 
+// variantFsyncs tabulates fsyncs per batch under each policy and says
+// where acks=1 ran slower than acks=all, which on one broker it should not.
+func (v *view) variantFsyncs(s *bench.Section, pts []matrix.Point) {
+	ref := matrix.Reference
+	ws := append([]matrix.Workload{ref}, workloadsOf(pts)...)
+	header := []string{"fsyncs per batch"}
+	for _, w := range ws {
+		header = append(header, fmt.Sprintf("acks=%s sync=%s", w.Acks, w.Sync))
+	}
+	t := s.Table(header...)
+	for _, n := range v.engines() {
+		row := []string{n}
+		for _, w := range ws {
+			row = append(row, v.fig(n, w, matrix.FsyncsPerBatch, amp))
+		}
+		t.Row(row...)
+	}
+	acks1 := ref
+	acks1.Acks = "1"
+	var slower []string
+	for _, n := range v.engines() {
+		if x := div(v.med(n, acks1, matrix.RecordsPerSec), v.med(n, ref, matrix.RecordsPerSec)); x < 0.9 {
+			slower = append(slower, fmt.Sprintf("%s (%s the acks=all rate, %s fsyncs per batch against %s)", n, ratio(x),
+				amp(v.med(n, acks1, matrix.FsyncsPerBatch)), amp(v.med(n, ref, matrix.FsyncsPerBatch))))
+		}
+	}
+	if len(slower) > 0 {
+		s.Para("acks=1 ran slower than acks=all for %s. On one broker both wait for the same durability, so the difference lies in the acks=1 path: the broker's wait for durability instead of the high watermark, and the plain producer (no idempotence, five requests in flight) sending its batches differently; worth a profile.", strings.Join(slower, "; "))
+	}
+}
+
+func workloadsOf(pts []matrix.Point) []matrix.Workload {
+	out := make([]matrix.Workload, len(pts))
+	for i, p := range pts {
+		out[i] = p.Workload
+	}
+	return out
+}
+
 func (v *view) reads(rep *bench.Report) {
-	var pts []matrix.Point
+	var pts []matrix.Workload
 	for _, p := range v.run.Points {
 		if p.Consume {
-			pts = append(pts, p)
+			pts = append(pts, p.Workload)
 		}
 	}
 	if len(pts) == 0 {
 		return
 	}
+	sortWorkloads(pts)
 	s := rep.Section("Reads: tail and catch-up")
 	s.Para("Tail: a consumer reads from the log end while the producer runs (%v, same workload): its rate follows the producer's, and its end-to-end latency (send to receipt) is the figure. Catch-up: after the tail phase the server is stopped, the data's page cache evicted and the server restarted (durable targets; kfake and the memory engine are read as they are, warm), then one consumer reads every record from the start as fast as it can.", v.run.Profile.Duration)
 	t := s.Table("target", "records", "tail records/s", "end-to-end p50", "end-to-end p99", "catch-up records/s", "catch-up MB/s")
 	for _, n := range v.targets() {
-		for _, p := range pts {
-			if v.run.Cell(n, p.Workload) == nil {
+		for _, w := range pts {
+			if v.run.Cell(n, w) == nil {
 				continue
 			}
-			t.Row(n, matrix.SizeName(p.RecordBytes), v.fig(n, p.Workload, matrix.TailRecordsPerSec, rate),
-				v.fig(n, p.Workload, matrix.TailE2EP50, millis), v.fig(n, p.Workload, matrix.TailE2EP99, millis),
-				v.fig(n, p.Workload, matrix.CatchUpRecordsPerSec, rate), v.fig(n, p.Workload, matrix.CatchUpMBPerSec, mbps))
+			t.Row(n, matrix.SizeName(w.RecordBytes), v.fig(n, w, matrix.TailRecordsPerSec, rate),
+				v.fig(n, w, matrix.TailE2EP50, millis), v.fig(n, w, matrix.TailE2EP99, millis),
+				v.fig(n, w, matrix.CatchUpRecordsPerSec, rate), v.fig(n, w, matrix.CatchUpMBPerSec, mbps))
 		}
 	}
 	v.chart(s, ChartReads)
@@ -122,6 +165,16 @@ func (v *view) amplification(rep *bench.Report) {
 	s.Para("By design: segment writes each batch once into its segment file, plus a 20-byte frame header per batch and a sparse index of about 0.2%%, so both figures should sit near 1 (measured: %s written, %s on disk). pebble writes each batch to its WAL and again into an sstable when a memtable (16 MiB per partition here) flushes, and compactions may rewrite it, so writes reach 2 or more once memtables flush; a phase of a few seconds may end before most of them do, and its disk holds WAL files not yet recycled beside the sstables (measured: %s written, %s on disk). badger writes each value once to its value log and a key with a value pointer to its LSM, whose memtable WAL and value log are preallocated, memory-mapped files (measured: %s written, %s on disk). Device figures include the ext4 journal and any other process writing to the disk at the same time: on a busy machine they are an upper bound.",
 		m("segment", matrix.ProcWA), m("segment", matrix.SpaceAmp), m("pebble", matrix.ProcWA), m("pebble", matrix.SpaceAmp),
 		m("badger", matrix.ProcWA), m("badger", matrix.SpaceAmp))
+	var above []string
+	for n, design := range map[string]float64{"segment": 1.05, "pebble": 2.5, "badger": 1.1} {
+		if x := v.med(n, ref, matrix.ProcWA); x > 1.5*design {
+			above = append(above, fmt.Sprintf("%s writes %s per payload byte, well above what its design accounts for (about %.1f)", n, amp(x), design))
+		}
+	}
+	if len(above) > 0 {
+		sort.Strings(above)
+		s.Para("%s: the extra writes are worth a profile of the engine's I/O.", strings.Join(above, "; "))
+	}
 }
 
 func (v *view) resources(rep *bench.Report) {

@@ -58,7 +58,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.noCert, "no-cert", false, "skip the certification suites")
 	fs.BoolVar(&o.noRecovery, "no-recovery", false, "skip the kill -9 recovery figures")
 	fs.BoolVar(&o.progress, "progress", isTerminal(stderr), "progress bars on stderr")
-	fs.StringVar(&o.readme, "readme", "README.md", "project README whose \"## Benchmarks\" section is rewritten from the newest full run (no such heading: left alone; empty: never)")
+	fs.StringVar(&o.readme, "readme", "README.md", "project README whose cmd/bench block (between report.MarkBegin and report.MarkEnd) is rewritten from the newest full run; a README without the markers is left alone")
 	fs.StringVar(&o.render, "render", "", "render RUN_DIR/report.md and its charts again from RUN_DIR/results.json, measure nothing")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -318,7 +318,7 @@ func (o options) writeIndex(results string, stderr io.Writer) error {
 		return nil
 	}
 	if changed {
-		fmt.Fprintf(stderr, "updated the %q section of %s\n", "## "+report.ReadmeHeading, o.readme)
+		fmt.Fprintf(stderr, "updated the cmd/bench block of %s\n", o.readme)
 	}
 	return err
 }
