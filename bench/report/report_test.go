@@ -174,7 +174,7 @@ func TestRatiosAndCompare(t *testing.T) {
 	worse := sampleRun()
 	worse.Cells[1].Reps = []matrix.Rep{rep(60000, 400, 400)} // segment at 256: 105k -> 60k
 	worse.EnginesRef = nil
-	changes, drops := Compare(base, Ratios(worse), 0.15)
+	changes, drops := Compare(base, Ratios(worse), 0.15, false)
 	assert.Positive(t, drops)
 	status := map[string]string{}
 	for _, c := range changes {
@@ -183,13 +183,23 @@ func TestRatiosAndCompare(t *testing.T) {
 	assert.Equal(t, StatusDrop, status["engine/engine records/s: segment/pebble @ "+key])
 	assert.Equal(t, StatusMissing, status["enginebench: segment vs raw"])
 	assert.Equal(t, StatusOK, status["broker/kfake records/s: segment @ 1KiB-1-acks=all-sync=always"])
+	for _, r := range base {
+		want := (strings.Contains(r.Name, key) && !strings.Contains(r.Name, "nats")) || strings.HasPrefix(r.Name, "enginebench:")
+		assert.Equal(t, want, r.Gate, r.Name)
+	}
 
-	_, drops = Compare(base, base, 0.15)
+	_, drops = Compare(base, base, 0.15, false)
 	assert.Zero(t, drops)
-	small := []Ratio{{Name: "x", Value: 0.9}}
-	_, drops = Compare([]Ratio{{Name: "x", Value: 1}}, small, 0.15)
+	small := []Ratio{{Name: "x", Value: 0.9, Gate: true}}
+	_, drops = Compare([]Ratio{{Name: "x", Value: 1, Gate: true}}, small, 0.15, false)
 	assert.Zero(t, drops, "a 10% drop is inside the tolerance")
-	changes, _ = Compare(nil, small, 0.15)
+	ungated := []Ratio{{Name: "y", Value: 0.5}}
+	changes, drops = Compare([]Ratio{{Name: "y", Value: 1}}, ungated, 0.15, false)
+	assert.Zero(t, drops, "a ratio that does not gate is reported, not failed")
+	assert.Equal(t, StatusDropped, changes[0].Status)
+	_, drops = Compare([]Ratio{{Name: "y", Value: 1}}, ungated, 0.15, true)
+	assert.Equal(t, 1, drops, "unless every ratio gates")
+	changes, _ = Compare(nil, small, 0.15, false)
 	assert.Equal(t, StatusNew, changes[0].Status)
 	assert.True(t, math.IsNaN(changes[0].Delta()))
 }

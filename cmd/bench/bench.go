@@ -37,6 +37,7 @@ type options struct {
 	progress    bool
 	render      string
 	readme      string
+	enginesRef  string
 	commandLine string
 }
 
@@ -59,6 +60,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.noRecovery, "no-recovery", false, "skip the kill -9 recovery figures")
 	fs.BoolVar(&o.progress, "progress", isTerminal(stderr), "progress bars on stderr")
 	fs.StringVar(&o.readme, "readme", "README.md", "project README whose cmd/bench block (between report.MarkBegin and report.MarkEnd) is rewritten from the newest full run; a README without the markers is left alone")
+	fs.StringVar(&o.enginesRef, "engines-ref", "results/engines.json", "the engine benchmark's results, whose ratios against the raw disk the run records (missing: none)")
 	fs.StringVar(&o.render, "render", "", "render RUN_DIR/report.md and its charts again from RUN_DIR/results.json, measure nothing")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -133,7 +135,7 @@ func runBench(ctx context.Context, args []string, stderr io.Writer) error {
 	if !o.noCert {
 		cfg.Cert = &matrix.CertConfig{ModuleDir: root, Engines: engineNames(names), Fresh: prof.CertFresh}
 	}
-	if cfg.EnginesRef, err = matrix.LoadEnginesRef(filepath.Join(o.out, "engines.json")); err != nil {
+	if cfg.EnginesRef, err = matrix.LoadEnginesRef(o.enginesRef); err != nil {
 		fmt.Fprintln(stderr, err)
 	}
 	if o.progress {

@@ -10,10 +10,16 @@
 //
 // Ratios, not rates, are compared: both sides of a ratio ran on the same
 // machine at the same time, so a slower machine does not fail the check,
-// while one engine getting slower relative to the others does.
+// while one engine getting slower relative to the others does. The
+// headline ratios gate (those at the reference point, 1 KiB and 256 in
+// flight with acks=all and sync=always, and the engine benchmark's against
+// the raw disk); the others are listed with their change, and fail the
+// check only with -all: cells of a few seconds on a shared machine move by
+// more than 15 % on their own.
 //
-// Exit status: 0 no drop (ratios missing from the new run are listed but
-// pass), 1 a drop beyond the tolerance, 2 bad usage or nothing to compare.
+// Exit status: 0 no headline drop (ratios missing from the new run are
+// listed but pass), 1 a drop beyond the tolerance, 2 bad usage or nothing
+// to compare.
 package main
 
 import (
@@ -68,6 +74,7 @@ type options struct {
 	results   string
 	tolerance float64
 	anyProf   bool
+	all       bool
 }
 
 func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -79,6 +86,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.results, "results", "results", "results directory")
 	fs.Float64Var(&o.tolerance, "tolerance", 0.15, "largest accepted drop of a ratio (0.15: 15 %)")
 	fs.BoolVar(&o.anyProf, "any-profile", false, "accept a base run of another profile")
+	fs.BoolVar(&o.all, "all", false, "fail on a drop of any ratio, not only the headline ones (the reference point, the engine benchmark's)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -95,14 +103,14 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "new:  %s (%s profile, commit %s)\nbase: %s (%s profile, commit %s)\n\n",
 		next.Name, next.Profile.Name, next.Commit, baseName, base.Profile.Name, base.Commit)
-	changes, drops := report.Compare(report.Ratios(base), report.Ratios(next), o.tolerance)
+	changes, drops := report.Compare(report.Ratios(base), report.Ratios(next), o.tolerance, o.all)
 	if err := printChanges(stdout, changes); err != nil {
 		return err
 	}
 	if drops > 0 {
 		return fmt.Errorf("%w: %d ratio(s) dropped by more than %.0f %%", errDrop, drops, o.tolerance*100)
 	}
-	fmt.Fprintf(stdout, "\nno ratio dropped by more than %.0f %%\n", o.tolerance*100)
+	fmt.Fprintf(stdout, "\nno headline ratio dropped by more than %.0f %% (DROP fails the check; drop is reported only, -all to fail on it)\n", o.tolerance*100)
 	return nil
 }
 

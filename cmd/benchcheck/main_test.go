@@ -75,8 +75,8 @@ func TestCheckAgainstCommittedRun(t *testing.T) {
 		wantCode int
 		wantOut  string
 	}{
-		{"same ratios", 100, 0, "no ratio dropped"},
-		{"10% slower is inside the tolerance", 90, 0, "no ratio dropped"},
+		{"same ratios", 100, 0, "no headline ratio dropped"},
+		{"10% slower is inside the tolerance", 90, 0, "no headline ratio dropped"},
 		{"segment 30% slower against kfake and pebble", 70, 1, "DROP"},
 	}
 	for i, c := range cases {
