@@ -45,7 +45,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.profile, "profile", "quick", "plan: "+strings.Join(matrix.ProfileNames(), "|")+" (quick: under 3 minutes; full: about 40)")
+	fs.StringVar(&o.profile, "profile", "quick", "plan: "+strings.Join(matrix.ProfileNames(), "|")+" (quick: about 2 minutes; full: about 25 on 2 cores)")
 	fs.StringVar(&o.name, "name", "", "run name, the directory under -out (default: DATE-PROFILE)")
 	fs.StringVar(&o.out, "out", "results", "results directory (its README.md is the index of runs)")
 	fs.StringVar(&o.dir, "dir", "", "parent of the servers' data directories (default: a temporary directory in the current one, on this checkout's disk)")

@@ -4,8 +4,9 @@
 // results/<run>/report.md, results.json and PNG charts, and the index
 // results/README.md.
 //
-//	go run ./cmd/bench -profile quick     # a smoke run: under 3 minutes
-//	go run ./cmd/bench -profile full      # the full matrix: about 40 minutes on 2 cores
+//	go run ./cmd/bench -profile quick     # a smoke run: about 2 minutes (under 3)
+//	go run ./cmd/bench -profile full      # the full matrix: about 25 minutes on 2 cores (under 45)
+//	go run ./cmd/bench -render results/R  # the report and charts again from R/results.json
 //
 // What a profile runs (bench/matrix.Profiles): the concurrency sweep (1, 16,
 // 256, 1024 records in flight) at 1 KiB, acks=all, sync=always; the size
@@ -24,6 +25,11 @@
 // unknown engine) is reported with its phase and reason; the other cells
 // go on, and the report marks the missing ones. SIGINT stops the run and
 // still writes the report of what finished.
+//
+// Besides results/<run>/, it rewrites the index results/README.md and, in
+// README.md, the block between report.MarkBegin and report.MarkEnd (when
+// the README has those lines) with the newest full run's summary.
+// cmd/benchcheck compares a run's ratios with the last committed run.
 package main
 
 import (
