@@ -73,6 +73,9 @@ func (s *Server) deleteTopic(rt kmsg.DeleteTopicsRequestTopic) (string, error) {
 	if err := s.parts.DeleteTopic(name); err != nil {
 		return name, err
 	}
+	// A topic created again under the same name must not inherit the old
+	// one's committed offsets.
+	s.groups().TopicDeleted(name)
 	s.log.Info("deleted topic", "topic", name)
 	return name, nil
 }
