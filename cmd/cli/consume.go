@@ -14,7 +14,7 @@ import (
 func init() {
 	register(command{
 		name:    "consume",
-		summary: "consume TOPIC [-from-beginning] [-n N] [-keys] [-partition P]: print record values, one per line",
+		summary: "consume TOPIC [-group G] [-from-beginning] [-n N] [-keys] [-partition P]: print record values, one per line",
 		run:     runConsume,
 	})
 }
@@ -25,6 +25,7 @@ type consumeFlags struct {
 	keys          bool
 	keySep        string
 	partition     int
+	group         string
 	offsets       bool
 	idle          time.Duration
 }
@@ -39,6 +40,7 @@ func runConsume(ctx context.Context, e *env, args []string) error {
 	fs.BoolVar(&f.keys, "keys", false, "print KEY<sep>VALUE")
 	fs.StringVar(&f.keySep, "key-sep", "\t", "separator between key and value with -keys")
 	fs.IntVar(&f.partition, "partition", -1, "read only this partition")
+	fs.StringVar(&f.group, "group", "", "consume as a member of this consumer group, committing what was printed (-from-beginning applies when the group has no committed offset)")
 	fs.BoolVar(&f.offsets, "offsets", false, "prefix each line with partition and offset (P@O<TAB>)")
 	fs.DurationVar(&f.idle, "idle", 0, "exit when no record arrives for this long (0: wait forever)")
 	pos, err := parseInterleaved(fs, args)
@@ -57,9 +59,16 @@ func runConsume(ctx context.Context, e *env, args []string) error {
 		start = kgo.NewOffset().AtStart()
 	}
 	opts := []kgo.Opt{kgo.ConsumeResetOffset(start)}
-	if f.partition >= 0 {
+	switch {
+	case f.group != "" && f.partition >= 0:
+		return usageErr("-group and -partition do not go together: the group assigns partitions")
+	case f.group != "":
+		// Commit only what was printed: marks are committed periodically and
+		// once more on the way out.
+		opts = append(opts, kgo.ConsumerGroup(f.group), kgo.ConsumeTopics(topic), kgo.AutoCommitMarks())
+	case f.partition >= 0:
 		opts = append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {int32(f.partition): start}}))
-	} else {
+	default:
 		opts = append(opts, kgo.ConsumeTopics(topic))
 	}
 	cl, err := e.client(opts...)
@@ -67,7 +76,15 @@ func runConsume(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer cl.Close()
-	return consumeLoop(ctx, e, cl, &f)
+	err = consumeLoop(ctx, e, cl, &f)
+	if f.group != "" {
+		cctx, cancel := context.WithTimeout(context.Background(), e.timeout)
+		defer cancel()
+		if cerr := cl.CommitMarkedOffsets(cctx); cerr != nil && err == nil {
+			err = fmt.Errorf("commit offsets of group %s: %w", f.group, cerr)
+		}
+	}
+	return err
 }
 
 // consumeLoop prints records until -n are printed, the context ends or the
@@ -94,12 +111,17 @@ func consumeLoop(ctx context.Context, e *env, cl *kgo.Client, f *consumeFlags) e
 		if err := fetchErr(fetches); err != nil {
 			return err
 		}
+		var shown []*kgo.Record
 		fetches.EachRecord(func(r *kgo.Record) {
 			printRecord(w, r, f)
+			shown = append(shown, r)
 			printed++
 		})
 		if err := w.Flush(); err != nil {
 			return fmt.Errorf("write: %w", err)
+		}
+		if f.group != "" {
+			cl.MarkCommitRecords(shown...)
 		}
 		if idle && fetches.NumRecords() == 0 {
 			if f.n > 0 {

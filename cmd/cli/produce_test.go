@@ -113,3 +113,24 @@ func TestConsumeIdle(t *testing.T) {
 		assert.Contains(t, r.stderr, "after 1 of 2 records")
 	})
 }
+
+// A group consumer commits what it printed: a second run in the same group
+// resumes after it, and `groups describe` shows the committed offset.
+func TestConsumeGroupCommitsWhatItPrinted(t *testing.T) {
+	eachTarget(t, 1, func(t *testing.T, addr string) {
+		ok(t, addr, "", "topics", "create", "grouped", "-partitions", "1")
+		ok(t, addr, "", "produce", "grouped", "r1", "r2", "r3", "r4", "r5")
+		out := ok(t, addr, "", "consume", "grouped", "-group", "g1", "-from-beginning", "-n", "2")
+		assert.Equal(t, []string{"r1", "r2"}, lines(out))
+		out = ok(t, addr, "", "consume", "grouped", "-group", "g1", "-from-beginning", "-n", "3")
+		assert.Equal(t, []string{"r3", "r4", "r5"}, lines(out), "the second member resumes after the committed offset")
+		out = ok(t, addr, "", "groups", "describe", "g1")
+		assert.Contains(t, out, "grouped")
+	})
+}
+
+func TestConsumeGroupRefusesPartition(t *testing.T) {
+	r := cli(t, "127.0.0.1:1", "", "consume", "t", "-group", "g", "-partition", "0")
+	assert.NotZero(t, r.code, "-group with -partition is a usage error")
+	assert.Contains(t, r.stderr, "-group and -partition")
+}
