@@ -23,6 +23,7 @@ type flakyEngine struct {
 	failAppend bool
 	failSync   bool
 	gate       chan struct{} // when non-nil, Sync waits for it to close
+	syncs      int           // Sync calls so far
 }
 
 var flakies sync.Map // dir -> *flakyEngine
@@ -67,6 +68,7 @@ func (f *flakyEngine) Append(b engine.Batch) error {
 func (f *flakyEngine) Sync(ctx context.Context, end int64) error {
 	f.mu.Lock()
 	gate, fail := f.gate, f.failSync
+	f.syncs++
 	f.mu.Unlock()
 	if gate != nil {
 		select {

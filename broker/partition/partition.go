@@ -78,7 +78,11 @@ type Partition struct {
 	snapEvery int64 // Config.SnapshotBytes
 
 	wm watermark
-	ti timeIndex
+	// durable is how far the log is known synced under SyncAlways, moved by
+	// the background loop; acks=1 waits on it so that its fsyncs are the
+	// loop's, not a second stream of syncs beside them.
+	durable watermark
+	ti      timeIndex
 
 	kick chan struct{} // wakes the background loop; capacity 1
 	stop chan struct{} // closed by close: the background loop exits
@@ -142,6 +146,7 @@ func openPartition(m *Manager, topic string, index int32, cfg topicConfig) (*Par
 		}
 	}
 	p.wm.init(end)
+	p.durable.init(end)
 	go p.loop()
 	return p, nil
 }
@@ -360,6 +365,7 @@ func (p *Partition) close() error {
 		err = p.writeSnapshot(p.producers, end)
 	}
 	p.wm.close(p.closedErr())
+	p.durable.close(p.closedErr())
 	if err != nil {
 		return fmt.Errorf("partition %s-%d: close: %w", p.topic, p.index, err)
 	}

@@ -50,6 +50,13 @@ func (w *watermark) close(err error) {
 	w.ch = make(chan struct{})
 }
 
+// failed returns the sticky error once the watermark was closed.
+func (w *watermark) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
 // changed returns a channel closed at the next change (advance or close).
 func (w *watermark) changed() <-chan struct{} {
 	w.mu.Lock()
@@ -92,15 +99,23 @@ func (p *Partition) advanceHighWatermark(durableEnd int64) {
 // the engine's sync policy, sharing the engine's group commit with every
 // other waiter. It returns ctx.Err() if ctx ends first and
 // kerr.KafkaStorageError if the fsync failed.
+//
+// Under SyncAlways it waits for the background loop, which syncs after
+// every append anyway: a Sync of its own would often land in the next
+// group-commit round and cost a second fsync per batch (the bench measured
+// 1.8 fsyncs per batch for acks=1 against 1.0 for acks=all).
 func (p *Partition) WaitDurable(ctx context.Context, end int64) error {
 	// Sync treats an end past the log end as the log end, so only offsets
 	// below both are known durable afterwards.
 	end = min(end, p.log.EndOffset())
+	if p.always {
+		if err := p.durable.failed(); err != nil {
+			return err
+		}
+		return p.durable.wait(ctx, func(d int64) bool { return d >= end })
+	}
 	if err := p.log.Sync(ctx, end); err != nil {
 		return p.storageErr("sync", err)
-	}
-	if p.always {
-		p.advanceHighWatermark(end)
 	}
 	return nil
 }
@@ -153,9 +168,11 @@ func (p *Partition) loop() {
 				}
 				err = p.storageErr("sync", err)
 				p.logger.Error("log sync failed; the partition stops accepting writes", "err", err)
+				p.durable.close(err)
 				p.wm.close(err)
 				return
 			}
+			p.durable.advance(end)
 			p.advanceHighWatermark(end)
 		}
 		p.maybeSnapshot(ctx)

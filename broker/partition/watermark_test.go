@@ -121,3 +121,25 @@ func TestCloseWakesWaiters(t *testing.T) {
 	_, err := p.Read(0, 100)
 	assert.Error(t, err)
 }
+
+// acks=1 under SyncAlways rides on the background loop's syncs: one stream of
+// fsyncs for the partition, not a second one beside the loop's (which cost
+// nearly two fsyncs per batch).
+func TestAcksOneSharesTheLoopsSyncs(t *testing.T) {
+	dir := t.TempDir()
+	m := open(t, flakyName, dir, engine.Options{Sync: engine.SyncAlways})
+	p := onePartition(t, m, "t")
+	f := flakyAt(filepath.Join(dir, "topics", "t-0", "log"))
+	var before int
+	f.set(func(f *flakyEngine) { before = f.syncs })
+	const n = 50
+	for range n {
+		app, err := p.Append(batchtest.Plain(t, 1))
+		require.NoError(t, err)
+		require.NoError(t, p.WaitDurable(ctxT(t), app.LastOffset+1))
+	}
+	var syncs int
+	f.set(func(f *flakyEngine) { syncs = f.syncs - before })
+	assert.LessOrEqual(t, syncs, n+1, "one sync per acknowledged batch at most, got %d for %d batches", syncs, n)
+	assert.Equal(t, int64(n), p.HighWatermark())
+}
