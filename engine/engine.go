@@ -34,10 +34,14 @@
 //
 // Capabilities are declared at registration, not guessed: see Capabilities.
 // Suites skip what an engine does not declare, and say why.
+//
+// A durable engine reports its sync rounds to Options.Observer when one is
+// set (see Observer); SyncMeter does the bookkeeping for it.
 package engine
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -63,6 +67,22 @@ func (b Batch) NextOffset() int64 { return b.BaseOffset + int64(b.Records) }
 
 // LastOffset is the offset of the batch's last record.
 func (b Batch) LastOffset() int64 { return b.NextOffset() - 1 }
+
+// Validate checks what Append requires of a batch before it looks at the
+// log: at least one record and some bytes (otherwise ErrEmptyBatch), and at
+// most maxBatchBytes of Data (otherwise ErrBatchTooLarge), both wrapped with
+// the sizes. maxBatchBytes is the engine's limit once Options.WithDefaults
+// has run. Every engine's Append starts with it, so that every engine refuses
+// the same batches with the same errors.
+func (b Batch) Validate(maxBatchBytes int) error {
+	if b.Records < 1 || len(b.Data) == 0 {
+		return fmt.Errorf("%w: %d records, %d bytes", ErrEmptyBatch, b.Records, len(b.Data))
+	}
+	if len(b.Data) > maxBatchBytes {
+		return fmt.Errorf("%w: %d > %d bytes", ErrBatchTooLarge, len(b.Data), maxBatchBytes)
+	}
+	return nil
+}
 
 // LogEngine is one partition's log. See the package documentation for the
 // contract; each method documents its errors.
@@ -191,6 +211,10 @@ type Options struct {
 	// Logger receives the engine's notices (recovery, truncated tails). Nil
 	// discards them.
 	Logger *slog.Logger
+	// Observer is told about every sync round of a durable engine: its
+	// duration, how many appends it made durable, and its failure. Nil means
+	// none. See Observer for the contract.
+	Observer Observer
 }
 
 // WithDefaults returns o with every zero field set to its default.
@@ -218,3 +242,56 @@ func (o Options) WithDefaults() Options {
 
 // CustomFS reports whether o names a filesystem other than the OS one.
 func (o Options) CustomFS() bool { return o.FS != nil && o.FS != vfs.Default }
+
+// Observer is told about a durable engine's sync rounds, so that whoever
+// opened the engine (the broker's metrics) sees the real fsync latency and
+// group-commit size of every engine, including those that do their own I/O.
+//
+// A sync round is one fsync, or one synced commit, of the engine's group
+// commit: segment's flusher syncing the active segment, pebble's WAL sync,
+// badger's synced transaction(s) of everything pending. The contract:
+//
+//   - Synced is called once after each round that made at least one append
+//     durable, and after each round that failed. A round that covered no
+//     append not already reported (an idle interval tick, the sync a
+//     Truncate makes of nothing new) is not reported, so an event with
+//     Batches == 0 always carries an Err.
+//   - Every append made durable is counted in exactly one event: summing
+//     Batches counts the appends made durable, and Batches over the number
+//     of events is the group-commit size. An append dropped before any round
+//     covered it (a Truncate) is counted in none. Syncs that Close, Truncate
+//     or DeleteBefore make themselves are rounds like the flusher's.
+//   - Under SyncAlways, a round is reported before the Syncs it completes
+//     return: once Sync(ctx, end) returns nil, events have counted every
+//     append below end.
+//   - Synced runs on the engine's own goroutines (its flusher, or the caller
+//     of Close, Truncate or DeleteBefore), possibly on several at once and
+//     possibly while the engine holds its locks: it must be safe for
+//     concurrent use, must return quickly without blocking, and must not
+//     call the engine. One Observer may serve many engines.
+//   - Engines that are not Durable (memory) never call it.
+type Observer interface {
+	Synced(SyncEvent)
+}
+
+// SyncEvent describes one sync round; see Observer.
+type SyncEvent struct {
+	// Duration is the time the round's I/O took on the engine's clock: the
+	// fsyncs, and the writes the round made just before them.
+	Duration time.Duration
+	// Batches is how many appends the round made durable that no earlier
+	// event counted: the group-commit size. At least 1 unless Err is set.
+	Batches int
+	// Bytes is the Data bytes of those appends: what callers gave Append,
+	// not what the engine wrote for them (framing, WAL, amplification).
+	Bytes int64
+	// Err is the round's failure, nil when the round succeeded. The engine
+	// returns it (it is sticky) from then on.
+	Err error
+}
+
+// ObserverFunc adapts a function to the Observer interface.
+type ObserverFunc func(SyncEvent)
+
+// Synced calls f(ev).
+func (f ObserverFunc) Synced(ev SyncEvent) { f(ev) }
