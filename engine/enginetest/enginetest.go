@@ -45,6 +45,7 @@ func Run(t *testing.T, d engine.Driver) {
 		{"OneMiBBatch", testLargeBatch},
 		{"EmptyAndOversizedBatches", testBadBatches},
 		{"SyncHonoursContext", testSyncContext},
+		{"ObserverSeesEverySyncRound", testObserver},
 		{"EveryCallAfterClose", testClosed},
 		{"DirectoryOfAnotherEngine", testWrongEngine},
 	}

@@ -130,6 +130,10 @@ type Engine struct {
 	log           *storeLog
 	policy        engine.SyncPolicy
 	maxBatchBytes int
+	// meter reports each flusher round (one synced commit of everything
+	// pending) to Options.Observer; nil when there is none. Its count of
+	// appends is what the pending list held, so it changes under mu.
+	meter *engine.SyncMeter
 
 	// life guards db against Close: every call holds it shared while it uses
 	// db, Close holds it exclusively. The flusher and the timers do not take
@@ -166,11 +170,8 @@ type Engine struct {
 
 // Append implements engine.LogEngine.
 func (e *Engine) Append(b engine.Batch) error {
-	if b.Records < 1 || len(b.Data) == 0 {
-		return engine.ErrEmptyBatch
-	}
-	if len(b.Data) > e.maxBatchBytes {
-		return fmt.Errorf("%w: %d > %d bytes", engine.ErrBatchTooLarge, len(b.Data), e.maxBatchBytes)
+	if err := b.Validate(e.maxBatchBytes); err != nil {
+		return err
 	}
 	e.life.RLock()
 	defer e.life.RUnlock()
@@ -194,6 +195,7 @@ func (e *Engine) Append(b engine.Batch) error {
 		value:   kvlog.AppendValue(make([]byte, 0, kvlog.ValueHeader+len(b.Data)), b),
 	})
 	e.pendingBytes += len(b.Data)
+	e.meter.Appended(len(b.Data))
 	e.setEndLocked(b.NextOffset())
 	wake := e.policy == engine.SyncAlways || e.pendingBytes >= pendingFlushBytes
 	e.mu.Unlock()

@@ -55,6 +55,7 @@ func (e *Engine) flushLocked() error {
 		return e.stickyLocked()
 	}
 	batch := e.pending
+	round := e.meter.Begin() // under mu: it counts exactly the batches taken
 	e.mu.Unlock()
 	if len(batch) == 0 {
 		return nil
@@ -67,6 +68,9 @@ func (e *Engine) flushLocked() error {
 		}
 		return nil
 	})
+	// Reported before the waiters hear of the new durable end, so that a
+	// Sync that returns has been counted.
+	round.End(err)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err != nil {

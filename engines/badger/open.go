@@ -77,6 +77,7 @@ func Open(dir string, opts engine.Options) (*Engine, error) {
 		log:           log,
 		policy:        opts.Sync,
 		maxBatchBytes: opts.MaxBatchBytes,
+		meter:         engine.NewSyncMeter(opts),
 		changed:       make(chan struct{}),
 		kick:          make(chan struct{}, 1),
 		stop:          make(chan struct{}),

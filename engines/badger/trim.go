@@ -85,12 +85,16 @@ func (e *Engine) Truncate(offset int64) error {
 }
 
 // dropPendingLocked drops pending[i:] into a new slice, so that readers
-// holding the old one keep what they saw.
+// holding the old one keep what they saw. No flusher round is under way
+// (the caller holds flushMu), and none will report the dropped batches.
 func (e *Engine) dropPendingLocked(i int) {
 	kept := append([]pendingBatch(nil), e.pending[:i]...)
+	dropped := 0
 	for _, p := range e.pending[i:] {
-		e.pendingBytes -= len(p.value) - kvlog.ValueHeader
+		dropped += len(p.value) - kvlog.ValueHeader
 	}
+	e.pendingBytes -= dropped
+	e.meter.Dropped(len(e.pending)-i, int64(dropped))
 	e.pending = kept
 }
 

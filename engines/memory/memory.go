@@ -39,7 +39,8 @@ type Engine struct {
 }
 
 // Open returns an empty in-memory log. The directory and filesystem are
-// ignored: there is nothing to write.
+// ignored: there is nothing to write, and so nothing for Options.Observer to
+// hear about (the engine is not Durable and never calls it).
 func Open(opts engine.Options) *Engine {
 	opts = opts.WithDefaults()
 	return &Engine{maxBatchBytes: opts.MaxBatchBytes}
@@ -47,11 +48,8 @@ func Open(opts engine.Options) *Engine {
 
 // Append implements engine.LogEngine.
 func (e *Engine) Append(b engine.Batch) error {
-	if b.Records < 1 || len(b.Data) == 0 {
-		return engine.ErrEmptyBatch
-	}
-	if len(b.Data) > e.maxBatchBytes {
-		return fmt.Errorf("%w: %d > %d bytes", engine.ErrBatchTooLarge, len(b.Data), e.maxBatchBytes)
+	if err := b.Validate(e.maxBatchBytes); err != nil {
+		return err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

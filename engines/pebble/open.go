@@ -30,6 +30,7 @@ func Open(dir string, opts engine.Options) (*Engine, error) {
 		log:           log,
 		policy:        opts.Sync,
 		maxBatchBytes: opts.MaxBatchBytes,
+		meter:         engine.NewSyncMeter(opts),
 		stopFlusher:   make(chan struct{}),
 	}
 	e.syncs.flush = e.syncWAL

@@ -133,6 +133,11 @@ type Engine struct {
 	policy        engine.SyncPolicy
 	maxBatchBytes int
 	syncs         groupSync
+	// meter reports every WAL sync that covers appends (the group commit's
+	// rounds, and the syncs of Truncate, DeleteBefore and Close) to
+	// Options.Observer; nil when there is none. Append counts into it once
+	// its batch is in pebble, so a WAL sync that begins after covers it.
+	meter *engine.SyncMeter
 
 	// life guards db against Close: every call holds it shared while it uses
 	// db, Close holds it exclusively.
@@ -180,7 +185,12 @@ func (e *Engine) syncWAL() (int64, error) {
 		return 0, err
 	}
 	covered := e.end.Load()
-	if err := e.write(func() error { return e.db.LogData(nil, pebbledb.Sync) }); err != nil {
+	round := e.meter.Begin()
+	err := e.write(func() error { return e.db.LogData(nil, pebbledb.Sync) })
+	// Reported before groupSync records the new durable end: a Sync that
+	// returns has been counted.
+	round.End(err)
+	if err != nil {
 		return 0, fmt.Errorf("pebble: sync WAL: %w", err)
 	}
 	return covered, nil
@@ -259,11 +269,8 @@ func (e *Engine) lockWriter() (func(), error) {
 
 // Append implements engine.LogEngine.
 func (e *Engine) Append(b engine.Batch) error {
-	if b.Records < 1 || len(b.Data) == 0 {
-		return engine.ErrEmptyBatch
-	}
-	if len(b.Data) > e.maxBatchBytes {
-		return fmt.Errorf("%w: %d > %d bytes", engine.ErrBatchTooLarge, len(b.Data), e.maxBatchBytes)
+	if err := b.Validate(e.maxBatchBytes); err != nil {
+		return err
 	}
 	release, err := e.lockWriter()
 	if err != nil {
@@ -281,6 +288,7 @@ func (e *Engine) Append(b engine.Batch) error {
 	if err != nil {
 		return fmt.Errorf("pebble: append at %d: %w", b.BaseOffset, err)
 	}
+	e.meter.Appended(len(b.Data))
 	e.end.Store(b.NextOffset())
 	return nil
 }
@@ -368,7 +376,10 @@ func (e *Engine) Close() error {
 	err := e.stickyErr()
 	if err == nil {
 		end := e.end.Load()
-		if err = e.write(func() error { return e.db.LogData(nil, pebbledb.Sync) }); err == nil {
+		round := e.meter.Begin()
+		err = e.write(func() error { return e.db.LogData(nil, pebbledb.Sync) })
+		round.End(err)
+		if err == nil {
 			e.syncs.advance(end)
 		} else {
 			err = fmt.Errorf("pebble: sync WAL at close: %w", err)

@@ -27,7 +27,10 @@ func (e *Engine) Truncate(offset int64) error {
 	if err != nil {
 		return fmt.Errorf("pebble: truncate to %d: %w", offset, err)
 	}
+	// The synced deletion syncs the WAL, and every append before it.
+	round := e.meter.Begin()
 	err = e.write(func() error { return e.db.DeleteRange(kvlog.BatchKey(base), kvlog.BatchLimit, pebbledb.Sync) })
+	round.End(err)
 	if err != nil {
 		return fmt.Errorf("pebble: truncate to %d: %w", offset, err)
 	}
@@ -68,7 +71,10 @@ func (e *Engine) DeleteBefore(offset int64) error {
 	if err := b.Set(kvlog.StartKey, kvlog.EncodeOffset(offset), nil); err != nil {
 		return fmt.Errorf("pebble: delete before %d: %w", offset, err)
 	}
-	if err := e.write(func() error { return b.Commit(pebbledb.Sync) }); err != nil {
+	round := e.meter.Begin()
+	err = e.write(func() error { return b.Commit(pebbledb.Sync) })
+	round.End(err)
+	if err != nil {
 		return fmt.Errorf("pebble: delete before %d: %w", offset, err)
 	}
 	// Start before end: a reader that sees the new end also sees the new start.

@@ -119,11 +119,8 @@ func (e *Engine) failed() error {
 // segment's in-memory tail under the append lock, and is readable at once;
 // the flusher writes it to the file and Sync makes it durable.
 func (e *Engine) Append(b engine.Batch) error {
-	if b.Records < 1 || len(b.Data) == 0 {
-		return engine.ErrEmptyBatch
-	}
-	if len(b.Data) > e.maxBatchBytes {
-		return fmt.Errorf("%w: %d > %d bytes", engine.ErrBatchTooLarge, len(b.Data), e.maxBatchBytes)
+	if err := b.Validate(e.maxBatchBytes); err != nil {
+		return err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -164,6 +161,7 @@ func (e *Engine) Append(b engine.Batch) error {
 	s.endPos.Store(pos + int64(n))
 	s.end.Store(b.NextOffset())
 	e.end.Store(b.NextOffset())
+	e.sm.meter.Appended(len(b.Data)) // under mu: the next round's snapshot counts it
 	if pending >= writeBehindBytes || e.opts.Sync != engine.SyncAlways {
 		e.kickFlusher()
 	}

@@ -23,6 +23,15 @@ type syncState struct {
 	synced int64      // every offset below is durable
 	next   *syncRound // the round the flusher starts next; nil when nobody waits
 	closed bool       // Close completed the last round
+
+	// meter reports sync rounds to Options.Observer (nil: nobody listens).
+	// Set before the flusher starts; Append counts into it under the append
+	// lock, and a round's snapshot, taken under the same lock, begins a
+	// SyncRound. A round is reported when it syncs the active segment (it
+	// then covers every append of its snapshot), or when its I/O fails; a
+	// write-behind round, which syncs at most sealed segments, is folded
+	// into the next round that syncs the active one.
+	meter *engine.SyncMeter
 }
 
 // Sync implements engine.LogEngine.
@@ -95,6 +104,7 @@ func (e *Engine) flushLoop(t clock.Timer) {
 // here, before Open returns, so that the first interval counts from Open on
 // the engine's clock.
 func (e *Engine) startFlusher() {
+	e.sm.meter = engine.NewSyncMeter(e.opts)
 	var t clock.Timer
 	if e.opts.Sync == engine.SyncInterval {
 		t = e.opts.Clock.NewTimer(e.opts.SyncInterval)
@@ -125,12 +135,20 @@ func (e *Engine) flushRound(all bool) {
 	active := e.active
 	dirDirty := e.dirDirty
 	e.dirDirty = false
+	round := e.sm.meter.Begin() // covers every append below target
 	e.mu.Unlock()
 
 	syncActive := all || r != nil
-	err := e.failed()
+	prior := e.failed()
+	err := prior
 	if err == nil {
 		err = e.syncFiles(seals, dirDirty, active, syncActive)
+	}
+	// Reported before any waiter is released (and before synced moves, which
+	// a Sync reads without waiting), so that a Sync that returns has been
+	// counted; an earlier failure was reported by the round that met it.
+	if prior == nil && (syncActive || err != nil) {
+		round.End(err)
 	}
 	if err != nil {
 		e.fail(err) // before any waiter hears of it: it is sticky from here
@@ -178,7 +196,10 @@ func (e *Engine) syncFiles(seals []*segment, dirDirty bool, active *segment, syn
 // flushMu and mu.
 func (e *Engine) syncAllLocked() error {
 	seals := e.sealing
-	if err := e.syncFiles(seals, e.dirDirty, e.active, true); err != nil {
+	round := e.sm.meter.Begin() // mu is held: no append can slip past it
+	err := e.syncFiles(seals, e.dirDirty, e.active, true)
+	round.End(err)
+	if err != nil {
 		return e.fail(err)
 	}
 	e.sealing = nil
@@ -192,8 +213,13 @@ func (e *Engine) syncAllLocked() error {
 	return nil
 }
 
-// setSynced records that every offset below end is durable.
+// setSynced records that every offset below end is durable, and that the
+// log holds no append that a round has yet to report: the caller has just
+// synced and reported everything (syncAllLocked), or the log now ends at end
+// with whatever was unsynced cut away (a Truncate), so the meter forgets
+// what no event counted.
 func (e *Engine) setSynced(end int64) {
+	e.sm.meter.Forget()
 	e.sm.mu.Lock()
 	e.sm.synced = end
 	e.sm.mu.Unlock()
