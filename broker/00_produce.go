@@ -151,8 +151,6 @@ func (s *Server) awaitProduce(ctx context.Context, req *kmsg.ProduceRequest, wai
 	ctx, cancel := withTimeout(ctx, s.cfg.Clock, time.Duration(req.TimeoutMillis)*time.Millisecond)
 	defer cancel()
 	start := s.cfg.Clock.Now()
-	n := s.durableWaiters.Add(int64(len(waits)))
-	defer s.durableWaiters.Add(-int64(len(waits)))
 	for _, w := range waits {
 		var err error
 		if req.Acks == 1 {
@@ -168,5 +166,4 @@ func (s *Server) awaitProduce(ctx context.Context, req *kmsg.ProduceRequest, wai
 		}
 	}
 	s.metrics.durableWait.Observe(s.cfg.Clock.Now().Sub(start).Seconds())
-	s.metrics.commitBatch.Observe(float64(n))
 }

@@ -63,8 +63,9 @@
 // # Metrics
 //
 // Prometheus metrics named minikafka_*: requests and their latency per API,
-// open and refused connections, bad requests, fsync latency (through a
-// timing filesystem given to engines that take one), the produce durability
-// wait, a group-commit batch-size proxy, bytes on disk and in-flight request
+// open and refused connections, bad requests, the produce durability wait,
+// the engines' sync rounds as every durable engine reports them through
+// engine.Options.Observer (their latency, count, failures, bytes, and the
+// group-commit size: batches per round), bytes on disk and in-flight request
 // bytes. (*Server).MetricsHandler serves them.
 package broker

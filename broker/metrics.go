@@ -6,12 +6,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/minikafka/minikafka/engine"
 )
 
 // metrics are the server's Prometheus metrics, all named minikafka_*.
@@ -22,9 +19,8 @@ type metrics struct {
 	conns         prometheus.Gauge
 	connsRejected prometheus.Counter
 	badRequests   prometheus.Counter
-	fsync         prometheus.Observer
 	durableWait   prometheus.Observer
-	commitBatch   prometheus.Observer
+	syncs         *syncMetrics // the engines' Observer
 }
 
 // latencyBuckets span 50µs to about 13s.
@@ -55,19 +51,13 @@ func newMetrics(s *Server) *metrics {
 	m.badRequests = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "minikafka_bad_requests_total", Help: "Requests that could not be decoded or served (the connection was closed).",
 	})
-	fsync := prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "minikafka_fsync_duration_seconds", Help: "Latency of each fsync the engine makes (engines that take a custom filesystem only).",
-		Buckets: latencyBuckets, ConstLabels: eng,
-	})
 	durable := prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "minikafka_produce_durable_wait_seconds", Help: "Time a produced batch waits, once ordered, for durability (acks=1) or the high watermark (acks=all).",
 		Buckets: latencyBuckets, ConstLabels: eng,
 	})
-	batch := prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "minikafka_group_commit_batch_size", Help: "Produce partition-writes waiting for durability when one of them completes: a proxy for the group-commit batch size until engines report it.",
-		Buckets: prometheus.ExponentialBuckets(1, 2, 12), ConstLabels: eng,
-	})
-	m.fsync, m.durableWait, m.commitBatch = fsync, durable, batch
+	m.durableWait = durable
+	syncs, syncCollectors := newSyncMetrics(eng)
+	m.syncs = syncs
 	disk := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "minikafka_disk_bytes", Help: "Bytes in the data directory's files.", ConstLabels: eng,
 	}, func() float64 { return float64(dirBytes(s.cfg.Dir)) })
@@ -77,7 +67,8 @@ func newMetrics(s *Server) *metrics {
 	respInflight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "minikafka_inflight_response_bytes", Help: "Fetched record bytes held in memory across connections.",
 	}, func() float64 { return float64(s.respBudget.inUse()) })
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.conns, m.connsRejected, m.badRequests, fsync, durable, batch, disk, inflight, respInflight} {
+	collected := []prometheus.Collector{m.requests, m.latency, m.conns, m.connsRejected, m.badRequests, durable, disk, inflight, respInflight}
+	for _, c := range append(collected, syncCollectors...) {
 		if err := reg.Register(c); err != nil {
 			// A caller's registry that already holds our metrics (two
 			// servers on one registry): keep counting, unexported.
@@ -117,19 +108,4 @@ func dirBytes(dir string) int64 {
 		return nil
 	})
 	return total
-}
-
-// instrumentEngine wraps the engine's filesystem to time every fsync, when
-// the engine does its I/O through Options.FS and the caller left it unset.
-// Engines that cannot take a filesystem (badger) report no fsync latency.
-func (s *Server) instrumentEngine(opts engine.Options) (engine.Options, error) {
-	d, err := engine.Lookup(s.cfg.Engine)
-	if err != nil {
-		return opts, err
-	}
-	if !d.Caps.CustomFS || opts.CustomFS() {
-		return opts, nil
-	}
-	opts.FS = &syncTimingFS{FS: vfs.Default, observe: s.metrics.fsync.Observe, now: s.cfg.Clock.Now}
-	return opts, nil
 }

@@ -32,10 +32,6 @@ type Server struct {
 	respBudget *budget
 	exts       []openExtension
 
-	// durableWaiters counts produce partition-writes waiting for
-	// durability now (the group-commit batch size proxy).
-	durableWaiters atomic.Int64
-
 	// refused counts connections refused since the last log line, logged
 	// at refusedLogged (unix nanoseconds on the server's clock).
 	refused       atomic.Int64
@@ -79,14 +75,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.connCtx, s.hardStop = context.WithCancel(context.Background())
 	s.metrics = newMetrics(s)
-	engineOpts, err := s.instrumentEngine(cfg.EngineOptions)
-	if err != nil {
-		return nil, err
-	}
+	var err error
 	s.parts, err = partition.OpenManager(partition.Config{
 		Dir:               cfg.Dir,
 		Engine:            cfg.Engine,
-		EngineOptions:     engineOpts,
+		EngineOptions:     s.observeEngine(cfg.EngineOptions),
 		Clock:             cfg.Clock,
 		Logger:            cfg.Logger,
 		DefaultPartitions: cfg.DefaultPartitions,

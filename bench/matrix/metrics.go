@@ -11,17 +11,20 @@ import (
 	"time"
 )
 
-// The broker's metrics the matrix reads (see broker/metrics.go).
+// The broker's metrics the matrix reads (see broker/syncmetrics.go): the
+// sync rounds every durable engine reports (an fsync of segment's active
+// segment or pebble's WAL, a synced badger commit), and the appends they
+// covered, whose mean per round is the group-commit size.
 const (
-	metricFsyncs      = "minikafka_fsync_duration_seconds_count"
+	metricFsyncs      = "minikafka_sync_rounds_total"
 	metricWaitersSum  = "minikafka_group_commit_batch_size_sum"
 	metricWaitersSeen = "minikafka_group_commit_batch_size_count"
 )
 
 // BrokerCounters are cumulative counters scraped from a broker's /metrics.
 type BrokerCounters struct {
-	// Fsyncs is -1 when the broker does not export the metric (an engine
-	// that does its own I/O, or no metrics endpoint).
+	// Fsyncs is the engine's sync rounds; -1 when the broker does not
+	// export the metric.
 	Fsyncs       int64
 	WaitersSum   float64
 	WaitersCount float64

@@ -52,11 +52,13 @@ func TestParseProcIO(t *testing.T) {
 }
 
 func TestParseMetrics(t *testing.T) {
-	text := `# HELP minikafka_fsync_duration_seconds Latency of each fsync.
-# TYPE minikafka_fsync_duration_seconds histogram
-minikafka_fsync_duration_seconds_bucket{engine="segment",le="5e-05"} 3
-minikafka_fsync_duration_seconds_sum{engine="segment"} 0.25
-minikafka_fsync_duration_seconds_count{engine="segment"} 120
+	text := `# HELP minikafka_sync_duration_seconds Time each sync round took.
+# TYPE minikafka_sync_duration_seconds histogram
+minikafka_sync_duration_seconds_bucket{engine="segment",le="5e-05"} 3
+minikafka_sync_duration_seconds_sum{engine="segment"} 0.25
+minikafka_sync_duration_seconds_count{engine="segment"} 120
+# TYPE minikafka_sync_rounds_total counter
+minikafka_sync_rounds_total{engine="segment"} 120
 minikafka_group_commit_batch_size_sum{engine="segment"} 300
 minikafka_group_commit_batch_size_count{engine="segment"} 100
 minikafka_requests_total{api="Produce"} 7

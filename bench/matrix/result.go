@@ -67,10 +67,10 @@ type Rep struct {
 	// phase (a Kafka record batch per partition per request; a message for
 	// JetStream).
 	Batches int64 `json:"batches"`
-	// Fsyncs is the server's fsync count over the measured phase (broker
-	// /metrics, engines that do their I/O through the instrumented
-	// filesystem); CommitWaiters the mean number of produce writes waiting
-	// for durability when one completed.
+	// Fsyncs is the server's sync rounds over the measured phase (broker
+	// /metrics: each fsync or synced commit the engine's group commit made);
+	// CommitWaiters the mean number of appends a round made durable (the
+	// group-commit size, as the engine reports it).
 	Fsyncs        int64   `json:"fsyncs"`
 	CommitWaiters float64 `json:"commit_waiters"`
 	// Device is the block device's counters over the measured phase: every

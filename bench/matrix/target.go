@@ -69,9 +69,8 @@ func (l *lastWords) String() string {
 // Target is a server kind the matrix measures.
 type Target struct {
 	TargetInfo
-	// CountsFsyncs: the server's /metrics counts every fsync (a broker
-	// over an engine that does its I/O through the instrumented
-	// filesystem).
+	// CountsFsyncs: the server's /metrics counts its sync rounds (a broker
+	// over a durable engine: each reports them through engine.Observer).
 	CountsFsyncs bool
 	// Start starts the server on dir under the sync policy ("always" or
 	// "interval"). Starting again on the same dir is a restart.

@@ -131,14 +131,15 @@ func TestServeMetricsAndShutdown(t *testing.T) {
 		`minikafka_requests_total{api="Produce"}`,
 		`minikafka_request_duration_seconds_bucket{api="Produce"`,
 		`minikafka_open_connections`,
-		`minikafka_fsync_duration_seconds_count{engine="segment"}`,
+		`minikafka_sync_duration_seconds_count{engine="segment"}`,
+		`minikafka_sync_rounds_total{engine="segment"}`,
 		`minikafka_group_commit_batch_size_count{engine="segment"}`,
 		`minikafka_disk_bytes{engine="segment"}`,
 		`go_goroutines`,
 	} {
 		assert.Contains(t, body, want)
 	}
-	assert.Regexp(t, regexp.MustCompile(`minikafka_fsync_duration_seconds_count\{engine="segment"\} [1-9]`), body, "fsyncs were timed")
+	assert.Regexp(t, regexp.MustCompile(`minikafka_sync_rounds_total\{engine="segment"\} [1-9]`), body, "the engine's sync rounds were counted")
 
 	// The client stays connected and idle: shutdown must not wait for it.
 	require.NoError(t, stop())
