@@ -255,10 +255,11 @@ func (o Options) CustomFS() bool { return o.FS != nil && o.FS != vfs.Default }
 //     durable, and after each round that failed. A round that covered no
 //     append not already reported (an idle interval tick, the sync a
 //     Truncate makes of nothing new) is not reported, so an event with
-//     Batches == 0 always carries an Err.
+//     Batches == 0 always carries an Err. A failed engine makes no more
+//     rounds (its error is sticky), so each failure is reported once.
 //   - Every append made durable is counted in exactly one event: summing
-//     Batches counts the appends made durable, and Batches over the number
-//     of events is the group-commit size. An append dropped before any round
+//     Batches counts the appends made durable, and that sum over the number
+//     of events is the mean group-commit size. An append dropped before any round
 //     covered it (a Truncate) is counted in none. Syncs that Close, Truncate
 //     or DeleteBefore make themselves are rounds like the flusher's.
 //   - Under SyncAlways, a round is reported before the Syncs it completes
@@ -280,7 +281,8 @@ type SyncEvent struct {
 	// fsyncs, and the writes the round made just before them.
 	Duration time.Duration
 	// Batches is how many appends the round made durable that no earlier
-	// event counted: the group-commit size. At least 1 unless Err is set.
+	// event counted: the group-commit size. At least 1 unless Err is set;
+	// with Err, the appends the round was to make durable (maybe none).
 	Batches int
 	// Bytes is the Data bytes of those appends: what callers gave Append,
 	// not what the engine wrote for them (framing, WAL, amplification).

@@ -2,11 +2,14 @@ package enginetest
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -62,6 +65,7 @@ func testObserver(t *testing.T, h *harness) {
 	t.Run("SyncAlways", func(t *testing.T) { observeAlways(t, h.sub(t)) })
 	t.Run("SyncInterval", func(t *testing.T) { observeInterval(t, h.sub(t)) })
 	t.Run("SyncNever", func(t *testing.T) { observeNever(t, h.sub(t)) })
+	t.Run("FailedSync", func(t *testing.T) { observeFailure(t, h.d) })
 }
 
 // sub returns a harness of the same driver on a fresh directory, closed
@@ -177,4 +181,100 @@ func observeNever(t *testing.T, h *harness) {
 	}
 	require.NoError(t, e.Close())
 	rec.checkEvents(t, appends, bytes, "SyncNever, after Close")
+}
+
+// errSyncFailed is what failingSyncFS's syncs return once it fails.
+var errSyncFailed = errors.New("enginetest: injected fsync failure")
+
+// failingSyncFS is an in-memory filesystem whose file syncs fail once
+// failing is set; everything else works.
+type failingSyncFS struct {
+	vfs.FS
+	failing atomic.Bool
+}
+
+func (fs *failingSyncFS) wrap(f vfs.File, err error) (vfs.File, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &failingSyncFile{File: f, fs: fs}, nil
+}
+
+func (fs *failingSyncFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	return fs.wrap(fs.FS.Create(name, c))
+}
+
+func (fs *failingSyncFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	return fs.wrap(fs.FS.OpenReadWrite(name, c, opts...))
+}
+
+func (fs *failingSyncFS) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	return fs.wrap(fs.FS.ReuseForWrite(oldname, newname, c))
+}
+
+type failingSyncFile struct {
+	vfs.File
+	fs *failingSyncFS
+}
+
+func (f *failingSyncFile) Sync() error {
+	if f.fs.failing.Load() {
+		return errSyncFailed
+	}
+	return f.File.Sync()
+}
+
+func (f *failingSyncFile) SyncData() error {
+	if f.fs.failing.Load() {
+		return errSyncFailed
+	}
+	return f.File.SyncData()
+}
+
+func (f *failingSyncFile) SyncTo(length int64) (bool, error) {
+	if f.fs.failing.Load() {
+		return false, errSyncFailed
+	}
+	return f.File.SyncTo(length)
+}
+
+// observeFailure: a round whose fsync fails is reported once, with its
+// error, and the engine, failed, makes no more rounds.
+func observeFailure(t *testing.T, d engine.Driver) {
+	if !d.Caps.CustomFS {
+		t.Skipf("engine %s does not declare CustomFS: no fsync failure can be injected", d.Name)
+	}
+	fs := &failingSyncFS{FS: vfs.NewMem()}
+	rec := &syncRecorder{}
+	e, err := d.Open("/log", engine.Options{FS: fs, Sync: engine.SyncAlways, Observer: rec})
+	require.NoError(t, err)
+	defer func() { _ = e.Close() }() // it reports the failure
+	ctx := context.Background()
+	appendN(t, e, 3, 1, 100)
+	require.NoError(t, e.Sync(ctx, e.EndOffset()))
+	rec.checkEvents(t, 3, 300, "before the failure")
+	before := len(rec.snapshot())
+
+	fs.failing.Store(true)
+	if err := e.Append(Batch(e.EndOffset(), 1, 100)); err == nil {
+		require.Error(t, e.Sync(ctx, e.EndOffset()), "a Sync whose fsync fails fails")
+	}
+	after := rec.snapshot()[before:]
+	var failed []engine.SyncEvent
+	for i, ev := range after {
+		if ev.Err == nil {
+			assert.GreaterOrEqual(t, ev.Batches, 1, "contract: an event without an Err covers at least one append (event %d after the failure: %+v)", i, ev)
+			continue
+		}
+		failed = append(failed, ev)
+	}
+	if assert.Len(t, failed, 1, "contract: the round whose fsync failed is reported, once, with its error (events: %+v)", after) {
+		assert.ErrorIs(t, failed[0].Err, errSyncFailed, "the event's Err is the round's failure")
+	}
+
+	// Failed, the engine makes no more rounds: nothing more is reported.
+	n := len(rec.snapshot())
+	assert.Error(t, e.Sync(ctx, e.EndOffset()), "the failure is sticky")
+	assert.Error(t, e.Append(Batch(e.EndOffset(), 1, 100)), "the failure is sticky")
+	assert.Len(t, rec.snapshot(), n, "contract: a failed engine reports no more rounds")
 }
