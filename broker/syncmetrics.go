@@ -61,13 +61,13 @@ func (m *syncMetrics) Synced(ev engine.SyncEvent) {
 	m.bytes.Add(float64(ev.Bytes))
 }
 
-// observers tells each of its Observers about every event, in order.
-type observers []engine.Observer
+// teeObserver tells the caller's Observer, then the broker's, about every
+// event.
+type teeObserver struct{ caller, broker engine.Observer }
 
-func (o observers) Synced(ev engine.SyncEvent) {
-	for _, obs := range o {
-		obs.Synced(ev)
-	}
+func (o teeObserver) Synced(ev engine.SyncEvent) {
+	o.caller.Synced(ev)
+	o.broker.Synced(ev)
 }
 
 // observeEngine returns the engine options with the broker's sync metrics as
@@ -76,7 +76,7 @@ func (s *Server) observeEngine(opts engine.Options) engine.Options {
 	if opts.Observer == nil {
 		opts.Observer = s.metrics.syncs
 	} else {
-		opts.Observer = observers{opts.Observer, s.metrics.syncs}
+		opts.Observer = teeObserver{caller: opts.Observer, broker: s.metrics.syncs}
 	}
 	return opts
 }
