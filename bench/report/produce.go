@@ -186,7 +186,7 @@ func (v *view) groupCommit(rep *bench.Report) {
 		}
 	}
 	s := rep.Section("Per-record fsync against group commit")
-	s.Para("acks=all, sync=always, 1 KiB records. A batch is a Kafka record batch the broker acknowledged (one per partition per produce request). Fsyncs come from the broker's /metrics: every fsync of the engines whose I/O the broker instruments (segment, pebble; badger does its own I/O), and of the broker's own small state files; device flushes come from the disk's counters, which every process on the disk adds to. Waiting writes is the mean number of produce writes waiting for durability when one completes. × @%d is the rate over the same target's rate at %d in flight.", lo.InFlight, lo.InFlight)
+	s.Para("acks=all, sync=always, 1 KiB records. A batch is a Kafka record batch the broker acknowledged (one per partition per produce request). Fsyncs are the engines' sync rounds from the broker's /metrics (each durable engine reports every round that made appends durable: a segment flusher round, a pebble WAL sync, a badger commit); device flushes come from the disk's counters, which every process on the disk adds to. Waiting writes is the mean number of appends one sync round made durable (the engine's group-commit size). × @%d is the rate over the same target's rate at %d in flight.", lo.InFlight, lo.InFlight)
 	t := s.Table("workload", "target", "records/s", "records/batch", "fsyncs/batch", "records/fsync", "waiting writes", "device flushes/batch", fmt.Sprintf("× @%d", lo.InFlight)).Left(0)
 	for _, w := range pts {
 		for _, n := range v.targets() {

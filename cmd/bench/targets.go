@@ -89,7 +89,7 @@ func engineTarget(name string, bins binaries, partitions int32, logs io.Writer) 
 	if d, err := engine.Lookup(name); err == nil {
 		// A non-durable engine's count would be the broker's state files
 		// alone: not a figure about the engine.
-		t.Durable, t.CountsFsyncs = d.Caps.Durable, d.Caps.Durable && d.Caps.CustomFS
+		t.Durable, t.CountsFsyncs = d.Caps.Durable, d.Caps.Durable
 		t.Note = "mini-kafka's broker over the " + name + " engine"
 		if !d.Caps.Durable {
 			t.Kind = matrix.KindReference
