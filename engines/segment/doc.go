@@ -132,16 +132,22 @@
 // # Reading
 //
 // Read finds the segment by base offset, looks up its index and reads with
-// one ReadAt as large as the byte budget (plus the bytes it may skip), in
-// [16 KiB, 8 MiB]; a batch larger than that gets a read of its own. Bytes of
-// the active segment not yet written are copied from its in-memory tail
-// instead. Every frame returned has its CRC checked; a bad one returns
-// engine.ErrCorrupt (with the segment and byte position) and no data, or,
-// when good batches came before it, ends the read with them (the next read,
-// starting at the bad one, reports it). Returned Data slices share one fresh
-// buffer per read, capped so that appending to one cannot touch another. A read continues into the next segment while its budget
-// lasts. Readers hold a reference on the segment, not the append lock: a
-// segment removed meanwhile stays open until its last reader leaves.
+// one ReadAt as large as the byte budget (plus the bytes it may skip and the
+// header after the last frame that fits, which tells it to stop), up to
+// 8 MiB, ending where an indexed frame starts (in a scan of batches larger
+// than the index interval, exactly where the next read begins, so the kernel
+// sees one stream); a batch larger than that gets a read of its own. Bytes of the active segment not yet written
+// are copied from its in-memory tail instead. Every frame returned has its
+// CRC checked; a bad one returns engine.ErrCorrupt (with the segment and
+// byte position) and no data, or, when good batches came before it, ends
+// the read with them (the next read, starting at the bad one, reports it).
+// Returned Data slices share one fresh buffer per read, capped so that
+// appending to one cannot touch another. ReadInto does the same into a
+// buffer the caller lends and gets back, for callers that reuse memory (a
+// fresh buffer per read, not the disk or the CRC, is what a cold scan mostly
+// pays for in a small heap). A read continues into the next segment while
+// its budget lasts. Readers hold a reference on the segment, not the append
+// lock: a segment removed meanwhile stays open until its last reader leaves.
 //
 // # Truncate and DeleteBefore
 //

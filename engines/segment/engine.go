@@ -216,47 +216,6 @@ func (e *Engine) acquire(offset int64) *segment {
 	return s
 }
 
-// Read implements engine.LogEngine. It reads with one large ReadAt per
-// segment touched (more only for a batch larger than the budget), checks
-// every returned frame's CRC, and continues into the next segment while the
-// budget lasts.
-func (e *Engine) Read(offset int64, maxBytes int) ([]engine.Batch, error) {
-	if e.closed.Load() {
-		return nil, engine.ErrClosed
-	}
-	start, end := e.start.Load(), e.end.Load()
-	if offset < start || offset > end {
-		return nil, fmt.Errorf("%w: %d not in [%d, %d]", engine.ErrOffsetOutOfRange, offset, start, end)
-	}
-	maxBytes = min(maxBytes, readBudgetMax)
-	var out []engine.Batch
-	size := 0
-	for offset < end {
-		s := e.acquire(offset)
-		if s == nil {
-			if e.closed.Load() {
-				return nil, engine.ErrClosed
-			}
-			return nil, fmt.Errorf("%w: %d: no segment holds it (log changed during the read)", engine.ErrOffsetOutOfRange, offset)
-		}
-		var (
-			next int64
-			full bool
-			err  error
-		)
-		out, size, next, full, err = s.read(offset, maxBytes, out, size)
-		s.release()
-		if err != nil {
-			return nil, err
-		}
-		if full || next <= offset {
-			break
-		}
-		offset = next
-	}
-	return out, nil
-}
-
 // StartOffset implements engine.LogEngine.
 func (e *Engine) StartOffset() int64 { return e.start.Load() }
 

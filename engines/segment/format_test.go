@@ -146,11 +146,15 @@ func FuzzScanSegment(f *testing.F) {
 		s := newSegment(fs, "", 40)
 		s.f = file
 		s.adoptLocked(st)
-		bs, _, _, _, err := s.read(40, 1<<20, nil, 0)
+		bs, _, _, _, err := s.read(nil, 40, 1<<20, nil, 0)
 		if err != nil && !errors.Is(err, errBadFrame) {
 			require.NoError(t, err)
 		}
 		require.NotEmpty(t, bs)
 		require.Equal(t, st.end, bs[len(bs)-1].NextOffset(), "every vouched frame reads back")
+		// Into lent memory too small for it: the same batches.
+		lent, _, _, _, err := s.read(&arena{buf: make([]byte, 0, 7)}, 40, 1<<20, nil, 0)
+		require.NoError(t, err)
+		require.Equal(t, bs, lent, "read into an arena")
 	})
 }

@@ -17,6 +17,73 @@ const (
 	scanBytes = 1 << 20
 )
 
+// Read implements engine.LogEngine. A scan's Read costs one ReadAt per
+// segment touched (more only for a batch larger than the budget) into one
+// new buffer that the returned batches share, each capped so that appending
+// to one cannot touch another. Every returned frame's CRC is checked first.
+// The read continues into the next segment while the budget lasts.
+func (e *Engine) Read(offset int64, maxBytes int) ([]engine.Batch, error) {
+	return e.read(nil, offset, maxBytes)
+}
+
+// ReadInto is Read for a caller that reuses its memory, as a read(2) loop
+// reuses its buffer: the bytes are read into buf (a bigger buffer replaces
+// it when it is too small) instead of a new buffer per Read, and the buffer
+// used is returned, empty, for the next call. A fresh buffer costs the
+// allocation, its zeroing and, in a small heap, a garbage collection every
+// few MiB, which is most of a cold sequential scan's CPU.
+//
+// The batches' Data are the caller's until it hands that buffer (or buf) to
+// ReadInto again: the engine keeps no reference to either, and checks every
+// frame as Read does. buf's old contents are overwritten.
+func (e *Engine) ReadInto(buf []byte, offset int64, maxBytes int) ([]engine.Batch, []byte, error) {
+	mem := &arena{buf: buf[:0]}
+	bs, err := e.read(mem, offset, maxBytes)
+	if int64(cap(mem.buf)) < mem.taken {
+		// The read outgrew buf in several steps: the next one gets room for
+		// all of it at once.
+		return bs, make([]byte, 0, mem.taken), err
+	}
+	return bs, mem.buf[:0], err
+}
+
+func (e *Engine) read(mem *arena, offset int64, maxBytes int) ([]engine.Batch, error) {
+	if e.closed.Load() {
+		return nil, engine.ErrClosed
+	}
+	start, end := e.start.Load(), e.end.Load()
+	if offset < start || offset > end {
+		return nil, fmt.Errorf("%w: %d not in [%d, %d]", engine.ErrOffsetOutOfRange, offset, start, end)
+	}
+	maxBytes = min(maxBytes, readBudgetMax)
+	var out []engine.Batch
+	size := 0
+	for offset < end {
+		s := e.acquire(offset)
+		if s == nil {
+			if e.closed.Load() {
+				return nil, engine.ErrClosed
+			}
+			return nil, fmt.Errorf("%w: %d: no segment holds it (log changed during the read)", engine.ErrOffsetOutOfRange, offset)
+		}
+		var (
+			next int64
+			full bool
+			err  error
+		)
+		out, size, next, full, err = s.read(mem, offset, maxBytes, out, size)
+		s.release()
+		if err != nil {
+			return nil, err
+		}
+		if full || next <= offset {
+			break
+		}
+		offset = next
+	}
+	return out, nil
+}
+
 // frameReader reads frames of one segment file. Slices it returns alias a
 // buffer that is replaced, never overwritten, so they stay valid and can be
 // handed to the caller.
@@ -25,7 +92,32 @@ type frameReader struct {
 	base   int64 // segment base, for messages
 	limit  int64 // bytes at or past limit are not part of the segment
 	buf    []byte
-	bufPos int64 // buf holds file bytes [bufPos, bufPos+len(buf))
+	bufPos int64  // buf holds file bytes [bufPos, bufPos+len(buf))
+	mem    *arena // where read calls put their bytes; nil: a new buffer each
+}
+
+// arena is memory a ReadInto caller lends for the bytes one Read reads. Read
+// calls carve it without overlap, so every slice handed out stays valid
+// until the caller reuses the memory; when it runs short a bigger one
+// replaces it (slices carved before keep the old one alive).
+type arena struct {
+	buf   []byte // buf[:len(buf)] is carved
+	taken int64  // bytes carved by this Read, from every buffer
+}
+
+// take returns n bytes for a read call: carved from a, or, for a nil arena
+// (Read), a new buffer of exactly n bytes.
+func (a *arena) take(n int64) []byte {
+	if a == nil {
+		return make([]byte, n)
+	}
+	if int64(cap(a.buf)-len(a.buf)) < n {
+		a.buf = make([]byte, 0, max(a.taken+n, 2*int64(cap(a.buf))))
+	}
+	a.taken += n
+	l := int64(len(a.buf))
+	a.buf = a.buf[:l+n]
+	return a.buf[l : l+n : l+n]
 }
 
 // bytes returns the file's bytes [pos, pos+n). When they are not buffered
@@ -40,7 +132,7 @@ func (r *frameReader) bytes(pos, n, ahead int64) ([]byte, error) {
 		return r.buf[o : o+n : o+n], nil
 	}
 	size := min(max(n, min(ahead-pos, readBytesMax)), r.limit-pos)
-	buf := make([]byte, size)
+	buf := r.mem.take(size)
 	m, err := r.readAt(buf, pos)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("segment %d: read at %d: %w", r.base, pos, err)
@@ -90,13 +182,17 @@ func (s *segment) corrupt(pos int64, err error) error {
 // before it) and where the first read call should end: where an indexed
 // frame starts, as far as the budget (plus the frames skipped to reach
 // offset) can reach. Ending a read on a frame boundary means that a scan's
-// consecutive Reads neither overlap nor read a frame twice, so the kernel
-// sees one sequential stream and keeps reading ahead.
+// consecutive Reads do not read a frame twice (they share only the header
+// read sees past the boundary), so the kernel sees one sequential stream
+// and keeps reading ahead.
 func (s *segment) start(offset, budget int64) (frameBase, pos, firstEnd int64) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	frameBase, pos = lookup(s.base, s.entries, offset)
 	target := pos + budget + 2*indexIntervalBytes
+	if s.endPos.Load() <= target {
+		return frameBase, pos, target // the segment's end is the boundary
+	}
 	i := sort.Search(len(s.entries), func(i int) bool { return int64(s.entries[i].pos) > target }) - 1
 	if i >= 0 && int64(s.entries[i].pos) > pos {
 		return frameBase, pos, int64(s.entries[i].pos)
@@ -110,17 +206,20 @@ func (s *segment) start(offset, budget int64) (frameBase, pos, firstEnd int64) {
 // new size, the offset where it stopped, and whether it stopped because the
 // budget was spent.
 //
-// The first read call covers the budget up to a frame boundary; after it,
-// a frame's header is read alone (so a frame that does not fit costs 20
-// bytes), and a frame that fits is read together with the rest of the
-// budget.
-func (s *segment) read(offset int64, maxBytes int, out []engine.Batch, size int) ([]engine.Batch, int, int64, bool, error) {
+// The first read call covers the budget up to a frame boundary and the
+// header just past it, which says whether that frame still fits: a scan's
+// Read then costs one read call. Past it, a frame's header is read alone (so
+// a frame that does not fit costs 20 bytes), and a frame that fits is read
+// together with the rest of the budget and the next header. The bytes go
+// into mem (see arena).
+func (s *segment) read(mem *arena, offset int64, maxBytes int, out []engine.Batch, size int) ([]engine.Batch, int, int64, bool, error) {
 	if err := s.ready(); err != nil {
 		return out, size, offset, false, err
 	}
 	frameBase, pos, firstEnd := s.start(offset, int64(max(maxBytes-size, 0)))
+	firstEnd += frameHeaderLen
 	end := s.end.Load()
-	r := frameReader{readAt: s.readAt, base: s.base, limit: s.endPos.Load()}
+	r := frameReader{readAt: s.readAt, base: s.base, limit: s.endPos.Load(), mem: mem}
 	// A bad frame after good ones ends the read with the good ones: the
 	// next read starts at the bad one and reports it.
 	bad := func(err error) ([]engine.Batch, int, int64, bool, error) {
