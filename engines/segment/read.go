@@ -17,11 +17,12 @@ const (
 	scanBytes = 1 << 20
 )
 
-// Read implements engine.LogEngine. A scan's Read costs one ReadAt per
-// segment touched (more only for a batch larger than the budget) into one
-// new buffer that the returned batches share, each capped so that appending
-// to one cannot touch another. Every returned frame's CRC is checked first.
-// The read continues into the next segment while the budget lasts.
+// Read implements engine.LogEngine. It reads each segment it touches with
+// one ReadAt sized to the budget (more only when batches past that first
+// read still fit: a batch larger than the budget, say) into one new buffer
+// that the returned batches share, each capped so that appending to one
+// cannot touch another. Every returned frame's CRC is checked first. The
+// read continues into the next segment while the budget lasts.
 func (e *Engine) Read(offset int64, maxBytes int) ([]engine.Batch, error) {
 	return e.read(nil, offset, maxBytes)
 }
