@@ -212,7 +212,7 @@ func ingestSection(rep *bench.Report, r *Results) {
 func readSection(rep *bench.Report, r *Results) {
 	raw, peb := r.Subject(RawName), r.Subject("pebble")
 	s := rep.Section("Sequential read")
-	s.Para("The ingested log read back from its first offset to its end, %d bytes per read, after a clean close and a reopen, with the data evicted from the page cache; the cache column says how cold it really was. The raw baseline reads the plain file with read(2) in chunks of the same size.",
+	s.Para("The ingested log read back from its first offset to its end, %d bytes per read, after a clean close and a reopen, with the data evicted from the page cache; the cache column says how cold it really was. The raw baseline reads the plain file with read(2) in chunks of the same size into one reused buffer; an engine that implements engine.BufferReader (segment) is read the same way, the others return a new buffer per Read (the Go garbage collector then runs every few MiB, which costs a 2-core machine about a third of a cold scan).",
 		scanMaxBytes)
 	t := s.Table("subject", "records/s", "MB/s", "cache", "device read", "× raw", "× pebble", "notes").Left(3, 7)
 	for _, sr := range taking(r, WorkloadRead) {

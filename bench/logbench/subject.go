@@ -131,8 +131,18 @@ const scanMaxBytes = 1 << 20
 // each carries the stamp the ingest workload wrote (its base offset).
 func (l *engineLog) Scan() (records, bytes int64, err error) {
 	off, end := l.e.StartOffset(), l.e.EndOffset()
+	// An engine that can read into a lent buffer scans as the raw baseline
+	// does, reusing one buffer; the others allocate one per Read.
+	into, reuses := l.e.(engine.BufferReader)
+	var buf []byte
 	for off < end {
-		bs, err := l.e.Read(off, scanMaxBytes)
+		var bs []engine.Batch
+		var err error
+		if reuses {
+			bs, buf, err = into.ReadInto(buf, off, scanMaxBytes)
+		} else {
+			bs, err = l.e.Read(off, scanMaxBytes)
+		}
 		if err != nil {
 			return records, bytes, fmt.Errorf("read at %d: %w", off, err)
 		}

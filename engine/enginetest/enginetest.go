@@ -35,6 +35,7 @@ func Run(t *testing.T, d engine.Driver) {
 		{"ReadAtAndPastEnd", testReadPastEnd},
 		{"ReadReturnsAtLeastOneBatch", testMaxBytes},
 		{"ReadReturnsCallerOwnedBytes", testOwnership},
+		{"ReadIntoMatchesRead", testReadInto},
 		{"ReopenKeepsSyncedBatches", testReopen},
 		{"ManySegmentsReadAndReopen", testManySegments},
 		{"TruncateThenAppend", testTruncate},

@@ -27,6 +27,8 @@ func (e *Engine) Read(offset int64, maxBytes int) ([]engine.Batch, error) {
 	return e.read(nil, offset, maxBytes)
 }
 
+var _ engine.BufferReader = (*Engine)(nil)
+
 // ReadInto is Read for a caller that reuses its memory, as a read(2) loop
 // reuses its buffer: the bytes are read into buf (a bigger buffer replaces
 // it when it is too small) instead of a new buffer per Read, and the buffer

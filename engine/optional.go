@@ -1,0 +1,21 @@
+package engine
+
+// Optional interfaces. An engine may implement these beside LogEngine; a
+// caller finds them with a type assertion and falls back to LogEngine when
+// they are missing, as database/sql does with its driver extensions.
+//
+//   - BufferReader: reads into memory the caller lends (segment).
+
+// BufferReader is Read for a caller that reuses its memory, as a read(2) loop
+// reuses its buffer. A fresh buffer per Read costs an allocation, its zeroing
+// and, in a small Go heap, a garbage collection every few MiB: most of the
+// CPU of a cold sequential scan.
+type BufferReader interface {
+	// ReadInto is Read whose batches' Data are sub-slices of buf, or of a
+	// bigger buffer that replaces buf when it is too small. It returns the
+	// buffer it used, for the next call. The Data stay the caller's until it
+	// lends that buffer again: the engine keeps no reference to it. Every
+	// guarantee of Read holds (whole batches, at least one, checksums
+	// verified, ErrCorrupt never returned as data, the same errors).
+	ReadInto(buf []byte, offset int64, maxBytes int) ([]Batch, []byte, error)
+}
