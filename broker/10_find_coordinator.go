@@ -26,9 +26,11 @@ import (
 //     keys) is not advertised.
 //
 // This file also plugs the consumer group coordinator (package group) into
-// the server as the "groups" extension: it keeps committed offsets and group
-// metadata in partition 0 of the internal __consumer_offsets topic, created
-// with one partition on first start, and replays it when the server opens.
+// the server as the "groups" extension, configured by Config.Groups: it
+// keeps committed offsets and group metadata in partition 0 of the internal
+// __consumer_offsets topic, created with one partition on first start,
+// replays it when the server opens, and compacts it (moving its log start
+// with Partition.DeleteBefore).
 // The other group APIs (08, 09, 11-16, 42) call it through s.groups().
 
 func init() {
@@ -80,6 +82,10 @@ func openGroups(s *Server) (any, error) {
 			info, ok := s.parts.Topic(topic)
 			return ok && part >= 0 && part < info.Partitions
 		},
+		MinSessionTimeout:     s.cfg.Groups.MinSessionTimeout,
+		MaxSessionTimeout:     s.cfg.Groups.MaxSessionTimeout,
+		InitialRebalanceDelay: s.cfg.Groups.InitialRebalanceDelay,
+		CompactMinBytes:       s.cfg.Groups.OffsetsCompactMinBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("consumer groups: %w", err)
@@ -121,6 +127,17 @@ func (l offsetsLog) Read(offset int64, maxBytes int) ([]byte, error) {
 }
 
 func (l offsetsLog) StartOffset() int64 { return l.p.StartOffset() }
+
+// DeleteBefore moves the log start (the coordinator's compaction). The
+// coordinator has waited until offset is durable; under sync=always the
+// high watermark follows the durable end a moment later, and the partition
+// never deletes above it.
+func (l offsetsLog) DeleteBefore(ctx context.Context, offset int64) error {
+	if err := l.p.WaitHighWatermark(ctx, offset); err != nil {
+		return err
+	}
+	return l.p.DeleteBefore(offset)
+}
 
 // clientOf is who sent r, as DescribeGroups shows members: the client id
 // and "/host", as Kafka writes it.

@@ -91,6 +91,9 @@ type Config struct {
 	// ClusterID is reported in Metadata.
 	ClusterID string
 
+	// Groups tunes the consumer group coordinator.
+	Groups GroupConfig
+
 	// Clock is what every timeout reads. Nil means clock.Real.
 	Clock clock.Clock
 	// Logger receives structured logs. Nil discards them.
@@ -98,6 +101,26 @@ type Config struct {
 	// Registerer receives the Prometheus metrics; nil means a registry of the
 	// Server's own, served by (*Server).MetricsHandler.
 	Registerer prometheus.Registerer
+}
+
+// GroupConfig tunes the consumer group coordinator. Zero fields take the
+// group package's defaults (group.Default*): Kafka's session timeout bounds
+// of 6 s and 30 min, an initial rebalance delay of 250 ms, compaction of
+// __consumer_offsets past 16 MiB.
+type GroupConfig struct {
+	// MinSessionTimeout and MaxSessionTimeout bound the session timeout a
+	// member may ask for (Kafka's group.min/max.session.timeout.ms);
+	// JoinGroup answers INVALID_SESSION_TIMEOUT outside them. A member that
+	// vanishes without LeaveGroup keeps its partitions for its session
+	// timeout: tests lower the minimum to make that short.
+	MinSessionTimeout time.Duration
+	MaxSessionTimeout time.Duration
+	// InitialRebalanceDelay is group.initial.rebalance.delay.ms: how long a
+	// group formed from empty waits for more members; negative means none.
+	InitialRebalanceDelay time.Duration
+	// OffsetsCompactMinBytes is the size below which __consumer_offsets is
+	// never compacted; negative turns compaction off.
+	OffsetsCompactMinBytes int64
 }
 
 func (c Config) withDefaults() Config {

@@ -96,7 +96,7 @@ func (c *Coordinator) commit(req *kmsg.OffsetCommitRequest, commits []Commit) fu
 		}
 		// Appended under the group's lock: two commits of one group reach
 		// the log in the order they were fenced.
-		end, appendErr = c.cfg.Log.Append(encodeBatch(recs, now))
+		end, appendErr = c.append(recs, now)
 		if appendErr == nil {
 			g.CommitStarted(tps)
 		}

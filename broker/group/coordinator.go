@@ -51,7 +51,8 @@ const (
 
 // Config configures a Coordinator. Log is required; zero fields take the
 // defaults above; a negative InitialRebalanceDelay or OffsetsRetention
-// means none (no delay; offsets never expire).
+// means none (no delay; offsets never expire); a negative CompactMinBytes
+// turns compaction off.
 type Config struct {
 	Log    Log
 	Clock  clock.Clock
@@ -71,6 +72,11 @@ type Config struct {
 	MaxGroupIDBytes        int
 	MaxOffsetMetadataBytes int
 	OffsetsRetention       time.Duration
+	// CompactRatio and CompactMinBytes say when __consumer_offsets is
+	// compacted (compact.go): once it holds CompactRatio records per live
+	// key and at least CompactMinBytes of batches.
+	CompactRatio    int
+	CompactMinBytes int64
 }
 
 func (c Config) withDefaults() Config {
@@ -105,6 +111,10 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.MaxMetadataBytes, DefaultMaxMetadataBytes)
 	setDefault(&c.MaxGroupIDBytes, DefaultMaxGroupIDBytes)
 	setDefault(&c.MaxOffsetMetadataBytes, DefaultMaxOffsetMetadataBytes)
+	setDefault(&c.CompactRatio, DefaultCompactRatio)
+	if c.CompactMinBytes == 0 {
+		c.CompactMinBytes = DefaultCompactMinBytes
+	}
 	return c
 }
 
@@ -130,7 +140,11 @@ type Coordinator struct {
 	set    Settings
 	ctx    context.Context // ends when Close is done: durable waits stop
 	cancel context.CancelFunc
-	bg     sync.WaitGroup // store goroutines
+	// compactCtx ends when Close begins: a compaction's waits stop (it
+	// then deletes nothing, which is always safe).
+	compactCtx  context.Context
+	stopCompact context.CancelFunc
+	bg          sync.WaitGroup // store goroutines
 
 	mu     sync.Mutex
 	groups map[string]*entry
@@ -139,10 +153,12 @@ type Coordinator struct {
 	wmu        sync.Mutex
 	waiters    map[Waiter]chan Reply
 	nextWaiter Waiter
+
+	lg logState // __consumer_offsets: every append goes through c.append
 }
 
 // entry is one group with its lock and timer. Lock order: entry.mu, then
-// Coordinator.mu.
+// Coordinator.mu; entry.mu, then logState.mu.
 type entry struct {
 	mu      sync.Mutex
 	g       *Group
@@ -157,6 +173,9 @@ func Open(cfg Config) (*Coordinator, error) {
 		return nil, errors.New("group: Config.Log is required")
 	}
 	cfg = cfg.withDefaults()
+	if cfg.MinSessionTimeout > cfg.MaxSessionTimeout {
+		return nil, fmt.Errorf("group: min session timeout %v above the max %v", cfg.MinSessionTimeout, cfg.MaxSessionTimeout)
+	}
 	c := &Coordinator{
 		cfg: cfg,
 		set: Settings{
@@ -171,19 +190,25 @@ func Open(cfg Config) (*Coordinator, error) {
 		waiters: map[Waiter]chan Reply{},
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.compactCtx, c.stopCompact = context.WithCancel(c.ctx)
 	found, err := replay(cfg.Log, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("group: load: %w", err)
 	}
+	c.lg = logState{live: found.live, start: found.start, end: found.end, bytes: found.bytes}
 	now := cfg.Clock.Now()
-	for id, l := range found {
+	for id, l := range found.groups {
 		e := &entry{g: restoreGroup(id, l, c.set, now)}
 		c.groups[id] = e
 		e.mu.Lock()
 		c.reschedule(e)
 		e.mu.Unlock()
 	}
-	cfg.Logger.Info("group coordinator loaded", "groups", len(found))
+	cfg.Logger.Info("group coordinator loaded", "groups", len(found.groups),
+		"log_start", found.start, "log_end", found.end, "log_bytes", found.bytes, "live_keys", len(found.live))
+	c.lg.mu.Lock()
+	c.maybeCompact() // a log left large by an earlier run
+	c.lg.mu.Unlock()
 	return c, nil
 }
 
@@ -197,6 +222,10 @@ func (c *Coordinator) Close() error {
 		return nil
 	}
 	c.closed = true
+	c.lg.mu.Lock()
+	c.lg.closed = true // a compaction under way stops at its next batch
+	c.lg.mu.Unlock()
+	c.stopCompact() // or in its waits
 	entries := make([]*entry, 0, len(c.groups))
 	for _, e := range c.groups {
 		entries = append(entries, e)
@@ -213,6 +242,7 @@ func (c *Coordinator) Close() error {
 		e.mu.Unlock()
 	}
 	c.bg.Wait()
+	c.waitCompaction()
 	c.cancel()
 	return nil
 }
@@ -316,7 +346,7 @@ func (c *Coordinator) tick(e *entry) {
 // startStore appends s to the log (in step order: e.mu is held) and
 // answers s.Replies once it is durable, in the background.
 func (c *Coordinator) startStore(e *entry, s Store, now time.Time) {
-	end, err := c.cfg.Log.Append(encodeBatch(s.Records, now))
+	end, err := c.append(s.Records, now)
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()

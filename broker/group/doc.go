@@ -53,6 +53,23 @@
 // back Stable with fresh sessions, so clients that keep heartbeating go on
 // without a rebalance.
 //
+// # Compaction
+//
+// The coordinator is the only writer of __consumer_offsets (Produce refuses
+// internal topics) and keeps, beside the groups, the latest value of every
+// key of the log (logState.live: what replay would yield, key by key).
+// Once the log holds CompactRatio (4) records per live key and at least
+// CompactMinBytes (16 MiB), it compacts in the background: it writes a
+// fresh copy of every live record at the log end, waits until the copy is
+// durable, then moves the log start to where the copy began
+// (Log.DeleteBefore; the broker's partition layer does it on every engine,
+// while retention keeps ignoring internal topics). Replay of the compacted
+// log gives exactly the state replay gave before, and a crash at any point
+// leaves a log that does too; compact.go has the argument. Commits go on
+// during a compaction, in log order. So the log stays within about four
+// times the live set, and so do restart time and disk use (the engine
+// reclaims the space at its own granularity). LogStats reports it.
+//
 // # Limits (Config)
 //
 // Group ids up to 1024 bytes (INVALID_GROUP_ID beyond; "" is refused where
@@ -60,15 +77,15 @@
 // 1 MiB (INVALID_REQUEST); offset metadata up to 4096 bytes
 // (OFFSET_METADATA_TOO_LARGE); 1000 members per group
 // (GROUP_MAX_SIZE_REACHED); session timeouts within [6 s, 30 min]
-// (INVALID_SESSION_TIMEOUT); initial rebalance delay 250 ms. Offsets of a
+// (INVALID_SESSION_TIMEOUT; the broker's Config.Groups can move both
+// bounds); initial rebalance delay 250 ms. Offsets of a
 // group with no members expire 7 days after it emptied (or after the
 // commit, if later), as Kafka's offsets.retention.minutes; tombstones make
 // the expiry durable.
 //
 // # Not done
 //
-// __consumer_offsets is one partition and is never compacted: Open reads
-// it from its start, so restart time grows with the commits ever made
-// (Kafka compacts the topic; here that needs the log layer to let the
-// coordinator rewrite the live records and drop the prefix).
+// __consumer_offsets is one partition. Compaction keeps the live set in
+// memory twice (the groups' offsets and logState.live's encoded values):
+// about 100 bytes per committed partition.
 package group

@@ -25,6 +25,9 @@ type Log interface {
 	Read(offset int64, maxBytes int) ([]byte, error)
 	// StartOffset is the first offset Read accepts.
 	StartOffset() int64
+	// DeleteBefore moves the log start to offset, durably (compaction).
+	// offset is never past an end that WaitDurable returned for.
+	DeleteBefore(ctx context.Context, offset int64) error
 }
 
 const replayReadBytes = 1 << 20
@@ -35,10 +38,23 @@ type loaded struct {
 	offsets map[TopicPartition]Offset
 }
 
+// replayed is what replay found in the log.
+type replayed struct {
+	groups map[string]*loaded
+	// live is the latest value of every key whose latest record applied is
+	// not a tombstone, under the key as the coordinator writes it: what a
+	// compaction copies.
+	live  map[string][]byte
+	start int64 // the log's start and end offsets
+	end   int64
+	bytes int64 // batch bytes between them
+}
+
 // replay reads the whole log; for each key the latest record wins and a
 // tombstone deletes.
-func replay(log Log, logger *slog.Logger) (map[string]*loaded, error) {
+func replay(log Log, logger *slog.Logger) (*replayed, error) {
 	groups := map[string]*loaded{}
+	live := map[string][]byte{}
 	get := func(id string) *loaded {
 		l := groups[id]
 		if l == nil {
@@ -48,12 +64,19 @@ func replay(log Log, logger *slog.Logger) (map[string]*loaded, error) {
 		return l
 	}
 	apply := func(off int64, r kmsg.Record) {
-		if err := applyRecord(get, off, r); err != nil {
+		key, err := applyRecord(get, off, r)
+		switch {
+		case err != nil:
 			logger.Warn("__consumer_offsets: skipping record", "offset", off, "err", err)
+		case r.Value == nil:
+			delete(live, string(key))
+		default:
+			live[string(key)] = bytes.Clone(r.Value) // r.Value is in the read buffer
 		}
 	}
 	skip := func(err error) { logger.Warn("__consumer_offsets: skipping batch", "err", err) }
 	offset := log.StartOffset()
+	out := &replayed{groups: groups, live: live, start: offset}
 	for {
 		data, err := log.Read(offset, replayReadBytes)
 		if err != nil {
@@ -70,34 +93,39 @@ func replay(log Log, logger *slog.Logger) (map[string]*loaded, error) {
 			return nil, fmt.Errorf("replay __consumer_offsets: no progress at %d", offset)
 		}
 		offset = next
+		out.bytes += int64(len(data))
 	}
+	out.end = offset
 	for id, l := range groups {
 		if l.meta == nil && len(l.offsets) == 0 {
 			delete(groups, id)
 		}
 	}
-	return groups, nil
+	return out, nil
 }
 
-func applyRecord(get func(string) *loaded, off int64, r kmsg.Record) error {
+// applyRecord applies one record to what replay found and returns its key
+// as the coordinator writes it (keys of version 0 and 1 name the same
+// offset).
+func applyRecord(get func(string) *loaded, off int64, r kmsg.Record) ([]byte, error) {
 	if len(r.Key) < 2 {
-		return fmt.Errorf("key of %d bytes", len(r.Key))
+		return nil, fmt.Errorf("key of %d bytes", len(r.Key))
 	}
 	switch v := int16(binary.BigEndian.Uint16(r.Key)); v {
 	case 0, 1:
 		var k kmsg.OffsetCommitKey
 		if err := k.ReadFrom(r.Key); err != nil {
-			return fmt.Errorf("offset key: %w", err)
+			return nil, fmt.Errorf("offset key: %w", err)
 		}
 		l := get(k.Group)
 		tp := TopicPartition{Topic: k.Topic, Partition: k.Partition}
 		if r.Value == nil {
 			delete(l.offsets, tp)
-			return nil
+			return offsetKey(k.Group, tp), nil
 		}
 		var val kmsg.OffsetCommitValue
 		if err := val.ReadFrom(r.Value); err != nil {
-			return fmt.Errorf("offset value for %s: %w", k.Group, err)
+			return nil, fmt.Errorf("offset value for %s: %w", k.Group, err)
 		}
 		epoch := int32(-1)
 		if val.Version >= 3 {
@@ -110,25 +138,26 @@ func applyRecord(get func(string) *loaded, off int64, r kmsg.Record) error {
 			CommitTime:  time.UnixMilli(val.CommitTimestamp),
 			pos:         off,
 		}
+		return offsetKey(k.Group, tp), nil
 	case 2:
 		var k kmsg.GroupMetadataKey
 		if err := k.ReadFrom(r.Key); err != nil {
-			return fmt.Errorf("group key: %w", err)
+			return nil, fmt.Errorf("group key: %w", err)
 		}
 		l := get(k.Group)
 		if r.Value == nil {
 			l.meta = nil
-			return nil
+			return metadataKey(k.Group), nil
 		}
 		var val kmsg.GroupMetadataValue
 		if err := val.ReadFrom(r.Value); err != nil {
-			return fmt.Errorf("group value for %s: %w", k.Group, err)
+			return nil, fmt.Errorf("group value for %s: %w", k.Group, err)
 		}
 		l.meta = &val
+		return metadataKey(k.Group), nil
 	default:
-		return fmt.Errorf("key version %d is not written by this coordinator", v)
+		return nil, fmt.Errorf("key version %d is not written by this coordinator", v)
 	}
-	return nil
 }
 
 // restoreGroup rebuilds a group from what replay found. Members come back

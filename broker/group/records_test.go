@@ -94,9 +94,16 @@ func TestReplayLatestValueWins(t *testing.T) {
 		// An offsets-only group (a client that assigns itself).
 		encodeBatch([]Record{{Key: offsetKey("simple", tp1), Value: offsetValue(Offset{Offset: 77})}}, t0),
 	)
-	found, err := replay(log, slog.New(slog.DiscardHandler))
+	res, err := replay(log, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
+	found := res.groups
 	require.Len(t, found, 2, "the deleted group is gone")
+	assert.Equal(t, map[string][]byte{
+		string(offsetKey("g", tp0)):      at(3).Value,
+		string(metadataKey("g")):         meta.Value,
+		string(offsetKey("simple", tp1)): offsetValue(Offset{Offset: 77}),
+	}, res.live, "live: the latest value of every key not tombstoned")
+	assert.Equal(t, log.EndOffset(), res.end)
 
 	later := t0.Add(time.Hour)
 	rg := restoreGroup("g", found["g"], testSettings(), later)
@@ -135,12 +142,16 @@ func TestReplaySkipsWhatItDidNotWrite(t *testing.T) {
 		encodeBatch([]Record{{Key: offsetKey("g", TopicPartition{"t", 0}), Value: []byte{0}}}, t0), // undecodable value
 	)
 	var logged bytes.Buffer
-	found, err := replay(log, slog.New(slog.NewTextHandler(&logged, nil)))
+	res, err := replay(log, slog.New(slog.NewTextHandler(&logged, nil)))
 	require.NoError(t, err)
+	found := res.groups
 	require.Contains(t, found, "g")
 	assert.NotContains(t, found, "z")
 	assert.Equal(t, int64(1), found["g"].offsets[TopicPartition{"t", 0}].Offset)
 	assert.Equal(t, 4, bytes.Count(logged.Bytes(), []byte("skipping")), logged.String())
+	assert.Equal(t, map[string][]byte{
+		string(offsetKey("g", TopicPartition{"t", 0})): offsetValue(Offset{Offset: 1}),
+	}, res.live, "what replay skipped is not live: a compaction drops it, and replay's state stays the same")
 }
 
 func TestReplayFailsOnCorruptLog(t *testing.T) {

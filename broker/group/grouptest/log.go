@@ -23,7 +23,9 @@ type Log struct {
 	held       chan struct{}
 	durableErr error
 	appendErr  error
+	deleteErr  error
 	appends    int
+	deletes    int
 }
 
 // NewLog wraps eng.
@@ -94,6 +96,21 @@ func (l *Log) Read(offset int64, maxBytes int) ([]byte, error) {
 // StartOffset implements group.Log.
 func (l *Log) StartOffset() int64 { return l.eng.StartOffset() }
 
+// DeleteBefore implements group.Log: it fails if FailDeleteBefore set an
+// error, else moves the engine's log start.
+func (l *Log) DeleteBefore(_ context.Context, offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.deleteErr != nil {
+		return l.deleteErr
+	}
+	if err := l.eng.DeleteBefore(offset); err != nil {
+		return err
+	}
+	l.deletes++
+	return nil
+}
+
 // EndOffset is the engine's end offset.
 func (l *Log) EndOffset() int64 { return l.eng.EndOffset() }
 
@@ -102,6 +119,13 @@ func (l *Log) Appends() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.appends
+}
+
+// Deletes counts successful DeleteBefore calls.
+func (l *Log) Deletes() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deletes
 }
 
 // HoldDurable makes WaitDurable block until ReleaseDurable.
@@ -139,4 +163,13 @@ func (l *Log) FailDurable(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.durableErr = err
+}
+
+// FailDeleteBefore makes every later DeleteBefore return err without
+// moving the log start (nil: succeed again): a compaction stops between
+// its durable copy and the deletion, as a crash there would leave it.
+func (l *Log) FailDeleteBefore(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.deleteErr = err
 }
