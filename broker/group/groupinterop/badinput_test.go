@@ -12,17 +12,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka/broker/group"
-	"github.com/minikafka/minikafka/interop/interoptest"
 )
 
 // TestBadGroupRequestsOverTheWire sends malformed group requests through a
 // real connection: each gets the error code clients expect, and a group
 // consumer running alongside keeps reading.
 func TestBadGroupRequestsOverTheWire(t *testing.T) {
-	s := interoptest.Broker("memory").Start(t, 1)
+	s := brokerTarget("memory").Start(t, 1)
 	createTopic(t, s.Addr, "t", partitions)
 	out := make(chan rec, 10*records)
-	franzClient.start(t, s.Addr, "healthy", "t", out)
+	franzClient.start(t, s.Addr, "healthy", "t", longSession, out)
 	waitAssigned(t, s.Addr, "healthy", "t", 1, partitions)
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr))

@@ -27,7 +27,7 @@ type franzConsumer struct {
 	done chan struct{}
 }
 
-func startFranz(t *testing.T, addr, group, topic string, out chan<- rec) consumer {
+func startFranz(t *testing.T, addr, group, topic string, session time.Duration, out chan<- rec) consumer {
 	t.Helper()
 	k := &killSwitch{}
 	cl, err := kgo.NewClient(
@@ -35,8 +35,8 @@ func startFranz(t *testing.T, addr, group, topic string, out chan<- rec) consume
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.SessionTimeout(sessionTimeout),
-		kgo.HeartbeatInterval(500*time.Millisecond),
+		kgo.SessionTimeout(session),
+		kgo.HeartbeatInterval(heartbeatInterval),
 		kgo.AutoCommitInterval(200*time.Millisecond),
 		kgo.FetchMaxWait(200*time.Millisecond),
 		kgo.Dialer(k.DialContext),
@@ -91,15 +91,21 @@ func (h saramaHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.Cons
 	return nil
 }
 
-func startSarama(t *testing.T, addr, group, topic string, out chan<- rec) consumer {
+func startSarama(t *testing.T, addr, group, topic string, session time.Duration, out chan<- rec) consumer {
 	t.Helper()
 	k := &killSwitch{}
 	cfg := sarama.NewConfig()
 	cfg.Version = sarama.V2_8_0_0
 	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
 	cfg.Consumer.Offsets.AutoCommit.Interval = 200 * time.Millisecond
-	cfg.Consumer.Group.Session.Timeout = sessionTimeout
-	cfg.Consumer.Group.Heartbeat.Interval = 500 * time.Millisecond
+	cfg.Consumer.Group.Session.Timeout = session
+	cfg.Consumer.Group.Heartbeat.Interval = heartbeatInterval
+	// sarama waits 2 s before retrying a failed join (REBALANCE_IN_PROGRESS
+	// included) and 250 ms before retrying metadata: that, not the broker,
+	// was most of its time in these tests.
+	cfg.Consumer.Group.Rebalance.Retry.Backoff = 100 * time.Millisecond
+	cfg.Consumer.Retry.Backoff = 100 * time.Millisecond
+	cfg.Metadata.Retry.Backoff = 50 * time.Millisecond
 	cfg.Consumer.MaxWaitTime = 200 * time.Millisecond
 	cfg.Net.Proxy.Enable = true
 	cfg.Net.Proxy.Dialer = k
@@ -154,14 +160,14 @@ func kcatPath(t *testing.T) string {
 	return ""
 }
 
-func startKcat(t *testing.T, addr, group, topic string, out chan<- rec) consumer {
+func startKcat(t *testing.T, addr, group, topic string, session time.Duration, out chan<- rec) consumer {
 	t.Helper()
 	cmd := exec.Command(kcatPath(t), "-b", addr, "-G", group, "-q", "-u",
 		"-f", "%p\t%o\t%s\n",
 		"-X", "auto.offset.reset=earliest",
 		"-X", "partition.assignment.strategy=cooperative-sticky",
-		"-X", "session.timeout.ms="+strconv.Itoa(int(sessionTimeout.Milliseconds())),
-		"-X", "heartbeat.interval.ms=500",
+		"-X", "session.timeout.ms="+strconv.Itoa(int(session.Milliseconds())),
+		"-X", "heartbeat.interval.ms="+strconv.Itoa(int(heartbeatInterval.Milliseconds())),
 		"-X", "auto.commit.interval.ms=200",
 		"-X", "fetch.wait.max.ms=100",
 		topic)

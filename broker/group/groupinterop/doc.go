@@ -11,5 +11,10 @@
 // results/groups.md live here too (TestChurn, TestSettle), as tests that
 // report numbers and check only the targets' hard bounds.
 //
+// The brokers here let members ask for session timeouts down to 1 s
+// (broker.Config.Groups), so a killed member is noticed in 2 s rather than
+// Kafka's minimum of 6; the scenarios run concurrently (they mostly wait on
+// rebalances and timers), which keeps the package to a few seconds.
+//
 // The package has no code outside its tests.
 package groupinterop

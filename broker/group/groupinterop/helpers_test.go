@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,14 +13,26 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/minikafka/minikafka/broker"
+	"github.com/minikafka/minikafka/broker/brokertest"
 	"github.com/minikafka/minikafka/engine"
 	"github.com/minikafka/minikafka/interop/interoptest"
 )
 
-// sessionTimeout is the shortest the broker allows (Kafka's
-// group.min.session.timeout.ms): how long a killed member keeps its
-// partitions.
-const sessionTimeout = 6 * time.Second
+// Session timeouts the consumers ask for. shortSession is how long a
+// killed member keeps its partitions: Kafka's minimum
+// (group.min.session.timeout.ms, 6 s) would make that scenario wait 6 s, so
+// the brokers here allow down to minSessionTimeout (Config.Groups).
+// longSession is for the scenarios that wait for no expiry: a member of a
+// loaded test machine is never taken for dead there (a spurious rebalance
+// could deliver a record twice). heartbeatInterval is short: members learn
+// of a rebalance at their next heartbeat.
+const (
+	shortSession      = 2 * time.Second
+	longSession       = 10 * time.Second
+	minSessionTimeout = time.Second
+	heartbeatInterval = 100 * time.Millisecond
+)
 
 // rec is one consumed record.
 type rec struct {
@@ -39,9 +50,9 @@ func testCtx(t *testing.T) context.Context {
 // client is one Kafka client library driven as a group consumer.
 type client struct {
 	name string
-	// start runs a consumer of topic in group, sending every record it
-	// reads to out.
-	start func(t *testing.T, addr, group, topic string, out chan<- rec) consumer
+	// start runs a consumer of topic in group with the given session
+	// timeout, sending every record it reads to out.
+	start func(t *testing.T, addr, group, topic string, session time.Duration, out chan<- rec) consumer
 }
 
 // consumer is a running group consumer.
@@ -53,6 +64,54 @@ type consumer interface {
 }
 
 var clients = []client{franzClient, saramaClient, kcatClient}
+
+func clientNames() []string {
+	var out []string
+	for _, c := range clients {
+		out = append(out, c.name)
+	}
+	return out
+}
+
+func targetNames(ts []interoptest.Target) []string {
+	var out []string
+	for _, tg := range ts {
+		out = append(out, tg.Name)
+	}
+	return out
+}
+
+// concurrently runs fn(t, i) as the subtest names[i], all at once, and
+// returns when every one is done. t.Parallel would cap them at -parallel
+// (GOMAXPROCS: 2 on the test machine); these scenarios spend their time
+// waiting on rebalances, heartbeats and fetch waits, not on the CPU, so
+// they overlap well beyond that. (testing allows t.Run from several
+// goroutines at once.)
+func concurrently(t *testing.T, names []string, fn func(t *testing.T, i int)) {
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.Run(name, func(t *testing.T) { fn(t, i) })
+		}()
+	}
+	wg.Wait()
+}
+
+// stopAll stops consumers at once: one by one, each leaving would send the
+// others through a rebalance first.
+func stopAll(cs ...consumer) {
+	var wg sync.WaitGroup
+	for _, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.Stop()
+		}()
+	}
+	wg.Wait()
+}
 
 func admin(t *testing.T, addr string) *kadm.Client {
 	t.Helper()
@@ -251,15 +310,29 @@ func (k *killSwitch) kill() {
 // only the engines that survive a restart.
 func brokerTargets(durable bool) []interoptest.Target {
 	var out []interoptest.Target
-	for _, tg := range interoptest.Targets() {
-		if tg.Name == interoptest.Kfake.Name {
-			continue
-		}
-		d, err := engine.Lookup(strings.TrimPrefix(tg.Name, "broker/"))
+	for _, name := range engine.Names() {
+		d, err := engine.Lookup(name)
 		if err != nil || (durable && !d.Caps.Durable) {
 			continue
 		}
-		out = append(out, tg)
+		out = append(out, brokerTarget(name))
 	}
 	return out
+}
+
+// brokerTarget is interoptest.Broker (topic auto-creation, sync=always) with
+// the session timeout bounds lowered to minSessionTimeout.
+func brokerTarget(engineName string) interoptest.Target {
+	return interoptest.Target{Name: "broker/" + engineName, Start: func(t testing.TB, partitions int32) *interoptest.Server {
+		t.Helper()
+		d, err := engine.Lookup(engineName)
+		require.NoError(t, err)
+		b := brokertest.Start(t, brokertest.Engine(engineName), brokertest.Configure(func(c *broker.Config) {
+			c.DefaultPartitions = partitions
+			c.AutoCreate = true
+			c.EngineOptions.Sync = engine.SyncAlways
+			c.Groups.MinSessionTimeout = minSessionTimeout
+		}))
+		return &interoptest.Server{Name: "broker/" + engineName, Addr: b.Addr, Durable: d.Caps.Durable, Restart: b.Restart}
+	}}
 }

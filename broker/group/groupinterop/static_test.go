@@ -27,8 +27,10 @@ func TestStaticMemberRestartKeepsPartitions(t *testing.T) {
 			start := func(instance string, count bool) *kgo.Client {
 				opts := []kgo.Opt{
 					kgo.SeedBrokers(s.Addr), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("t"),
-					kgo.InstanceID(instance), kgo.SessionTimeout(sessionTimeout),
-					kgo.HeartbeatInterval(500 * time.Millisecond), kgo.FetchMaxWait(200 * time.Millisecond),
+					// A session long enough that the restarting member is never
+					// taken for dead, however slow the machine.
+					kgo.InstanceID(instance), kgo.SessionTimeout(10 * time.Second),
+					kgo.HeartbeatInterval(heartbeatInterval), kgo.FetchMaxWait(200 * time.Millisecond),
 				}
 				if count {
 					opts = append(opts, kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
