@@ -72,10 +72,10 @@ type logState struct {
 	end   int64 // log end after the coordinator's latest append
 	bytes int64 // batch bytes between start and end
 
-	closed      bool          // Close began: no new compaction
-	compacting  bool          // a compaction runs; idle closes when it ends
-	idle        chan struct{} //
-	retryBytes  int64         // after a failed compaction: the size to reach before the next
+	closed      bool // Close began: no new compaction
+	compacting  bool // a compaction runs; idle is closed when it ends
+	idle        chan struct{}
+	retryBytes  int64 // after a failed compaction: the size to reach before the next
 	compactions int
 }
 
@@ -149,9 +149,10 @@ func (c *Coordinator) maybeCompact() {
 	}()
 }
 
-// Compact runs a compaction now, after the one under way if any, and
-// returns its outcome. Compactions also start by themselves (see Config);
-// this is for tests and operators.
+// Compact runs a compaction now, whatever the thresholds, after the one
+// under way if any, and returns its outcome (an error once Close began).
+// Compactions start by themselves (see Config); this is for tests and
+// tools.
 func (c *Coordinator) Compact(ctx context.Context) error {
 	l := &c.lg
 	for {
@@ -228,6 +229,9 @@ func (c *Coordinator) compact() error {
 	// in keys or was tombstoned by then.
 	first, firstBytes, copyEnd := l.end, l.bytes, l.end
 	l.mu.Unlock()
+	if c.compactHook != nil {
+		c.compactHook()
+	}
 	slices.Sort(keys) // a group's metadata and offsets end up together
 	started := c.cfg.Clock.Now()
 	for i := 0; i < len(keys); {

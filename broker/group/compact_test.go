@@ -405,6 +405,39 @@ func TestCompactionConcurrentCommits(t *testing.T) {
 	check("after a restart")
 }
 
+// TestCompactionRacesWithWrites: between the moment a compaction takes
+// the live keys and its copy, one key gets a newer value, a group is
+// deleted and a new key appears. None of them is undone by the copy, in
+// the running coordinator or after a restart.
+func TestCompactionRacesWithWrites(t *testing.T) {
+	e := newEnv(t, topicsTU)
+	commitAll(t, e, "a", "", -1, tpo{"t", 0, 1}, tpo{"t", 1, 1}, tpo{"t", 2, 1})
+	commitAll(t, e, "b", "", -1, tpo{"t", 0, 1})
+	before := e.c.LogStats()
+	group.SetCompactHook(e.c, func() {
+		commitAll(t, e, "a", "", -1, tpo{"t", 0, 2})
+		del := kmsg.NewPtrDeleteGroupsRequest()
+		del.Groups = []string{"b"}
+		assert.Zero(t, e.c.DeleteGroups(context.Background(), del).Groups[0].ErrorCode)
+		commitAll(t, e, "c", "", -1, tpo{"t", 5, 7})
+	})
+	require.NoError(t, e.c.Compact(context.Background()))
+	group.SetCompactHook(e.c, nil)
+	st := e.c.LogStats()
+	assert.Equal(t, before.EndOffset, st.StartOffset, "the log starts where the keys were taken")
+	assert.Equal(t, 3+1, st.LiveKeys, "a: 3 offsets, c: 1")
+
+	check := func(when string) {
+		t.Helper()
+		assert.Equal(t, []int64{2, 1, 1}, e.fetch("a", 0, 1, 2), "%s: the newer value stays", when)
+		assert.Equal(t, []int64{7}, e.fetch("c", 5), "%s: the key written during the compaction stays", when)
+		assert.Equal(t, map[string]string{"a": "Empty", "c": "Empty"}, e.listGroups(), "%s: b stays deleted", when)
+	}
+	check("running")
+	e.restart()
+	check("after a restart")
+}
+
 // TestCloseStopsCompaction: Close does not wait for a compaction's copy to
 // become durable; nothing is deleted, and the log replays to the same
 // state.

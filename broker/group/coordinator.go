@@ -155,6 +155,9 @@ type Coordinator struct {
 	nextWaiter Waiter
 
 	lg logState // __consumer_offsets: every append goes through c.append
+	// compactHook, if set (by tests, before any compaction), runs in every
+	// compaction between taking the live keys and copying them.
+	compactHook func()
 }
 
 // entry is one group with its lock and timer. Lock order: entry.mu, then

@@ -21,3 +21,7 @@ func WaitCompactionIdle(c *Coordinator) { c.waitCompaction() }
 // WaitStores returns once every store under way (group metadata written
 // in the background) is durable or failed. Nothing may start one meanwhile.
 func WaitStores(c *Coordinator) { c.bg.Wait() }
+
+// SetCompactHook makes every later compaction call f between taking the
+// live keys and copying them: where commits and deletions race with it.
+func SetCompactHook(c *Coordinator, f func()) { c.compactHook = f }
