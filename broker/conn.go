@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -221,8 +222,8 @@ func (c *conn) handlerPanic(a *api, v any) error {
 
 func (c *conn) logReadError(err error) {
 	switch {
-	case errors.Is(err, io.EOF):
-		c.log.Debug("client closed the connection")
+	case errors.Is(err, io.EOF) || clientGone(err):
+		c.log.Debug("client closed the connection", "err", err)
 	case c.readCtx.Err() != nil && c.s.shuttingDown():
 		c.log.Debug("stopped reading for shutdown")
 	case errors.Is(err, os.ErrDeadlineExceeded):
@@ -320,9 +321,21 @@ func (c *conn) writeFailed(err error) {
 	if err == nil || c.broken {
 		return
 	}
-	c.log.Info("closing connection: write failed", "err", err)
+	if clientGone(err) {
+		// The client hung up first: the ordinary end of a connection.
+		c.log.Debug("closing connection: client gone", "err", err)
+	} else {
+		c.log.Info("closing connection: write failed", "err", err)
+	}
 	c.broken = true
 	c.fail()
+}
+
+// clientGone reports whether a write failed because the peer had already
+// closed (or reset) the connection, or because we closed it after its EOF.
+func clientGone(err error) bool {
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, syscall.ECONNRESET)
 }
 
 // fail kills the connection: reads stop, waiting phases are cancelled.

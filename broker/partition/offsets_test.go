@@ -68,6 +68,8 @@ func TestListOffsetByTimestamp(t *testing.T) {
 		b := batchtest.Make(t, batchtest.Spec{Values: vals, Timestamps: ts, Codec: codecs[i%len(codecs)]})
 		app, err := p.Append(b)
 		require.NoError(t, err)
+		// Lookups see committed records only: wait for the high watermark.
+		require.NoError(t, p.WaitHighWatermark(ctxT(t), app.LastOffset+1))
 		for j := range ts {
 			all = append(all, batchtest.Record{Offset: app.BaseOffset + int64(j), Timestamp: ts[j]})
 		}

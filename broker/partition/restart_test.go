@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -122,6 +123,7 @@ func snapshots(t *testing.T, fs vfs.FS, dir string) []string {
 			out = append(out, n)
 		}
 	}
+	slices.Sort(out) // zero-padded offsets: oldest first
 	return out
 }
 

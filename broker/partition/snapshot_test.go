@@ -2,6 +2,7 @@ package partition_test
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -77,7 +78,13 @@ func TestPeriodicSnapshotsAndExpiry(t *testing.T) {
 				app, err := p.Append(batchtest.Make(t, batchtest.Spec{Values: [][]byte{make([]byte, 2500)}}))
 				require.NoError(t, err)
 				require.NoError(t, p.WaitHighWatermark(ctx, app.LastOffset+1))
-				waitFor(t, "snapshot", func() bool { return len(snapshots(t, mem, dir)) >= min(i+1, 3) })
+				// Written after the batch is durable, then the oldest pruned:
+				// wait for both, the newest name being this batch's end.
+				newest := fmt.Sprintf("producer-%020d.snapshot", app.LastOffset+1)
+				waitFor(t, newest, func() bool {
+					s := snapshots(t, mem, dir)
+					return len(s) == min(i+1, 3) && s[len(s)-1] == newest
+				})
 			}
 			require.Len(t, snapshots(t, mem, dir), 3, "only the newest three are kept")
 			_, known := p.ProducerState().Producer(6)
