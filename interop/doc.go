@@ -1,5 +1,6 @@
 // Package interop holds the real-client interoperability tests: franz-go,
-// sarama and kcat (librdkafka) produce to and consume from mini-kafka's
+// sarama, kcat (librdkafka) and kafka-python (a Python script under
+// testdata, run by Debian's python3) produce to and consume from mini-kafka's
 // broker over every registered engine, with every compression codec, and
 // across a broker restart. franz-go's in-memory fake cluster (kfake) runs the
 // same tests as a reference, so a failure that also happens there is the
