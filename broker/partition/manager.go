@@ -6,6 +6,7 @@
 //
 // # On disk
 //
+//	Dir/LOCK                          locked while a Manager has the directory open
 //	Dir/topics.meta                   topics, ids, partition counts, configs (meta.go)
 //	Dir/producer-ids                  the producer id allocator (broker/producer)
 //	Dir/topics/<topic>-<n>/log/       the engine's directory
@@ -39,6 +40,7 @@ package partition
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -135,7 +137,18 @@ type Manager struct {
 
 	quit chan struct{} // closed by Close: background work stops
 	done chan struct{} // closed when the retention loop has exited
+
+	// lock is held on Dir/LOCK while the manager is open: a second broker
+	// on the same directory would interleave appends with this one's.
+	lock io.Closer
 }
+
+// ErrDirLocked is returned by OpenManager when another open manager, in
+// this process or another, holds the data directory.
+var ErrDirLocked = errors.New("data directory in use by another broker")
+
+// lockFileName is the file in Dir that the open manager locks.
+const lockFileName = "LOCK"
 
 // OpenManager opens the data directory and restores every topic, partition
 // and producer state in it. A metadata file written with another engine
@@ -175,6 +188,7 @@ func OpenManager(cfg Config) (*Manager, error) {
 	m := &Manager{cfg: cfg, fs: fs, topics: map[string]*topic{}, quit: make(chan struct{}), done: make(chan struct{})}
 	if err := m.open(); err != nil {
 		m.closePartitions()
+		m.unlock()
 		return nil, err
 	}
 	go m.retentionLoop()
@@ -186,6 +200,11 @@ func (m *Manager) open() error {
 	if err := fs.MkdirAll(fs.PathJoin(dir, topicsDirName), 0o755); err != nil {
 		return fmt.Errorf("partition: create %s: %w", dir, err)
 	}
+	lock, err := fs.Lock(fs.PathJoin(dir, lockFileName))
+	if err != nil {
+		return fmt.Errorf("partition: lock %s: %w (%v)", dir, ErrDirLocked, err)
+	}
+	m.lock = lock
 	if err := syncDirs(fs, fs.PathDir(dir), dir); err != nil {
 		return fmt.Errorf("partition: %w", err)
 	}
@@ -348,7 +367,19 @@ func (m *Manager) Close() error {
 	m.mu.Unlock()
 	close(m.quit)
 	<-m.done
-	return m.closePartitions()
+	err := m.closePartitions()
+	m.unlock()
+	return err
+}
+
+// unlock releases the data directory, once the partitions are closed.
+func (m *Manager) unlock() {
+	if m.lock != nil {
+		if err := m.lock.Close(); err != nil {
+			m.cfg.Logger.Warn("release the data directory lock", "err", err)
+		}
+		m.lock = nil
+	}
 }
 
 // retentionLoop enforces retention on every partition each

@@ -14,6 +14,7 @@ import (
 	"github.com/minikafka/minikafka/broker/partition"
 	"github.com/minikafka/minikafka/engine"
 	"github.com/minikafka/minikafka/engines/memory"
+	"github.com/minikafka/minikafka/engines/segment"
 )
 
 func str(s string) *string { return &s }
@@ -216,4 +217,22 @@ func TestClosedManager(t *testing.T) {
 	assert.ErrorIs(t, m.CreatePartitions("t", 2), engine.ErrClosed)
 	_, _, err = m.InitProducerID()
 	assert.ErrorIs(t, err, engine.ErrClosed)
+}
+
+// TestManagerLocksItsDirectory: a second manager on an open directory is
+// refused with ErrDirLocked and opens nothing; after Close it opens.
+func TestManagerLocksItsDirectory(t *testing.T) {
+	dir := t.TempDir()
+	m, err := partition.OpenManager(partition.Config{Dir: dir, Engine: segment.Name})
+	require.NoError(t, err)
+	_, err = m.CreateTopic("t", 1, nil)
+	require.NoError(t, err)
+
+	_, err = partition.OpenManager(partition.Config{Dir: dir, Engine: segment.Name})
+	require.ErrorIs(t, err, partition.ErrDirLocked)
+
+	require.NoError(t, m.Close())
+	m2 := open(t, segment.Name, dir, engine.Options{})
+	_, err = m2.Partition("t", 0)
+	assert.NoError(t, err, "the first manager's topic is there")
 }

@@ -192,6 +192,10 @@ func TestSIGTERM(t *testing.T) {
 	defer cancel()
 	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte("acknowledged")}).FirstErr())
 
+	// While the child runs, a second broker on its directory is refused.
+	err = run(context.Background(), []string{"-engine", "segment", "-dir", dir, "-addr", "127.0.0.1:0"}, io.Discard, nil)
+	require.ErrorContains(t, err, "in use by another broker")
+
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
