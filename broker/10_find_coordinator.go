@@ -85,6 +85,8 @@ func openGroups(s *Server) (any, error) {
 		MinSessionTimeout:     s.cfg.Groups.MinSessionTimeout,
 		MaxSessionTimeout:     s.cfg.Groups.MaxSessionTimeout,
 		InitialRebalanceDelay: s.cfg.Groups.InitialRebalanceDelay,
+		MaxMembers:            s.cfg.Groups.MaxMembers,
+		OffsetsRetention:      s.cfg.Groups.OffsetsRetention,
 		CompactMinBytes:       s.cfg.Groups.OffsetsCompactMinBytes,
 	})
 	if err != nil {

@@ -118,6 +118,11 @@ type GroupConfig struct {
 	// InitialRebalanceDelay is group.initial.rebalance.delay.ms: how long a
 	// group formed from empty waits for more members; negative means none.
 	InitialRebalanceDelay time.Duration
+	// MaxMembers is group.max.size: a join beyond it gets GROUP_MAX_SIZE_REACHED.
+	MaxMembers int
+	// OffsetsRetention is offsets.retention.minutes: an Empty group's
+	// offsets expire this long after it emptied; negative means never.
+	OffsetsRetention time.Duration
 	// OffsetsCompactMinBytes is the size below which __consumer_offsets is
 	// never compacted; negative turns compaction off.
 	OffsetsCompactMinBytes int64

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/minikafka/minikafka/broker"
+	"github.com/minikafka/minikafka/broker/group"
 	"github.com/minikafka/minikafka/engine"
 )
 
@@ -69,6 +70,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve Go's /debug/pprof/ profiles on -metrics-addr")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug|info|warn|error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "text|json")
+	g := &o.cfg.Groups
+	fs.DurationVar(&g.InitialRebalanceDelay, "group-initial-rebalance-delay", group.DefaultInitialRebalanceDelay, "how long a group formed from empty waits for more members (group.initial.rebalance.delay.ms; 0: none)")
+	fs.DurationVar(&g.MinSessionTimeout, "group-min-session-timeout", group.DefaultMinSessionTimeout, "shortest session timeout a member may ask for (group.min.session.timeout.ms)")
+	fs.DurationVar(&g.MaxSessionTimeout, "group-max-session-timeout", group.DefaultMaxSessionTimeout, "longest session timeout a member may ask for (group.max.session.timeout.ms)")
+	fs.IntVar(&g.MaxMembers, "group-max-size", group.DefaultMaxMembers, "members per group (group.max.size)")
+	fs.DurationVar(&g.OffsetsRetention, "offsets-retention", group.DefaultOffsetsRetention, "an empty group's committed offsets expire this long after it emptied (offsets.retention.minutes; 0: never)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -82,12 +89,36 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("-max-frame-bytes %d: want 1024 to %d", *maxFrame, 1<<30)
 	}
 	o.cfg.DefaultPartitions, o.cfg.MaxFrameBytes = int32(*partitions), int32(*maxFrame)
+	if err := checkGroupFlags(g); err != nil {
+		return o, err
+	}
 	policy, err := engine.ParseSyncPolicy(o.syncPolicy)
 	if err != nil {
 		return o, err
 	}
 	o.cfg.EngineOptions.Sync = policy
 	return o, nil
+}
+
+// checkGroupFlags refuses nonsense and maps the flags' "0: none" and
+// "0: never" onto GroupConfig's negative values (its zero is the default).
+func checkGroupFlags(g *broker.GroupConfig) error {
+	switch {
+	case g.InitialRebalanceDelay < 0 || g.OffsetsRetention < 0:
+		return errors.New("-group-initial-rebalance-delay and -offsets-retention: want 0 or more")
+	case g.MinSessionTimeout <= 0 || g.MaxSessionTimeout < g.MinSessionTimeout:
+		return fmt.Errorf("-group-min-session-timeout %v, -group-max-session-timeout %v: want 0 < min <= max",
+			g.MinSessionTimeout, g.MaxSessionTimeout)
+	case g.MaxMembers < 1:
+		return fmt.Errorf("-group-max-size %d: want at least 1", g.MaxMembers)
+	}
+	if g.InitialRebalanceDelay == 0 {
+		g.InitialRebalanceDelay = -1
+	}
+	if g.OffsetsRetention == 0 {
+		g.OffsetsRetention = -1
+	}
+	return nil
 }
 
 func newLogger(o options, w io.Writer) (*slog.Logger, error) {

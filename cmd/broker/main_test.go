@@ -17,7 +17,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The test binary doubles as the broker command for TestSIGTERM's child.
@@ -43,6 +45,9 @@ func TestFlags(t *testing.T) {
 		{"stray argument", []string{"extra"}, "unexpected arguments"},
 		{"bad log level", []string{"-log-level", "loud", "-dir", t.TempDir()}, "-log-level"},
 		{"bad advertised address", []string{"-advertised-addr", "nohostport", "-dir", t.TempDir(), "-addr", "127.0.0.1:0"}, "advertised"},
+		{"session bounds crossed", []string{"-group-min-session-timeout", "10s", "-group-max-session-timeout", "5s"}, "-group-min-session-timeout"},
+		{"empty groups", []string{"-group-max-size", "0"}, "-group-max-size"},
+		{"negative retention", []string{"-offsets-retention", "-1h"}, "-offsets-retention"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := run(context.Background(), tc.args, io.Discard, nil)
@@ -214,4 +219,38 @@ func TestSIGTERM(t *testing.T) {
 	require.NoError(t, ctx.Err())
 	require.Len(t, fs.Records(), 1, "the acknowledged record survived")
 	assert.Equal(t, "acknowledged", string(fs.Records()[0].Value))
+}
+
+// TestGroupFlags: the group flags reach the coordinator. A JoinGroup whose
+// session timeout is outside the flags' bounds gets INVALID_SESSION_TIMEOUT;
+// one inside them is admitted (MEMBER_ID_REQUIRED, the first step of a join).
+func TestGroupFlags(t *testing.T) {
+	addr, _, _ := startRun(t, "-dir", t.TempDir(), "-addr", "127.0.0.1:0",
+		"-group-min-session-timeout", "2s", "-group-max-session-timeout", "7s",
+		"-group-initial-rebalance-delay", "0", "-offsets-retention", "0")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		session time.Duration
+		want    error
+	}{
+		{1 * time.Second, kerr.InvalidSessionTimeout},
+		{10 * time.Second, kerr.InvalidSessionTimeout},
+		{5 * time.Second, kerr.MemberIDRequired},
+	} {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Version = 5
+		req.Group, req.ProtocolType = "flags", "consumer"
+		req.SessionTimeoutMillis = int32(tc.session.Milliseconds())
+		req.RebalanceTimeoutMillis = 10_000
+		proto := kmsg.NewJoinGroupRequestProtocol()
+		proto.Name = "range"
+		req.Protocols = append(req.Protocols, proto)
+		resp, err := req.RequestWith(ctx, cl)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, kerr.ErrorForCode(resp.ErrorCode), "session timeout %v", tc.session)
+	}
 }
