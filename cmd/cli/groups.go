@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,36 +18,15 @@ func init() {
 	})
 }
 
-// groupSubcommands are the verbs of `groups`; each gets the arguments after
-// its name.
-var groupSubcommands = map[string]func(ctx context.Context, e *env, adm *kadm.Client, args []string) error{
-	"list":     groupsList,
-	"describe": groupsDescribe,
-	"delete":   groupsDelete,
+// groupVerbs are the verbs of `groups`, in the order usage lists them.
+var groupVerbs = []adminVerb{
+	{"list", groupsList},
+	{"describe", groupsDescribe},
+	{"delete", groupsDelete},
 }
 
 func runGroups(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("groups", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	e.addGlobal(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		return usageErr("groups needs one of list, describe, delete")
-	}
-	sub, ok := groupSubcommands[fs.Arg(0)]
-	if !ok {
-		return usageErr("groups %q: want list, describe or delete", fs.Arg(0))
-	}
-	cl, err := e.client()
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(ctx, e.timeout)
-	defer cancel()
-	return sub(ctx, e, kadm.NewClient(cl), fs.Args()[1:])
+	return runAdmin(ctx, e, "groups", groupVerbs, args)
 }
 
 // groupsList prints one group per line: name, state, protocol type.

@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -111,6 +112,44 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 
 func usageErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+}
+
+// adminVerb is one verb of an admin command (topics, groups): it gets the
+// arguments after its name and an admin client.
+type adminVerb struct {
+	name string
+	run  func(ctx context.Context, e *env, adm *kadm.Client, args []string) error
+}
+
+// runAdmin parses the global flags of command noun, picks the verb named
+// by the first argument and runs it with an admin client, within e.timeout.
+func runAdmin(ctx context.Context, e *env, noun string, verbs []adminVerb, args []string) error {
+	fs := flag.NewFlagSet(noun, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	e.addGlobal(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	names := make([]string, len(verbs))
+	for i, v := range verbs {
+		names[i] = v.name
+	}
+	if fs.NArg() == 0 {
+		return usageErr("%s needs one of %s", noun, strings.Join(names, ", "))
+	}
+	i := slices.Index(names, fs.Arg(0))
+	if i < 0 {
+		last := len(names) - 1
+		return usageErr("%s %q: want %s or %s", noun, fs.Arg(0), strings.Join(names[:last], ", "), names[last])
+	}
+	cl, err := e.client()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	return verbs[i].run(ctx, e, kadm.NewClient(cl), fs.Args()[1:])
 }
 
 // run executes the command line args (without the program name) and returns

@@ -20,37 +20,16 @@ func init() {
 	})
 }
 
-// topicSubcommands are the verbs of `topics`; each gets the arguments after
-// its name.
-var topicSubcommands = map[string]func(ctx context.Context, e *env, adm *kadm.Client, args []string) error{
-	"create":   topicsCreate,
-	"list":     topicsList,
-	"describe": topicsDescribe,
-	"delete":   topicsDelete,
+// topicVerbs are the verbs of `topics`, in the order usage lists them.
+var topicVerbs = []adminVerb{
+	{"create", topicsCreate},
+	{"list", topicsList},
+	{"describe", topicsDescribe},
+	{"delete", topicsDelete},
 }
 
 func runTopics(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("topics", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	e.addGlobal(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		return usageErr("topics needs one of create, list, describe, delete")
-	}
-	sub, ok := topicSubcommands[fs.Arg(0)]
-	if !ok {
-		return usageErr("topics %q: want create, list, describe or delete", fs.Arg(0))
-	}
-	cl, err := e.client()
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(ctx, e.timeout)
-	defer cancel()
-	return sub(ctx, e, kadm.NewClient(cl), fs.Args()[1:])
+	return runAdmin(ctx, e, "topics", topicVerbs, args)
 }
 
 // configFlag collects repeated -config key=value pairs.
