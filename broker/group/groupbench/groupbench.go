@@ -40,8 +40,8 @@ func (a Assignment) Owners() map[int32]string {
 	return o
 }
 
-// covers reports whether every partition in [0, n) has exactly one owner.
-func (a Assignment) covers(n int) bool {
+// Covers reports whether every partition in [0, n) has exactly one owner.
+func (a Assignment) Covers(n int) bool {
 	count := map[int32]int{}
 	for _, ps := range a {
 		for _, p := range ps {
@@ -139,8 +139,8 @@ func (b *Bench) ensureTopic(ctx context.Context, topic string) error {
 // partition, each once, and returns that assignment.
 func (b *Bench) waitSettled(ctx context.Context, adm *kadm.Client, group string, n int) (Assignment, error) {
 	for {
-		a, state, err := b.describe(ctx, adm, group)
-		if err == nil && state == "Stable" && len(a) == n && a.covers(b.Partitions) {
+		a, state, err := Describe(ctx, adm, group, b.Topic)
+		if err == nil && state == "Stable" && len(a) == n && a.Covers(b.Partitions) {
 			return a, nil
 		}
 		select {
@@ -151,7 +151,9 @@ func (b *Bench) waitSettled(ctx context.Context, adm *kadm.Client, group string,
 	}
 }
 
-func (b *Bench) describe(ctx context.Context, adm *kadm.Client, group string) (Assignment, string, error) {
+// Describe returns group's state and each member's partitions of topic,
+// sorted, from DescribeGroups.
+func Describe(ctx context.Context, adm *kadm.Client, group, topic string) (Assignment, string, error) {
 	gs, err := adm.DescribeGroups(ctx, group)
 	if err != nil {
 		return nil, "", err
@@ -168,7 +170,7 @@ func (b *Bench) describe(ctx context.Context, adm *kadm.Client, group string) (A
 		}
 		a[m.MemberID] = []int32{}
 		for _, t := range c.Topics {
-			if t.Topic == b.Topic {
+			if t.Topic == topic {
 				a[m.MemberID] = append(a[m.MemberID], t.Partitions...)
 			}
 		}

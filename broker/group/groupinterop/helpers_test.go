@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/minikafka/minikafka/broker"
 	"github.com/minikafka/minikafka/broker/brokertest"
+	"github.com/minikafka/minikafka/broker/group/groupbench"
 	"github.com/minikafka/minikafka/engine"
 	"github.com/minikafka/minikafka/interop/interoptest"
 )
@@ -190,7 +190,7 @@ func drainNone(t *testing.T, out <-chan rec) {
 }
 
 // assignment is who owns which partitions of one topic.
-type assignment map[string][]int32
+type assignment = groupbench.Assignment
 
 // waitAssigned waits until group is Stable with exactly members members
 // that own every one of the topic's partitions, each once, and returns the
@@ -201,8 +201,8 @@ func waitAssigned(t *testing.T, addr, group, topic string, members, partitions i
 	ctx := testCtx(t)
 	var last string
 	for {
-		a, state, err := describe(ctx, adm, group, topic)
-		if err == nil && state == "Stable" && len(a) == members && a.covers(partitions) {
+		a, state, err := groupbench.Describe(ctx, adm, group, topic)
+		if err == nil && state == "Stable" && len(a) == members && a.Covers(partitions) {
 			return a
 		}
 		last = fmt.Sprintf("state %s, assignment %v, err %v", state, a, err)
@@ -212,61 +212,6 @@ func waitAssigned(t *testing.T, addr, group, topic string, members, partitions i
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-}
-
-func describe(ctx context.Context, adm *kadm.Client, group, topic string) (assignment, string, error) {
-	gs, err := adm.DescribeGroups(ctx, group)
-	if err != nil {
-		return nil, "", err
-	}
-	g := gs[group]
-	if g.Err != nil {
-		return nil, g.State, g.Err
-	}
-	a := assignment{}
-	for _, m := range g.Members {
-		c, ok := m.Assigned.AsConsumer()
-		if !ok {
-			return nil, g.State, fmt.Errorf("member %s: not a consumer assignment", m.MemberID)
-		}
-		a[m.MemberID] = []int32{}
-		for _, tp := range c.Topics {
-			if tp.Topic == topic {
-				a[m.MemberID] = append(a[m.MemberID], tp.Partitions...)
-			}
-		}
-		slices.Sort(a[m.MemberID])
-	}
-	return a, g.State, nil
-}
-
-func (a assignment) covers(partitions int) bool {
-	owned := map[int32]int{}
-	for _, ps := range a {
-		for _, p := range ps {
-			owned[p]++
-		}
-	}
-	if len(owned) != partitions {
-		return false
-	}
-	for p, n := range owned {
-		if n != 1 || p < 0 || int(p) >= partitions {
-			return false
-		}
-	}
-	return true
-}
-
-// owners maps each partition to its member.
-func (a assignment) owners() map[int32]string {
-	o := map[int32]string{}
-	for m, ps := range a {
-		for _, p := range ps {
-			o[p] = m
-		}
-	}
-	return o
 }
 
 // killSwitch is a dialer whose connections can all be cut at once, with
