@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -119,49 +117,11 @@ func testKill9(t *testing.T, engineName string) {
 	require.NoError(t, err)
 	defer cl.Close()
 
-	var (
-		acked   atomic.Int64
-		mu      sync.Mutex
-		errs    []error
-		okIndex = make([]bool, len(recs))
-		wg      sync.WaitGroup
-	)
-	killed := make(chan struct{})
-	go func() {
-		for i := range recs {
-			if i == len(recs)/2 {
-				<-killed
-			}
-			wg.Add(1)
-			cl.Produce(ctx, &kgo.Record{Key: recs[i].Key, Value: recs[i].Value}, func(r *kgo.Record, err error) {
-				defer wg.Done()
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					errs = append(errs, err)
-					return
-				}
-				recs[i].Partition, recs[i].Offset = r.Partition, r.Offset
-				okIndex[i] = true
-				acked.Add(1)
-			})
-		}
-	}()
-	waitFor(t, func() bool { return acked.Load() >= restartRecords/4 }, "a quarter of the records acknowledged")
-	require.NoError(t, child.Kill(), "kill -9")
-	ackedAtKill := acked.Load()
-	child = startChild(t, engineName, dir, addr)
-	close(killed)
-	waitFor(t, func() bool { return acked.Load()+int64(len(errsSnapshot(&mu, &errs))) == restartRecords }, "every record answered")
-	wg.Wait()
-	t.Logf("%d records acknowledged when the broker was killed", ackedAtKill)
+	want, errs, before := produceThrough(t, ctx, cl, recs, func() {
+		require.NoError(t, child.Kill(), "kill -9")
+		child = startChild(t, engineName, dir, addr)
+	})
+	t.Logf("%d records acknowledged when the broker was killed", before)
 	assert.Empty(t, errs, "the producer retries through the crash")
-
-	var want []rec
-	for i, ok := range okIndex {
-		if ok {
-			want = append(want, recs[i])
-		}
-	}
 	checkSame(t, want, consumeAll(t, addr, topic, len(want)))
 }

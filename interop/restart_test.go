@@ -36,59 +36,69 @@ func TestRestartLosesNothingAcknowledged(t *testing.T) {
 		require.NoError(t, err)
 		defer cl.Close()
 
-		var (
-			wg      sync.WaitGroup
-			acked   atomic.Int64
-			mu      sync.Mutex
-			errs    []error
-			okIndex = make([]bool, len(recs))
-		)
-		restarted := make(chan struct{})
-		// Produce in the background; Produce blocks once 200 records are
-		// buffered, so the restart lands while records are in flight.
-		go func() {
-			for i := range recs {
-				if i == len(recs)/2 {
-					<-restarted
-				}
-				wg.Add(1)
-				cl.Produce(ctx, &kgo.Record{Key: recs[i].Key, Value: recs[i].Value}, func(r *kgo.Record, err error) {
-					defer wg.Done()
-					mu.Lock()
-					defer mu.Unlock()
-					if err != nil {
-						errs = append(errs, err)
-						return
-					}
-					recs[i].Partition, recs[i].Offset = r.Partition, r.Offset
-					okIndex[i] = true
-					acked.Add(1)
-				})
-			}
-		}()
-		waitFor(t, func() bool { return acked.Load() >= restartRecords/4 }, "a quarter of the records acknowledged")
-		s.Restart(t)
-		close(restarted)
-		waitFor(t, func() bool { return acked.Load()+int64(len(errsSnapshot(&mu, &errs))) == restartRecords }, "every record answered")
-		wg.Wait()
+		want, errs, _ := produceThrough(t, ctx, cl, recs, func() { s.Restart(t) })
 		assert.Empty(t, errs, "the producer retries through the restart")
 
-		var want []rec
-		for i, ok := range okIndex {
-			if ok {
-				want = append(want, recs[i])
-			}
-		}
 		checkSame(t, want, consumeAll(t, s.Addr, topic, len(want)))
 		s.Restart(t)
 		checkSame(t, want, consumeAll(t, s.Addr, topic, len(want)))
 	})
 }
 
-func errsSnapshot(mu *sync.Mutex, errs *[]error) []error {
-	mu.Lock()
-	defer mu.Unlock()
-	return append([]error(nil), *errs...)
+// produceThrough produces recs with cl (to its default topic) around an
+// interruption of the broker: once a quarter of them are acknowledged it
+// calls interrupt (a restart, a kill -9 and a start), holding the second
+// half back until interrupt returns; Produce blocks once the client's
+// buffer is full, so the interruption lands while records are in flight.
+// When every record is answered it returns those acknowledged, with their
+// partitions and offsets in produce order, the delivery errors, and how
+// many were acknowledged when interrupt was called.
+func produceThrough(t *testing.T, ctx context.Context, cl *kgo.Client, recs []rec, interrupt func()) (acked []rec, errs []error, before int64) {
+	t.Helper()
+	var (
+		wg      sync.WaitGroup
+		n       atomic.Int64
+		mu      sync.Mutex
+		okIndex = make([]bool, len(recs))
+		resumed = make(chan struct{})
+	)
+	answered := func() int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return n.Load() + int64(len(errs))
+	}
+	go func() {
+		for i := range recs {
+			if i == len(recs)/2 {
+				<-resumed
+			}
+			wg.Add(1)
+			cl.Produce(ctx, &kgo.Record{Key: recs[i].Key, Value: recs[i].Value}, func(r *kgo.Record, err error) {
+				defer wg.Done()
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err)
+					return
+				}
+				recs[i].Partition, recs[i].Offset = r.Partition, r.Offset
+				okIndex[i] = true
+				n.Add(1)
+			})
+		}
+	}()
+	waitFor(t, func() bool { return n.Load() >= int64(len(recs)/4) }, "a quarter of the records acknowledged")
+	before = n.Load()
+	interrupt()
+	close(resumed)
+	waitFor(t, func() bool { return answered() == int64(len(recs)) }, "every record answered")
+	wg.Wait()
+	for i, ok := range okIndex {
+		if ok {
+			acked = append(acked, recs[i])
+		}
+	}
+	return acked, errs, before
 }
 
 // waitFor polls cond until it holds or a minute passes.
