@@ -123,7 +123,9 @@ func compare(r recovered, x expect) []string {
 			if missing++; missing <= maxMissing {
 				bad = append(bad, fmt.Sprintf("acknowledged batch %s is missing", describe(w)))
 			}
-		case !ok && w.BaseOffset < r.end:
+		case !ok && w.BaseOffset < r.end && r.start < r.end:
+			// An empty log is exempt: a DeleteBefore that outran a lost,
+			// unsynced tail leaves start = end inside a batch it never kept.
 			bad = append(bad, fmt.Sprintf("batch %s is missing though the log runs to %d", describe(w), r.end))
 		case ok && !sameBatch(got, w):
 			bad = append(bad, fmt.Sprintf("batch at %d is %s, want %s", w.BaseOffset, describe(got), describe(w)))

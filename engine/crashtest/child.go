@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/minikafka/minikafka/engine"
 	"github.com/minikafka/minikafka/engine/enginetest"
@@ -18,6 +19,7 @@ const (
 	envChild = "MINIKAFKA_CRASHTEST_CHILD" // the engine's name: Run is the child
 	envDir   = "MINIKAFKA_CRASHTEST_DIR"   // the log directory
 	envSeed  = "MINIKAFKA_CRASHTEST_SEED"  // the child's seed
+	envSync  = "MINIKAFKA_CRASHTEST_SYNC"  // the child's sync policy
 )
 
 const (
@@ -29,13 +31,17 @@ const (
 	// deleteOneIn: after each of its acknowledgements, the first appender
 	// moves the log start with this chance (one in deleteOneIn).
 	deleteOneIn = 6
+	// killSyncInterval is the flush period of a child under SyncInterval:
+	// short, so that kills land before, during and after flushes.
+	killSyncInterval = 5 * time.Millisecond
 )
 
 // The child's protocol, one line per event on stdout, each written with a
 // single write(2) after the event happened:
 //
 //	opening                       Open (the recovery) is about to be called
-//	ack <base> <records> <size>   Sync returned nil for this batch
+//	ack <base> <records> <size>   Sync returned nil for this batch (a
+//	                              durability promise only under SyncAlways)
 //	del <offset>                  DeleteBefore(offset) is about to be called
 //	deleted <offset>              DeleteBefore(offset) returned nil
 const (
@@ -45,8 +51,8 @@ const (
 	lineDeleted = "deleted"
 )
 
-func killOptions() engine.Options {
-	return engine.Options{Sync: engine.SyncAlways, SegmentBytes: killSegmentBytes}
+func killOptions(p engine.SyncPolicy) engine.Options {
+	return engine.Options{Sync: p, SyncInterval: killSyncInterval, SegmentBytes: killSegmentBytes}
 }
 
 // runChild is the Kill model's child: it appends until it is killed and
@@ -65,8 +71,12 @@ func runChild(d engine.Driver) {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		os.Exit(3)
 	}()
+	policy, err := engine.ParseSyncPolicy(os.Getenv(envSync))
+	if err != nil {
+		die("bad %s: %v", envSync, err)
+	}
 	fmt.Fprintln(os.Stdout, lineOpening)
-	e, err := d.Open(os.Getenv(envDir), killOptions())
+	e, err := d.Open(os.Getenv(envDir), killOptions(policy))
 	if err != nil {
 		die("open: %v", err)
 	}

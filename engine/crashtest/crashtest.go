@@ -101,6 +101,15 @@
 // for. Kill rounds are not reproducible exactly (they depend on timing); the
 // seed reproduces the choices (how many acks, how long to wait, batch sizes).
 //
+// KillSyncInterval and KillSyncNever run the same rounds with the child
+// under those policies (the interval 5 ms). There a Sync promises nothing,
+// so an acknowledged batch may be lost; what is checked is what the log
+// holds: offsets contiguous from a start that honours every DeleteBefore
+// that returned, only whole batches the child wrote, nothing the previous
+// recovery left (it synced) lost, and appends resuming at the end. The
+// Kill reports in results/ measure how much a crash takes under each policy;
+// these check that whatever it takes, it leaves a sound log.
+//
 // # Flags
 //
 //	-crash.seed=N   rerun one seed (0, the default, draws one from the clock)
@@ -139,8 +148,8 @@ var (
 	flagHang  = flag.Duration("crash.hang", 15*time.Second, "crashtest: an engine call taking longer than this is reported as a hang")
 )
 
-// Run runs both crash models against the driver as subtests Kill and
-// PowerLoss. Engines that do not declare Capabilities.Durable are skipped: they
+// Run runs both crash models against the driver as subtests Kill (and
+// KillSyncInterval, KillSyncNever) and PowerLoss. Engines that do not declare Capabilities.Durable are skipped: they
 // promise nothing across a crash.
 func Run(t *testing.T, d engine.Driver) {
 	if os.Getenv(envChild) == "" {
@@ -153,7 +162,9 @@ func Run(t *testing.T, d engine.Driver) {
 	}
 	// Kill first and CallsFail last: an engine goroutine that panics on an
 	// injected error takes the whole test binary down with it.
-	t.Run("Kill", func(t *testing.T) { testKill(t, d, seed()) })
+	t.Run("Kill", func(t *testing.T) { testKill(t, d, engine.SyncAlways, seed()) })
+	t.Run("KillSyncInterval", func(t *testing.T) { testKill(t, d, engine.SyncInterval, seed()) })
+	t.Run("KillSyncNever", func(t *testing.T) { testKill(t, d, engine.SyncNever, seed()) })
 	t.Run("PowerLoss", func(t *testing.T) { testPowerLoss(t, d, seed()) })
 }
 

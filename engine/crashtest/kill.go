@@ -21,17 +21,17 @@ import (
 	"github.com/minikafka/minikafka/engine/enginetest"
 )
 
-func testKill(t *testing.T, d engine.Driver, master uint64) {
+func testKill(t *testing.T, d engine.Driver, policy engine.SyncPolicy, master uint64) {
 	needDurable(t, d)
-	if msg := killRounds(t, d, master, *flagKills); msg != "" {
+	if msg := killRounds(t, d, policy, master, *flagKills); msg != "" {
 		t.Error(msg)
 	}
 }
 
-// killRounds kills and recovers the engine kills times and returns the first
-// failure's report, or "". In a Kill child it runs the child instead and
-// never returns.
-func killRounds(t *testing.T, d engine.Driver, master uint64, kills int) string {
+// killRounds kills and recovers the engine kills times, its child appending
+// under policy, and returns the first failure's report, or "". In a Kill
+// child it runs the child instead and never returns.
+func killRounds(t *testing.T, d engine.Driver, policy engine.SyncPolicy, master uint64, kills int) string {
 	if name := os.Getenv(envChild); name != "" {
 		if name != d.Name {
 			t.Skipf("a Kill child for engine %s, not %s", name, d.Name)
@@ -49,7 +49,7 @@ func killRounds(t *testing.T, d engine.Driver, master uint64, kills int) string 
 		if rng.IntN(5) == 0 {
 			acks, delay = 0, time.Duration(rng.IntN(5_000))*time.Microsecond
 		}
-		run, err := runChildOnce(t, d, dir, rng.Uint64(), acks, delay)
+		run, err := runChildOnce(t, d, policy, dir, rng.Uint64(), acks, delay)
 		if err == nil {
 			err = run.problem()
 		}
@@ -57,7 +57,7 @@ func killRounds(t *testing.T, d engine.Driver, master uint64, kills int) string 
 		if err != nil {
 			bad = append(bad, err.Error())
 		} else {
-			bad = st.reopen(d, dir, run)
+			bad = st.reopen(d, dir, run, policy == engine.SyncAlways)
 		}
 		if len(bad) > 0 {
 			heard := 0
@@ -69,7 +69,7 @@ func killRounds(t *testing.T, d engine.Driver, master uint64, kills int) string 
 				replay(t, fmt.Sprintf("-crash.seed=%d -crash.kills=%d", master, round+1)))
 		}
 	}
-	t.Logf("seed %d: %d kills survived; the log holds %d batches in [%d, %d)", master, kills, len(st.known), st.start, st.acked)
+	t.Logf("seed %d, sync=%s: %d kills survived; the log holds %d batches in [%d, %d)", master, policy, kills, len(st.known), st.start, st.acked)
 	return ""
 }
 
@@ -121,9 +121,10 @@ func (r *childRun) problem() error {
 // acknowledgements (or, if wantAcks is 0, for the child to start opening
 // the log), waits delay more, kills it with SIGKILL and returns everything
 // it said.
-func runChildOnce(t *testing.T, d engine.Driver, dir string, seed uint64, wantAcks int, delay time.Duration) (*childRun, error) {
+func runChildOnce(t *testing.T, d engine.Driver, policy engine.SyncPolicy, dir string, seed uint64, wantAcks int, delay time.Duration) (*childRun, error) {
 	cmd := exec.Command(os.Args[0], "-test.run="+runPattern(t.Name()), "-test.count=1")
-	cmd.Env = append(os.Environ(), envChild+"="+d.Name, envDir+"="+dir, envSeed+"="+strconv.FormatUint(seed, 10))
+	cmd.Env = append(os.Environ(), envChild+"="+d.Name, envDir+"="+dir, envSeed+"="+strconv.FormatUint(seed, 10),
+		envSync+"="+policy.String())
 	stdin, err := cmd.StdinPipe() // the child exits if this closes
 	if err != nil {
 		return nil, err
@@ -215,14 +216,20 @@ type killState struct {
 
 // reopen folds the child's acknowledgements into the state, reopens the
 // log, checks it, appends one batch and closes it. The recovered log becomes
-// the known state for the next round.
-func (st *killState) reopen(d engine.Driver, dir string, run *childRun) []string {
+// the known state for the next round. durable says the child's
+// acknowledgements promised durability (SyncAlways); otherwise they only
+// say what the log may hold, and what must survive is what the last
+// recovery left (synced by its append and Close) and the DeleteBefores that
+// returned.
+func (st *killState) reopen(d engine.Driver, dir string, run *childRun, durable bool) []string {
 	x := expect{startLo: st.start, startHi: st.start, acked: st.acked}
 	known := append(append([]engine.Batch(nil), st.known...), run.acks...)
 	sort.Slice(known, func(i, j int) bool { return known[i].BaseOffset < known[j].BaseOffset })
 	x.batches = known
-	for _, b := range known {
-		x.acked = max(x.acked, b.NextOffset())
+	if durable {
+		for _, b := range known {
+			x.acked = max(x.acked, b.NextOffset())
+		}
 	}
 	for _, off := range run.deleted {
 		x.startLo = max(x.startLo, off)
@@ -236,7 +243,7 @@ func (st *killState) reopen(d engine.Driver, dir string, run *childRun) []string
 		next killState
 	)
 	err := guard("recovery", func() {
-		e, err := d.Open(dir, killOptions())
+		e, err := d.Open(dir, killOptions(engine.SyncAlways))
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("Open after the kill failed: %v", err))
 			return
