@@ -336,3 +336,53 @@ func TestCorruptStartFile(t *testing.T) {
 	_, err := Open(testDir, engine.Options{FS: fs})
 	require.ErrorIs(t, err, engine.ErrCorrupt, "a damaged log start is not guessed")
 }
+
+// TestRecoveryResumesFromCheckpoint: the flusher leaves the active segment a
+// checkpoint index as it syncs, and recovery after a crash trusts the frames
+// before it without scanning them (a damaged frame there is left for reads
+// to find, so the log keeps its full length); a checkpoint that does not fit
+// the file (a damaged frame in the stretch it is verified on) is dropped and
+// the whole segment is scanned.
+func TestRecoveryResumesFromCheckpoint(t *testing.T) {
+	fs := newMem(t)
+	opts := engine.Options{SegmentBytes: 256 << 10} // a checkpoint every 16 KiB synced
+	e := open(t, fs, opts)
+	var bs []engine.Batch
+	for range 60 {
+		bs = append(bs, appendN(t, e, 1, 2, fixed(1000))...)
+		require.NoError(t, e.Sync(context.Background(), e.EndOffset()))
+	}
+	base := crash(fs, 0)
+	cp, err := readIndexFile(base, path(indexName(0)), 0)
+	require.NoError(t, err, "the active segment has a checkpoint index")
+	require.False(t, cp.sealed)
+	require.Greater(t, len(cp.entries), 2)
+	require.Greater(t, cp.end, int64(0))
+	full := readFile(t, base, path(logName(0)))
+
+	t.Run("trusted", func(t *testing.T) {
+		fs := crash(base, 0)
+		damaged := append([]byte(nil), full...)
+		damaged[fileHeaderLen+frameHeaderLen+10] ^= 0xff // inside the first frame, long before the checkpoint
+		writeFile(t, fs, path(logName(0)), damaged)
+		e := open(t, fs, opts)
+		assert.Equal(t, bs[len(bs)-1].NextOffset(), e.EndOffset(), "nothing before the checkpoint was scanned, so nothing was cut")
+		_, err := e.Read(0, 1)
+		assert.ErrorIs(t, err, engine.ErrCorrupt, "the damaged frame is found on read")
+		got, err := e.Read(cp.end, 1<<20)
+		require.NoError(t, err)
+		assert.Equal(t, cp.end, got[0].BaseOffset, "frames after the checkpoint were scanned and kept")
+	})
+
+	t.Run("does not fit", func(t *testing.T) {
+		fs := crash(base, 0)
+		damaged := append([]byte(nil), full...)
+		last := cp.entries[len(cp.entries)-1]
+		damaged[int(last.pos)+frameHeaderLen+10] ^= 0xff // in the frames the checkpoint is verified on
+		writeFile(t, fs, path(logName(0)), damaged)
+		e := open(t, fs, opts)
+		assert.Equal(t, cp.entries[0].rel, uint32(0))
+		assert.Equal(t, int64(last.rel), e.EndOffset(), "a full scan cut the log at the damaged frame")
+		requireBatches(t, bs[:last.rel/2], readAll(t, e), "the frames before it")
+	})
+}
