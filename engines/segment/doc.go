@@ -72,10 +72,8 @@
 // that precedes it. Flag 1, sealed, says the segment takes no more frames:
 // its end is authoritative and any bytes past endPos are dead (the tail cut
 // by Truncate or by recovery). An index without the flag is the active
-// segment's snapshot written by Close, trusted as the whole segment only
-// with the clean-shutdown marker, or a checkpoint the flusher writes while
-// the segment is active (see Recovery); either vouches only for the frames
-// before its endPos, which were durable when it was written. An index that ends a segment early (a cut) and the snapshot are
+// segment's snapshot written by Close, trusted only with the clean-shutdown
+// marker. An index that ends a segment early (a cut) and the snapshot are
 // written with engine.WriteFileAtomic; the index of a segment sealed whole
 // (a roll) is written after the segment's data is durable, through a
 // temporary file and a rename but with no fsync: it is a shortcut, and if a
@@ -129,11 +127,7 @@
 // once; under SyncNever Sync returns at once and Close syncs. Under every
 // policy a rolled segment is fsynced once by the flusher (one fsync per
 // SegmentBytes), so that its sealed index, written after, can be trusted
-// and recovery scans only the active segment. And each time a round has
-// synced another SegmentBytes/16 of the active segment, the flusher writes
-// its index so far as a checkpoint (engine.WriteFileAtomic, after releasing
-// the round's waiters), so that recovery scans at most about that much of
-// it; a segment's checkpoints cost about 1.7 % of its bytes in writes.
+// and recovery scans only the active segment.
 //
 // # Reading
 //
@@ -193,11 +187,7 @@
 //     is authoritative, and segments before it are trusted;
 //  4. scans the segments it passed over, oldest first, checking every
 //     frame's CRC, each up to the next segment's base (the last to the end
-//     of its file); sealed ones found whole get their index written. A
-//     segment whose index file is a checkpoint (not sealed, within the file
-//     and the bound) is scanned from the checkpoint's end instead of its
-//     start, once the frames from its last index entry are found to run,
-//     good, to exactly that end; otherwise the checkpoint is ignored;
+//     of its file); sealed ones found whole get their index written;
 //  5. ends the log at the first torn point: where a scan stops short (a
 //     torn or unsynced tail), or where an authoritative end falls short of
 //     the next segment (an interrupted Truncate). That segment is sealed

@@ -46,16 +46,12 @@ const readBudgetMax = 1 << 40
 // (sync waiters) is taken last or alone. Reads take only segMu, briefly, and
 // a segment's mu to look up its index: never the append lock.
 type Engine struct {
-	fs           vfs.FS
-	dir          string
-	opts         engine.Options
-	log          *slog.Logger
-	segmentBytes int64
-	// checkpointBytes: the flusher writes the active segment a checkpoint
-	// index each time this many more bytes of it are synced, so recovery
-	// after a crash scans at most about this much of it.
-	checkpointBytes int64
-	maxBatchBytes   int // Options.MaxBatchBytes, at most segmentBytesMax (a frame's length has 4 bytes)
+	fs            vfs.FS
+	dir           string
+	opts          engine.Options
+	log           *slog.Logger
+	segmentBytes  int64
+	maxBatchBytes int // Options.MaxBatchBytes, at most segmentBytesMax (a frame's length has 4 bytes)
 
 	start   atomic.Int64
 	end     atomic.Int64
@@ -98,7 +94,6 @@ func Open(dir string, opts engine.Options) (*Engine, error) {
 		quit:          make(chan struct{}),
 		flusherDone:   make(chan struct{}),
 	}
-	e.checkpointBytes = e.segmentBytes / checkpointsPerSegment
 	if err := e.recover(); err != nil {
 		e.releaseAll()
 		return nil, fmt.Errorf("segment engine %s: open: %w", dir, err)

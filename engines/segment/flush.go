@@ -133,7 +133,6 @@ func (e *Engine) flushRound(all bool) {
 	seals := e.sealing
 	e.sealing = nil
 	active := e.active
-	activePos := active.endPos.Load() // the byte where target is: both move under mu
 	dirDirty := e.dirDirty
 	e.dirDirty = false
 	round := e.sm.meter.Begin() // covers every append below target
@@ -170,21 +169,7 @@ func (e *Engine) flushRound(all bool) {
 			e.fail(err)
 		}
 	}
-	if err == nil && syncActive && activePos-active.checkpointed >= e.checkpointBytes {
-		if err = active.writeCheckpoint(target, activePos); err != nil {
-			e.fail(err)
-		}
-		active.checkpointed = activePos
-	}
 }
-
-// checkpointsPerSegment: the active segment gets a checkpoint index every
-// SegmentBytes/checkpointsPerSegment synced bytes. Each rewrites the
-// segment's index so far (about 0.2 % of the bytes it covers) with two
-// fsyncs; over a full segment the 16 of them write about 1.7 % of its size,
-// and a crash's recovery scans at most a sixteenth of a segment plus what
-// the last round wrote, instead of all of it.
-const checkpointsPerSegment = 16
 
 // syncFiles writes the segments' unwritten tails and makes durable, in
 // this order: the sealed segments, the directory, the active segment (only

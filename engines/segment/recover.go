@@ -229,7 +229,7 @@ func (e *Engine) scanTail(s *segment, bound, next int64) (bool, error) {
 		return false, fmt.Errorf("segment %d: open: %w", s.base, err)
 	}
 	s.f = f
-	st, err := scanFromCheckpoint(f, s, bound)
+	st, err := scanSegment(f, s.base, bound)
 	if err != nil {
 		return false, err
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -44,10 +43,6 @@ type segment struct {
 	removed bool         // the files are deleted: write no index for it
 
 	builder indexBuilder // the appender's; guarded by the engine's mu
-
-	// checkpointed is the byte position of the last checkpoint index the
-	// flusher wrote for this segment (0: none since it opened); flusher only.
-	checkpointed int64
 
 	// The unwritten tail of the active segment (see tail.go): bytes
 	// [0, written) are in the file, the rest of [0, endPos) in inflight
@@ -264,14 +259,6 @@ func readIndexFile(fs vfs.FS, path string, base int64) (indexState, error) {
 // returned as such; bad bytes only end the extent. A file whose header is bad
 // has endPos 0.
 func scanSegment(f vfs.File, base, stopAt int64) (indexState, error) {
-	return scanSegmentFrom(f, indexState{base: base, end: base, endPos: fileHeaderLen}, stopAt)
-}
-
-// scanSegmentFrom is scanSegment resumed after the frames from describes (a
-// checkpoint's entries, end and endPos, endPos at a frame boundary): the
-// frames before from.endPos are taken as they are, the file header aside.
-func scanSegmentFrom(f vfs.File, from indexState, stopAt int64) (indexState, error) {
-	base := from.base
 	st := indexState{base: base, end: base}
 	fi, err := f.Stat()
 	if err != nil {
@@ -288,9 +275,8 @@ func scanSegmentFrom(f vfs.File, from indexState, stopAt int64) (indexState, err
 		}
 		return st, err
 	}
-	st.end, st.entries = from.end, slices.Clone(from.entries)
-	b := builderFor(st.entries)
-	pos := from.endPos
+	b := newIndexBuilder()
+	pos := int64(fileHeaderLen)
 	for st.end < stopAt {
 		h, err := r.header(pos, st.end, pos+scanBytes)
 		if err == nil {
@@ -310,56 +296,6 @@ func scanSegmentFrom(f vfs.File, from indexState, stopAt int64) (indexState, err
 	}
 	st.endPos = pos
 	return st, nil
-}
-
-// writeCheckpoint durably writes an index that is not sealed for the active
-// segment, covering its frames up to byte endPos (offset end), all of which
-// the caller has synced. Recovery after a crash resumes its scan there
-// instead of at the segment's start (see scanFromCheckpoint).
-func (s *segment) writeCheckpoint(end, endPos int64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.removed {
-		return nil
-	}
-	st := indexState{base: s.base, end: end, endPos: endPos}
-	for _, e := range s.entries {
-		if int64(e.pos) < endPos {
-			st.entries = append(st.entries, e)
-		}
-	}
-	if err := engine.WriteFileAtomic(s.fs, s.indexPath, encodeIndex(st)); err != nil {
-		return fmt.Errorf("segment %d: write checkpoint: %w", s.base, err)
-	}
-	return nil
-}
-
-// scanFromCheckpoint scans s's file (up to stopAt) from the checkpoint its
-// index file holds, if there is one that fits: not sealed, ending at or
-// below stopAt and within the file. The checkpoint is verified before it is
-// trusted: the frames from its last index entry must run, good, to exactly
-// its end. Otherwise, or without one, the whole file is scanned.
-func scanFromCheckpoint(f vfs.File, s *segment, stopAt int64) (indexState, error) {
-	cp, err := readIndexFile(s.fs, s.indexPath, s.base)
-	if err != nil || cp.sealed || cp.end > stopAt || cp.endPos < fileHeaderLen {
-		return scanSegment(f, s.base, stopAt)
-	}
-	if fi, err := f.Stat(); err != nil || fi.Size() < cp.endPos {
-		return scanSegment(f, s.base, stopAt)
-	}
-	resume := indexState{base: s.base, end: s.base, endPos: fileHeaderLen}
-	if n := len(cp.entries); n > 0 {
-		last := cp.entries[n-1]
-		resume = indexState{base: s.base, end: s.base + int64(last.rel), endPos: int64(last.pos), entries: cp.entries[:n-1]}
-	}
-	check, err := scanSegmentFrom(f, resume, cp.end)
-	if err != nil {
-		return check, err
-	}
-	if check.end != cp.end || check.endPos != cp.endPos {
-		return scanSegment(f, s.base, stopAt) // a checkpoint that does not fit the file
-	}
-	return scanSegmentFrom(f, check, stopAt)
 }
 
 // relFits reports whether a frame at offset can be indexed in s: index
