@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka/broker"
@@ -31,19 +32,38 @@ func TestGroupsConfigSessionTimeouts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := brokertest.Start(t, brokertest.Configure(func(c *broker.Config) { c.Groups = tc.groups }))
-			req := kmsg.NewPtrJoinGroupRequest()
-			req.Version = 5
-			req.Group, req.ProtocolType = "g", "consumer"
-			req.SessionTimeoutMillis = int32(tc.session.Milliseconds())
-			req.RebalanceTimeoutMillis = 10000
-			p := kmsg.NewJoinGroupRequestProtocol()
-			p.Name = "range"
-			req.Protocols = append(req.Protocols, p)
-			resp, err := req.RequestWith(context.Background(), b.Client(t))
-			require.NoError(t, err)
-			assert.Equal(t, tc.want.Code, resp.ErrorCode, "want %v, got %v", tc.want, kerr.ErrorForCode(resp.ErrorCode))
+			got := firstJoin(t, b.Client(t), "g", tc.session)
+			assert.Equal(t, tc.want.Code, got, "want %v, got %v", tc.want, kerr.ErrorForCode(got))
 		})
 	}
+}
+
+// TestGroupsConfigMaxMembers: Config.Groups.MaxMembers is group.max.size; a
+// member waiting for its id counts, so with a maximum of one the second
+// newcomer is turned away.
+func TestGroupsConfigMaxMembers(t *testing.T) {
+	b := brokertest.Start(t, brokertest.Configure(func(c *broker.Config) { c.Groups.MaxMembers = 1 }))
+	cl := b.Client(t)
+	assert.Equal(t, kerr.MemberIDRequired.Code, firstJoin(t, cl, "g", 10*time.Second))
+	assert.Equal(t, kerr.GroupMaxSizeReached.Code, firstJoin(t, cl, "g", 10*time.Second))
+	assert.Equal(t, kerr.MemberIDRequired.Code, firstJoin(t, cl, "other", 10*time.Second), "another group is not affected")
+}
+
+// firstJoin sends a newcomer's JoinGroup (v5, no member id) and returns the
+// error code.
+func firstJoin(t *testing.T, cl *kgo.Client, group string, session time.Duration) int16 {
+	t.Helper()
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Version = 5
+	req.Group, req.ProtocolType = group, "consumer"
+	req.SessionTimeoutMillis = int32(session.Milliseconds())
+	req.RebalanceTimeoutMillis = 10000
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name = "range"
+	req.Protocols = append(req.Protocols, p)
+	resp, err := req.RequestWith(context.Background(), cl)
+	require.NoError(t, err)
+	return resp.ErrorCode
 }
 
 // TestGroupsConfigRefusesInvertedBounds: a minimum session timeout above

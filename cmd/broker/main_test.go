@@ -17,9 +17,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka/broker"
+	"github.com/minikafka/minikafka/broker/group"
 )
 
 // The test binary doubles as the broker command for TestSIGTERM's child.
@@ -221,36 +222,25 @@ func TestSIGTERM(t *testing.T) {
 	assert.Equal(t, "acknowledged", string(fs.Records()[0].Value))
 }
 
-// TestGroupFlags: the group flags reach the coordinator. A JoinGroup whose
-// session timeout is outside the flags' bounds gets INVALID_SESSION_TIMEOUT;
-// one inside them is admitted (MEMBER_ID_REQUIRED, the first step of a join).
+// TestGroupFlags: the group flags fill Config.Groups (whose effect on the
+// coordinator broker's tests show), "0" meaning none or never as Kafka's
+// settings do.
 func TestGroupFlags(t *testing.T) {
-	addr, _, _ := startRun(t, "-dir", t.TempDir(), "-addr", "127.0.0.1:0",
-		"-group-min-session-timeout", "2s", "-group-max-session-timeout", "7s",
-		"-group-initial-rebalance-delay", "0", "-offsets-retention", "0")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	o, err := parseFlags([]string{
+		"-group-min-session-timeout", "2s", "-group-max-session-timeout", "7s", "-group-max-size", "3",
+		"-group-initial-rebalance-delay", "0", "-offsets-retention", "0",
+	}, io.Discard)
 	require.NoError(t, err)
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, tc := range []struct {
-		session time.Duration
-		want    error
-	}{
-		{1 * time.Second, kerr.InvalidSessionTimeout},
-		{10 * time.Second, kerr.InvalidSessionTimeout},
-		{5 * time.Second, kerr.MemberIDRequired},
-	} {
-		req := kmsg.NewPtrJoinGroupRequest()
-		req.Version = 5
-		req.Group, req.ProtocolType = "flags", "consumer"
-		req.SessionTimeoutMillis = int32(tc.session.Milliseconds())
-		req.RebalanceTimeoutMillis = 10_000
-		proto := kmsg.NewJoinGroupRequestProtocol()
-		proto.Name = "range"
-		req.Protocols = append(req.Protocols, proto)
-		resp, err := req.RequestWith(ctx, cl)
-		require.NoError(t, err)
-		assert.Equal(t, tc.want, kerr.ErrorForCode(resp.ErrorCode), "session timeout %v", tc.session)
-	}
+	assert.Equal(t, broker.GroupConfig{
+		MinSessionTimeout: 2 * time.Second, MaxSessionTimeout: 7 * time.Second, MaxMembers: 3,
+		InitialRebalanceDelay: -1, OffsetsRetention: -1,
+	}, o.cfg.Groups)
+
+	o, err = parseFlags(nil, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, broker.GroupConfig{
+		MinSessionTimeout: group.DefaultMinSessionTimeout, MaxSessionTimeout: group.DefaultMaxSessionTimeout,
+		MaxMembers: group.DefaultMaxMembers, InitialRebalanceDelay: group.DefaultInitialRebalanceDelay,
+		OffsetsRetention: group.DefaultOffsetsRetention,
+	}, o.cfg.Groups, "the defaults are the coordinator's")
 }

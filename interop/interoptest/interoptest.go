@@ -69,17 +69,19 @@ func brokerTargets() []Target {
 }
 
 // Broker is mini-kafka's broker, in process, over the named engine, with
-// topic auto-creation and sync=always.
-func Broker(engineName string) Target {
+// topic auto-creation and sync=always; opts change its configuration after
+// that.
+func Broker(engineName string, opts ...brokertest.Option) Target {
 	return Target{Name: "broker/" + engineName, Start: func(t testing.TB, partitions int32) *Server {
 		t.Helper()
 		d, err := engine.Lookup(engineName)
 		require.NoError(t, err)
-		b := brokertest.Start(t, brokertest.Engine(engineName), brokertest.Configure(func(c *broker.Config) {
+		all := append([]brokertest.Option{brokertest.Engine(engineName), brokertest.Configure(func(c *broker.Config) {
 			c.DefaultPartitions = partitions
 			c.AutoCreate = true
 			c.EngineOptions.Sync = engine.SyncAlways
-		}))
+		})}, opts...)
+		b := brokertest.Start(t, all...)
 		return &Server{Name: "broker/" + engineName, Addr: b.Addr, Durable: d.Caps.Durable, Restart: b.Restart}
 	}}
 }

@@ -265,19 +265,10 @@ func brokerTargets(durable bool) []interoptest.Target {
 	return out
 }
 
-// brokerTarget is interoptest.Broker (topic auto-creation, sync=always) with
-// the session timeout bounds lowered to minSessionTimeout.
+// brokerTarget is interoptest.Broker with the session timeout bounds
+// lowered to minSessionTimeout.
 func brokerTarget(engineName string) interoptest.Target {
-	return interoptest.Target{Name: "broker/" + engineName, Start: func(t testing.TB, partitions int32) *interoptest.Server {
-		t.Helper()
-		d, err := engine.Lookup(engineName)
-		require.NoError(t, err)
-		b := brokertest.Start(t, brokertest.Engine(engineName), brokertest.Configure(func(c *broker.Config) {
-			c.DefaultPartitions = partitions
-			c.AutoCreate = true
-			c.EngineOptions.Sync = engine.SyncAlways
-			c.Groups.MinSessionTimeout = minSessionTimeout
-		}))
-		return &interoptest.Server{Name: "broker/" + engineName, Addr: b.Addr, Durable: d.Caps.Durable, Restart: b.Restart}
-	}}
+	return interoptest.Broker(engineName, brokertest.Configure(func(c *broker.Config) {
+		c.Groups.MinSessionTimeout = minSessionTimeout
+	}))
 }
