@@ -3,28 +3,11 @@ package broker
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/minikafka/minikafka/clock"
 	"github.com/minikafka/minikafka/engine"
 )
-
-// errTimedOut is the cause of a context ended by a request's own timeout
-// (as opposed to the connection or the server going away).
-var errTimedOut = errors.New("request timed out")
-
-// withTimeout derives a context that ends after d on clk, with errTimedOut as
-// its cause. d <= 0 means no timeout.
-func withTimeout(ctx context.Context, clk clock.Clock, d time.Duration) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	if d <= 0 {
-		return ctx, func() { cancel(nil) }
-	}
-	t := clk.AfterFunc(d, func() { cancel(errTimedOut) })
-	return ctx, func() { t.Stop(); cancel(nil) }
-}
 
 // errorCode maps an error from the log layer to the Kafka error code a
 // client acts on. The log layer returns kerr values for Kafka-level problems;

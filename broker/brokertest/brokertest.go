@@ -20,6 +20,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/minikafka/minikafka/broker"
+	// A test may start a broker on any engine.
+	_ "github.com/minikafka/minikafka/engines/all"
 )
 
 // Broker is a running in-process broker.

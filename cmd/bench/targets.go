@@ -12,10 +12,7 @@ import (
 	"github.com/minikafka/minikafka/engine"
 	// The registry tells which engines exist and what they declare
 	// (durable, instrumentable filesystem).
-	_ "github.com/minikafka/minikafka/engines/badger"
-	_ "github.com/minikafka/minikafka/engines/memory"
-	_ "github.com/minikafka/minikafka/engines/pebble"
-	_ "github.com/minikafka/minikafka/engines/segment"
+	_ "github.com/minikafka/minikafka/engines/all"
 )
 
 // Peer target names.

@@ -29,6 +29,9 @@ import (
 	"github.com/minikafka/minikafka/broker"
 	"github.com/minikafka/minikafka/broker/group"
 	"github.com/minikafka/minikafka/engine"
+	// The broker runs on whichever engine -engine names: this binary
+	// carries them all.
+	_ "github.com/minikafka/minikafka/engines/all"
 )
 
 func main() {

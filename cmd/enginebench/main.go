@@ -22,10 +22,7 @@ import (
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/logbench"
 
-	_ "github.com/minikafka/minikafka/engines/badger"
-	_ "github.com/minikafka/minikafka/engines/memory"
-	_ "github.com/minikafka/minikafka/engines/pebble"
-	_ "github.com/minikafka/minikafka/engines/segment"
+	_ "github.com/minikafka/minikafka/engines/all"
 )
 
 func main() {

@@ -41,6 +41,7 @@ import (
 	"github.com/minikafka/minikafka/broker/group"
 	"github.com/minikafka/minikafka/broker/group/groupbench"
 	"github.com/minikafka/minikafka/engine"
+	_ "github.com/minikafka/minikafka/engines/all"
 )
 
 const (
