@@ -133,3 +133,15 @@ func ValidateConfigs(in map[string]*string) (map[string]string, error) {
 	}
 	return out, nil
 }
+
+// DefaultConfigs is ConfigDefaults with the values the controller's
+// settings give to the configs that have a broker-wide default.
+func DefaultConfigs(s Settings) map[string]string {
+	s = s.WithDefaults()
+	out := maps.Clone(ConfigDefaults)
+	out[ConfigMinInsyncReplicas] = strconv.Itoa(s.MinInsyncReplicas)
+	out[ConfigUncleanLeaderElection] = strconv.FormatBool(s.UncleanLeaderElection)
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
