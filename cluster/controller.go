@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,6 +41,9 @@ type ControllerConfig struct {
 	Store     *Store
 	Clock     clock.Clock
 	// Seed seeds the controller's random choices (topic ids, placement).
+	// Zero draws a seed from crypto/rand: a process that restarts must not
+	// repeat the topic ids it made before (the simulator, which replays a
+	// run, gives a seed per incarnation instead).
 	Seed uint64
 	// SessionTimeout fences a broker that has not heartbeat for that long
 	// (Kafka's broker.session.timeout.ms).
@@ -101,6 +106,11 @@ func NewController(cfg ControllerConfig) *Controller {
 	cfg.TickInterval = orDefault(cfg.TickInterval, DefaultTickInterval)
 	cfg.RebalanceInterval = orDefault(cfg.RebalanceInterval, DefaultRebalanceInterval)
 	cfg.Settings = cfg.Settings.WithDefaults()
+	for cfg.Seed == 0 {
+		var b [8]byte
+		_, _ = crand.Read(b[:])
+		cfg.Seed = binary.LittleEndian.Uint64(b[:])
+	}
 	return &Controller{
 		cfg:      cfg,
 		log:      cfg.Logger.With("component", "controller"),

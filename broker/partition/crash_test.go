@@ -86,6 +86,7 @@ func checkImage(t *testing.T, eng, dir string, pt crashPoint) {
 	defer m.Close()
 	p, err := m.Partition("t", 0)
 	require.NoError(t, err, "the topic was durable before the producer started")
+	lead(t, m, "t", 1)
 	recs := readAll(t, p, 0)
 	require.GreaterOrEqual(t, int64(len(recs)), pt.acked, "acknowledged records survive")
 	for i, r := range recs {

@@ -1,7 +1,6 @@
 package partition_test
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -76,7 +75,7 @@ func TestDeleteBeforeSparesUncommitted(t *testing.T) {
 	defer m.Close()
 	p := onePartition(t, m, "__consumer_offsets")
 	appendAt(t, p, 0, 2)
-	f := flakyAt(filepath.Join(dir, "topics", "__consumer_offsets-0", "log"))
+	f := flakyAt(pathOf(dir, "__consumer_offsets", 0, "log"))
 	f.set(func(f *flakyEngine) { f.gate = make(chan struct{}) })
 	_, err = p.Append(batchtest.Make(t, batchtest.Spec{Values: batchtest.Values("x", 2), Timestamp: 0}))
 	require.NoError(t, err)

@@ -1,22 +1,26 @@
-// Package partition is the broker's log layer: topics and their partitions
-// over a pluggable storage engine. A Manager owns every topic (created,
-// deleted, restored on open); a Partition validates and appends produced
-// batches (with idempotent producer checks), tracks the high watermark,
-// serves reads of stored batches and offset lookups.
+// Package partition is the broker's log layer: the partitions this broker
+// holds, over a pluggable storage engine. A Manager owns them (created,
+// removed, restored on open) as the cluster's metadata says; a Partition
+// validates and appends produced batches (with idempotent producer checks),
+// tracks the high watermark, serves reads of stored batches and offset
+// lookups.
 //
 // # On disk
 //
-//	Dir/LOCK                          locked while a Manager has the directory open
-//	Dir/topics.meta                   topics, ids, partition counts, configs (meta.go)
-//	Dir/producer-ids                  the producer id allocator (broker/producer)
-//	Dir/topics/<topic>-<n>/log/       the engine's directory
-//	Dir/topics/<topic>-<n>/producer-<offset>.snapshot
+//	Dir/LOCK                                   locked while a Manager has the directory open
+//	Dir/partitions/ENGINE                      the engine every partition uses
+//	Dir/partitions/<topic id>-<n>/partition.meta   whose partition this is (meta.go)
+//	Dir/partitions/<topic id>-<n>/log/         the engine's directory
+//	Dir/partitions/<topic id>-<n>/producer-<offset>.snapshot
 //
-// Every file beside the engines is small, checksummed and replaced
-// atomically, the same for every engine; all I/O goes through
-// EngineOptions.FS so crash tests can run on a crashable filesystem.
-// topics.meta is the truth: a partition directory it does not list is an
-// orphan of an interrupted create or delete and is removed on open.
+// Directories are keyed by topic id, not name: a topic deleted and created
+// again while this broker was down is a different directory, never mistaken
+// for the old one. Every file beside the engines is small, checksummed and
+// replaced atomically, the same for every engine; all I/O goes through
+// EngineOptions.FS so crash tests can run on a crashable filesystem. A
+// partition directory without partition.meta is an orphan of an interrupted
+// creation and is removed on open; one that the metadata no longer assigns
+// here is removed by the broker (Manager.Remove) once it has caught up.
 //
 // # Commit rules
 //
@@ -29,7 +33,7 @@
 //     (moved by a per-partition goroutine that shares the engine's group
 //     commit, and by WaitDurable), and the log end otherwise. Consumers read
 //     and acks=all producers wait below it only. advanceHighWatermark is the
-//     seam replication will change (HW = min over the in-sync replicas).
+//     seam replication changes (HW = min over the in-sync replicas).
 //   - Producer snapshots are taken every Config.SnapshotBytes after a sync
 //     to their offset and at Close; on open the newest one not past the log
 //     end is loaded and the batch headers after it are replayed.
@@ -39,7 +43,6 @@
 package partition
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -51,35 +54,27 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/minikafka/minikafka/broker/producer"
 	"github.com/minikafka/minikafka/clock"
 	"github.com/minikafka/minikafka/engine"
 )
 
 const (
-	topicsDirName  = "topics"
-	idsFileName    = "producer-ids"
-	deletingSuffix = ".deleting"
-
-	// MaxTopicNameLength is Kafka's limit.
-	MaxTopicNameLength = 249
-	// DefaultMaxPartitions bounds one topic's partition count: each
-	// partition opens an engine, so a request for two billion must fail
-	// cleanly rather than exhaust the machine.
-	DefaultMaxPartitions = 10000
+	partitionsDirName = "partitions"
+	deletingSuffix    = ".deleting"
+	// legacyMetaFile is the topic list of data directories written before
+	// topics came from the cluster's metadata.
+	legacyMetaFile = "topics.meta"
 )
-
-// internalTopics are Kafka's internal topic names.
-var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true}
 
 // Config configures a Manager.
 type Config struct {
 	// Dir is the root data directory.
 	Dir string
-	// Engine is the registry name of the storage engine; the caller imports
-	// the engine packages so they register.
+	// Engine is the registry name of the storage engine; the program
+	// imports the engine packages so they register.
 	Engine string
 	// EngineOptions are passed to every partition's engine (sync policy,
 	// filesystem, sizes). Its FS is used for the manager's own files too.
@@ -88,13 +83,6 @@ type Config struct {
 	Clock clock.Clock
 	// Logger; nil discards.
 	Logger *slog.Logger
-	// DefaultPartitions is used when CreateTopic asks for -1; 0 means 1.
-	DefaultPartitions int32
-	// MaxPartitions bounds a topic's partition count; 0 means
-	// DefaultMaxPartitions.
-	MaxPartitions int32
-	// Rand is the source of topic ids; nil means crypto/rand.
-	Rand io.Reader
 	// RetentionCheckInterval is how often retention.ms and retention.bytes
 	// are enforced, on Clock; 0 means DefaultRetentionCheckInterval and a
 	// negative value disables retention.
@@ -105,34 +93,37 @@ type Config struct {
 	SnapshotBytes int64
 }
 
-// TopicInfo describes a topic.
-type TopicInfo struct {
-	Name       string
-	ID         [16]byte
-	Partitions int32
-	// Configs are the configs set explicitly at creation; see
-	// ConfigDefaults and AllConfigs for the rest.
-	Configs  map[string]string
-	Internal bool
+// Key names one partition: its topic's id and its index.
+type Key struct {
+	TopicID uuid.UUID
+	Index   int32
 }
 
-type topic struct {
-	info  TopicInfo
-	cfg   topicConfig
-	parts []*Partition
+func (k Key) String() string { return fmt.Sprintf("%s-%d", k.TopicID, k.Index) }
+
+// Spec is what the metadata says of a partition this broker holds.
+type Spec struct {
+	Topic   string
+	TopicID uuid.UUID
+	Index   int32
+	// Configs are the topic's explicit configs (validated by the controller).
+	Configs map[string]string
 }
 
-// Manager owns the topics and partitions of one broker.
+// Key is the spec's partition key.
+func (s Spec) Key() Key { return Key{s.TopicID, s.Index} }
+
+// Manager owns the partitions of one broker.
 type Manager struct {
 	cfg Config
 	fs  vfs.FS
-	ids *producer.IDAllocator
 
-	// admin serializes changes to the topic set (and the metadata file);
-	// mu guards the map so lookups never wait for an engine to open.
+	// admin serializes Ensure and Remove; mu guards the maps so lookups
+	// never wait for an engine to open.
 	admin  sync.Mutex
 	mu     sync.RWMutex
-	topics map[string]*topic
+	parts  map[Key]*Partition
+	names  map[string]uuid.UUID // topic name -> the id its partitions here have
 	closed bool
 
 	quit chan struct{} // closed by Close: background work stops
@@ -150,24 +141,15 @@ var ErrDirLocked = errors.New("data directory in use by another broker")
 // lockFileName is the file in Dir that the open manager locks.
 const lockFileName = "LOCK"
 
-// OpenManager opens the data directory and restores every topic, partition
-// and producer state in it. A metadata file written with another engine
-// returns engine.ErrWrongEngine; a damaged one engine.ErrCorrupt.
+// OpenManager opens the data directory and every partition in it (each
+// engine recovers its log, each partition its producer state). A directory
+// written with another engine returns engine.ErrWrongEngine.
 func OpenManager(cfg Config) (*Manager, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.DefaultPartitions <= 0 {
-		cfg.DefaultPartitions = 1
-	}
-	if cfg.MaxPartitions <= 0 {
-		cfg.MaxPartitions = DefaultMaxPartitions
-	}
-	if cfg.Rand == nil {
-		cfg.Rand = rand.Reader
 	}
 	if cfg.SnapshotBytes <= 0 {
 		cfg.SnapshotBytes = DefaultSnapshotBytes
@@ -185,7 +167,10 @@ func OpenManager(cfg Config) (*Manager, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	m := &Manager{cfg: cfg, fs: fs, topics: map[string]*topic{}, quit: make(chan struct{}), done: make(chan struct{})}
+	m := &Manager{
+		cfg: cfg, fs: fs, parts: map[Key]*Partition{}, names: map[string]uuid.UUID{},
+		quit: make(chan struct{}), done: make(chan struct{}),
+	}
 	if err := m.open(); err != nil {
 		m.closePartitions()
 		m.unlock()
@@ -197,7 +182,8 @@ func OpenManager(cfg Config) (*Manager, error) {
 
 func (m *Manager) open() error {
 	fs, dir := m.fs, m.cfg.Dir
-	if err := fs.MkdirAll(fs.PathJoin(dir, topicsDirName), 0o755); err != nil {
+	root := fs.PathJoin(dir, partitionsDirName)
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("partition: create %s: %w", dir, err)
 	}
 	lock, err := fs.Lock(fs.PathJoin(dir, lockFileName))
@@ -208,82 +194,61 @@ func (m *Manager) open() error {
 	if err := syncDirs(fs, fs.PathDir(dir), dir); err != nil {
 		return fmt.Errorf("partition: %w", err)
 	}
-	engineName, infos, found, err := readMeta(fs, fs.PathJoin(dir, metaFileName))
-	if err != nil {
+	if _, err := fs.Stat(fs.PathJoin(dir, legacyMetaFile)); err == nil {
+		return fmt.Errorf("partition: %s holds data of an older mini-kafka (%s, topics by name, before topics came from the cluster metadata); start with an empty -dir: %w",
+			dir, legacyMetaFile, engine.ErrWrongEngine)
+	}
+	if err := engine.ClaimDir(fs, root, m.cfg.Engine); err != nil {
 		return fmt.Errorf("partition: %w", err)
-	}
-	switch {
-	case found && engineName != m.cfg.Engine:
-		return fmt.Errorf("partition: %s holds %s engine data, not %s: %w", dir, engineName, m.cfg.Engine, engine.ErrWrongEngine)
-	case !found:
-		entries, err := fs.List(fs.PathJoin(dir, topicsDirName))
-		if err != nil {
-			return fmt.Errorf("partition: list %s: %w", dir, err)
-		}
-		if len(entries) > 0 {
-			return fmt.Errorf("partition: %s has partition directories but no %s; refusing to guess: %w", dir, metaFileName, engine.ErrCorrupt)
-		}
-		if err := m.writeMeta(nil); err != nil {
-			return err
-		}
-	}
-	if m.ids, err = producer.OpenIDAllocator(fs, fs.PathJoin(dir, idsFileName), 0); err != nil {
-		return fmt.Errorf("partition: %w", err)
-	}
-	if err := m.removeOrphans(infos); err != nil {
-		return err
-	}
-	for _, info := range infos {
-		t := &topic{info: info, cfg: parseTopicConfig(info.Configs)}
-		m.topics[info.Name] = t
-		for i := int32(0); i < info.Partitions; i++ {
-			p, err := openPartition(m, info.Name, i, t.cfg)
-			if err != nil {
-				return err
-			}
-			t.parts = append(t.parts, p)
-		}
-	}
-	m.cfg.Logger.Info("partitions restored", "dir", dir, "engine", m.cfg.Engine, "topics", len(infos))
-	return nil
-}
-
-// removeOrphans deletes partition directories the metadata does not list:
-// leftovers of a delete, or of a create, that a crash interrupted.
-func (m *Manager) removeOrphans(infos []TopicInfo) error {
-	fs, root := m.fs, m.fs.PathJoin(m.cfg.Dir, topicsDirName)
-	live := map[string]bool{}
-	for _, info := range infos {
-		for i := int32(0); i < info.Partitions; i++ {
-			live[fmt.Sprintf("%s-%d", info.Name, i)] = true
-		}
 	}
 	names, err := fs.List(root)
 	if err != nil {
 		return fmt.Errorf("partition: list %s: %w", root, err)
 	}
+	slices.Sort(names)
 	for _, n := range names {
-		if live[n] {
+		if n == engine.MarkerFile {
 			continue
 		}
-		m.cfg.Logger.Info("removing orphaned partition directory", "dir", n)
-		if err := fs.RemoveAll(fs.PathJoin(root, n)); err != nil {
-			return fmt.Errorf("partition: remove orphan %s: %w", n, err)
+		if err := m.restore(root, n); err != nil {
+			return err
 		}
 	}
-	return engine.SyncDir(fs, root)
+	m.cfg.Logger.Info("partitions restored", "dir", dir, "engine", m.cfg.Engine, "partitions", len(m.parts))
+	return nil
 }
 
-// writeMeta persists the topic set. The caller holds admin.
-func (m *Manager) writeMeta(infos []TopicInfo) error {
-	b, err := encodeMeta(m.cfg.Engine, infos)
+// restore opens the partition in root/name, or removes the directory when
+// it is an orphan (a deletion, or a creation, that a crash interrupted).
+func (m *Manager) restore(root, name string) error {
+	dir := m.fs.PathJoin(root, name)
+	meta, found, err := readMeta(m.fs, dir)
+	if err != nil {
+		return fmt.Errorf("partition %s: %w", name, err)
+	}
+	if !found || strings.HasSuffix(name, deletingSuffix) || name != dirName(meta.TopicID, meta.Index) {
+		m.cfg.Logger.Info("removing orphaned partition directory", "dir", name)
+		if err := m.fs.RemoveAll(dir); err != nil {
+			return fmt.Errorf("partition: remove orphan %s: %w", name, err)
+		}
+		return engine.SyncDir(m.fs, root)
+	}
+	p, err := openPartition(m, Spec{Topic: meta.Topic, TopicID: meta.TopicID, Index: meta.Index})
 	if err != nil {
 		return err
 	}
-	if err := engine.WriteFileAtomic(m.fs, m.fs.PathJoin(m.cfg.Dir, metaFileName), b); err != nil {
-		return fmt.Errorf("partition: write topic metadata: %w", err)
-	}
+	m.parts[p.key] = p
+	m.names[meta.Topic] = meta.TopicID
 	return nil
+}
+
+func dirName(id uuid.UUID, index int32) string { return Key{id, index}.Dir() }
+
+// Dir is the name of the partition's directory in Dir/partitions.
+func (k Key) Dir() string { return fmt.Sprintf("%x-%d", k.TopicID[:], k.Index) }
+
+func (m *Manager) partitionDir(k Key) string {
+	return m.fs.PathJoin(m.cfg.Dir, partitionsDirName, dirName(k.TopicID, k.Index))
 }
 
 func (m *Manager) checkOpen() error {
@@ -295,61 +260,139 @@ func (m *Manager) checkOpen() error {
 	return nil
 }
 
-// Topics lists every topic, sorted by name.
-func (m *Manager) Topics() []TopicInfo {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	out := make([]TopicInfo, 0, len(m.topics))
-	for _, t := range m.topics {
-		out = append(out, cloneInfo(t.info))
-	}
-	slices.SortFunc(out, func(a, b TopicInfo) int { return strings.Compare(a.Name, b.Name) })
-	return out
-}
-
-// Topic describes one topic.
-func (m *Manager) Topic(name string) (TopicInfo, bool) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	t, ok := m.topics[name]
-	if !ok {
-		return TopicInfo{}, false
-	}
-	return cloneInfo(t.info), true
-}
-
-func cloneInfo(i TopicInfo) TopicInfo {
-	c := i
-	c.Configs = make(map[string]string, len(i.Configs))
-	for k, v := range i.Configs {
-		c.Configs[k] = v
-	}
-	return c
-}
-
-// Partition returns partition p of topic, or an error wrapping
-// kerr.UnknownTopicOrPartition.
-func (m *Manager) Partition(topic string, p int32) (*Partition, error) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	t, ok := m.topics[topic]
-	if !ok || p < 0 || p >= int32(len(t.parts)) {
-		return nil, fmt.Errorf("partition %s-%s: %w", topic, strconv.Itoa(int(p)), kerr.UnknownTopicOrPartition)
-	}
-	return t.parts[p], nil
-}
-
-// InitProducerID allocates a producer id that was never handed out before,
-// at epoch 0 (there are no transactional ids whose epoch would be bumped).
-func (m *Manager) InitProducerID() (int64, int16, error) {
+// Ensure returns the partition spec describes, creating it (an empty log)
+// if this broker does not hold it yet, and applies the spec's configs.
+func (m *Manager) Ensure(spec Spec) (*Partition, error) {
+	m.admin.Lock()
+	defer m.admin.Unlock()
 	if err := m.checkOpen(); err != nil {
-		return 0, 0, err
+		return nil, err
 	}
-	id, err := m.ids.Next()
+	k := spec.Key()
+	m.mu.RLock()
+	p, ok := m.parts[k]
+	m.mu.RUnlock()
+	if !ok {
+		var err error
+		if p, err = m.create(spec); err != nil {
+			return nil, err
+		}
+	}
+	p.setConfig(parseTopicConfig(spec.Configs))
+	m.mu.Lock()
+	m.parts[k] = p
+	m.names[spec.Topic] = spec.TopicID
+	m.mu.Unlock()
+	return p, nil
+}
+
+// create makes the directory of a new partition, its partition.meta first
+// (a directory without one is an orphan), then opens it.
+func (m *Manager) create(spec Spec) (*Partition, error) {
+	dir := m.partitionDir(spec.Key())
+	if err := m.fs.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("partition %s-%d: clear %s: %w", spec.Topic, spec.Index, dir, err)
+	}
+	if err := m.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("partition %s-%d: %w", spec.Topic, spec.Index, err)
+	}
+	b, err := encodeMeta(metaFile{Topic: spec.Topic, TopicID: spec.TopicID, Index: spec.Index})
 	if err != nil {
-		return 0, 0, fmt.Errorf("init producer id: %w: %w", kerr.KafkaStorageError, err)
+		return nil, err
 	}
-	return id, 0, nil
+	if err := engine.WriteFileAtomic(m.fs, m.fs.PathJoin(dir, metaFileName), b); err != nil {
+		return nil, fmt.Errorf("partition %s-%d: %w", spec.Topic, spec.Index, err)
+	}
+	// The new directory entries must survive a crash like the data.
+	if err := syncDirs(m.fs, m.fs.PathDir(dir), dir); err != nil {
+		return nil, fmt.Errorf("partition %s-%d: %w", spec.Topic, spec.Index, err)
+	}
+	return openPartition(m, spec)
+}
+
+// Remove closes the partition and deletes its data. Operations in flight
+// on it fail with kerr.NotLeaderForPartition. Removing a partition this
+// broker does not hold does nothing.
+func (m *Manager) Remove(k Key) error {
+	m.admin.Lock()
+	defer m.admin.Unlock()
+	if err := m.checkOpen(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	p, ok := m.parts[k]
+	delete(m.parts, k)
+	if ok && m.names[p.topic] == k.TopicID && !m.holdsTopicLocked(k.TopicID) {
+		delete(m.names, p.topic)
+	}
+	m.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	if err := p.close(); err != nil {
+		m.cfg.Logger.Warn("closing a removed partition", "topic", p.topic, "partition", p.index, "err", err)
+	}
+	m.removeDir(p.dir)
+	return engine.SyncDir(m.fs, m.fs.PathJoin(m.cfg.Dir, partitionsDirName))
+}
+
+func (m *Manager) holdsTopicLocked(id uuid.UUID) bool {
+	for k := range m.parts {
+		if k.TopicID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// removeDir renames dir aside (so its name is free at once) and removes it.
+// Failures are logged: the directory is an orphan the next open removes.
+func (m *Manager) removeDir(dir string) {
+	aside := dir + deletingSuffix
+	if err := m.fs.Rename(dir, aside); err != nil {
+		aside = dir
+	}
+	if err := m.fs.RemoveAll(aside); err != nil {
+		m.cfg.Logger.Warn("removing a partition directory failed; the next open retries", "dir", aside, "err", err)
+	}
+}
+
+// Partition returns partition index of the topic called topic, or an error
+// wrapping kerr.UnknownTopicOrPartition when this broker does not hold it.
+func (m *Manager) Partition(topic string, index int32) (*Partition, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if id, ok := m.names[topic]; ok {
+		if p, ok := m.parts[Key{id, index}]; ok {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("partition %s-%s: %w", topic, strconv.Itoa(int(index)), kerr.UnknownTopicOrPartition)
+}
+
+// Get returns the partition with key k.
+func (m *Manager) Get(k Key) (*Partition, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	p, ok := m.parts[k]
+	return p, ok
+}
+
+// Keys lists the partitions this broker holds, sorted.
+func (m *Manager) Keys() []Key {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]Key, 0, len(m.parts))
+	for k := range m.parts {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b Key) int {
+		if c := strings.Compare(a.TopicID.String(), b.TopicID.String()); c != 0 {
+			return c
+		}
+		return int(a.Index - b.Index)
+	})
+	return out
 }
 
 // Close closes every partition: each engine syncs and closes, and each
@@ -422,9 +465,9 @@ func (m *Manager) EnforceRetention() error {
 func (m *Manager) allPartitions() []*Partition {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	var parts []*Partition
-	for _, t := range m.topics {
-		parts = append(parts, t.parts...)
+	parts := make([]*Partition, 0, len(m.parts))
+	for _, p := range m.parts {
+		parts = append(parts, p)
 	}
 	return parts
 }

@@ -3,136 +3,51 @@ package partition_test
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/minikafka/minikafka/broker/batch/batchtest"
 	"github.com/minikafka/minikafka/broker/partition"
+	"github.com/minikafka/minikafka/cluster"
 	"github.com/minikafka/minikafka/engine"
 	"github.com/minikafka/minikafka/engines/memory"
 	"github.com/minikafka/minikafka/engines/segment"
 )
 
-func str(s string) *string { return &s }
-
-func TestCreateTopicValidation(t *testing.T) {
-	m := open(t, memory.Name, t.TempDir(), engine.Options{})
-	_, err := m.CreateTopic("exists", 1, nil)
-	require.NoError(t, err)
-	cases := []struct {
-		name    string
-		topic   string
-		parts   int32
-		configs map[string]*string
-		want    *kerr.Error
-	}{
-		{"legal characters", "a.B_c-9", 1, nil, nil},
-		{"249 characters", strings.Repeat("x", 249), 1, nil, nil},
-		{"250 characters", strings.Repeat("x", 250), 1, nil, kerr.InvalidTopicException},
-		{"empty", "", 1, nil, kerr.InvalidTopicException},
-		{"dot", ".", 1, nil, kerr.InvalidTopicException},
-		{"dot dot", "..", 1, nil, kerr.InvalidTopicException},
-		{"slash", "a/b", 1, nil, kerr.InvalidTopicException},
-		{"space", "a b", 1, nil, kerr.InvalidTopicException},
-		{"non-ascii", "tópico", 1, nil, kerr.InvalidTopicException},
-		{"already exists", "exists", 1, nil, kerr.TopicAlreadyExists},
-		{"collides with a.B_c-9", "a_B.c-9", 1, nil, kerr.InvalidTopicException},
-		{"zero partitions", "z", 0, nil, kerr.InvalidPartitions},
-		{"negative partitions", "z", -2, nil, kerr.InvalidPartitions},
-		{"two billion partitions", "z", 2_000_000_000, nil, kerr.InvalidPartitions},
-		{"default partitions", "d", -1, nil, nil},
-		{"unknown config", "c1", 1, map[string]*string{"compression.type": str("zstd")}, kerr.InvalidConfig},
-		{"compact", "c2", 1, map[string]*string{partition.ConfigCleanupPolicy: str("compact")}, kerr.InvalidConfig},
-		{"LogAppendTime", "c3", 1, map[string]*string{partition.ConfigMessageTimestampType: str("LogAppendTime")}, kerr.InvalidConfig},
-		{"retention not a number", "c4", 1, map[string]*string{partition.ConfigRetentionMs: str("week")}, kerr.InvalidConfig},
-		{"retention below -1", "c5", 1, map[string]*string{partition.ConfigRetentionBytes: str("-2")}, kerr.InvalidConfig},
-		{"min.insync.replicas 0", "c6", 1, map[string]*string{partition.ConfigMinInsyncReplicas: str("0")}, kerr.InvalidConfig},
-		{"segment.bytes too small", "c7", 1, map[string]*string{partition.ConfigSegmentBytes: str("13")}, kerr.InvalidConfig},
-		{"every accepted config", "c8", 2, map[string]*string{
-			partition.ConfigCleanupPolicy: str("delete"), partition.ConfigRetentionMs: str("-1"),
-			partition.ConfigRetentionBytes: str("1048576"), partition.ConfigSegmentBytes: str("1048576"),
-			partition.ConfigMaxMessageBytes: str("2000000"), partition.ConfigMessageTimestampType: str("CreateTime"),
-			partition.ConfigMinInsyncReplicas: str("1"),
-		}, nil},
-		{"nil value means default", "c9", 1, map[string]*string{partition.ConfigRetentionMs: nil}, nil},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			info, err := m.CreateTopic(c.topic, c.parts, c.configs)
-			if c.want != nil {
-				require.ErrorIs(t, err, c.want, "error %v", err)
-				if c.want != kerr.TopicAlreadyExists {
-					_, ok := m.Topic(c.topic)
-					assert.False(t, ok, "a refused topic does not exist")
-				}
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, c.topic, info.Name)
-			got, ok := m.Topic(c.topic)
-			require.True(t, ok)
-			assert.Equal(t, info, got)
-			for k, v := range c.configs {
-				if v != nil {
-					assert.Equal(t, *v, got.Configs[k])
-				} else {
-					assert.NotContains(t, got.Configs, k)
-				}
-			}
-		})
-	}
-	d, _ := m.Topic("d")
-	assert.Equal(t, int32(1), d.Partitions, "-1 is the default partition count")
-}
-
-func TestAllConfigs(t *testing.T) {
-	m := open(t, memory.Name, t.TempDir(), engine.Options{})
-	info, err := m.CreateTopic("t", 1, map[string]*string{partition.ConfigRetentionMs: str("5")})
-	require.NoError(t, err)
-	all := info.AllConfigs()
-	require.Len(t, all, len(partition.ConfigDefaults))
-	for _, e := range all {
-		if e.Name == partition.ConfigRetentionMs {
-			assert.Equal(t, partition.ConfigEntry{Name: e.Name, Value: "5", Default: false}, e)
-		} else {
-			assert.Equal(t, partition.ConfigDefaults[e.Name], e.Value)
-			assert.True(t, e.Default)
-		}
-	}
-}
-
 func TestMaxMessageBytesConfig(t *testing.T) {
 	m := open(t, memory.Name, t.TempDir(), engine.Options{})
-	_, err := m.CreateTopic("big", 1, map[string]*string{partition.ConfigMaxMessageBytes: str("3000000")})
-	require.NoError(t, err)
-	_, err = m.CreateTopic("default", 1, nil)
-	require.NoError(t, err)
+	createTopic(t, m, "big", 1, map[string]string{cluster.ConfigMaxMessageBytes: "3000000"})
+	defID := createTopic(t, m, "default", 1, nil)
 	b := batchtest.Make(t, batchtest.Spec{Values: [][]byte{make([]byte, 2_000_000)}})
 	big, _ := m.Partition("big", 0)
-	_, err = big.Append(b)
+	_, err := big.Append(b)
 	assert.NoError(t, err)
 	def, _ := m.Partition("default", 0)
 	_, err = def.Append(b)
 	assert.ErrorIs(t, err, kerr.MessageTooLarge)
+
+	// A config the metadata changes applies to the open partition.
+	_, err = m.Ensure(partition.Spec{Topic: "default", TopicID: defID, Configs: map[string]string{cluster.ConfigMaxMessageBytes: "3000000"}})
+	require.NoError(t, err)
+	_, err = def.Append(b)
+	assert.NoError(t, err)
 }
 
-func TestCreatePartitions(t *testing.T) {
+func TestEnsureGrowsATopicAndKeepsItsPartitions(t *testing.T) {
 	dir := t.TempDir()
-	m := open(t, memory.Name, dir, engine.Options{})
-	_, err := m.CreateTopic("t", 2, nil)
-	require.NoError(t, err)
-	assert.ErrorIs(t, m.CreatePartitions("t", 2), kerr.InvalidPartitions)
-	assert.ErrorIs(t, m.CreatePartitions("t", 1), kerr.InvalidPartitions)
-	assert.ErrorIs(t, m.CreatePartitions("nope", 3), kerr.UnknownTopicOrPartition)
+	m := open(t, segment.Name, dir, engine.Options{})
+	id := createTopic(t, m, "t", 2, nil)
 	p0, err := m.Partition("t", 0)
 	require.NoError(t, err)
-	require.NoError(t, m.CreatePartitions("t", 5))
-	info, _ := m.Topic("t")
-	assert.Equal(t, int32(5), info.Partitions)
+	for i := int32(0); i < 5; i++ {
+		_, err := m.Ensure(partition.Spec{Topic: "t", TopicID: id, Index: i})
+		require.NoError(t, err)
+	}
+	lead(t, m, "t", 5)
 	for i := int32(0); i < 5; i++ {
 		p, err := m.Partition("t", i)
 		require.NoError(t, err, "partition %d", i)
@@ -147,25 +62,50 @@ func TestCreatePartitions(t *testing.T) {
 	assert.ErrorIs(t, err, kerr.UnknownTopicOrPartition)
 	require.NoError(t, m.Close())
 
-	m2 := open(t, memory.Name, dir, engine.Options{})
-	info, _ = m2.Topic("t")
-	assert.Equal(t, int32(5), info.Partitions, "the new count survives a restart")
+	m2 := open(t, segment.Name, dir, engine.Options{})
+	assert.Len(t, m2.Keys(), 5, "the partitions survive a restart")
+	p, err := m2.Partition("t", 4)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), p.EndOffset())
+	assert.Equal(t, partition.Key{TopicID: id, Index: 4}, p.Key())
+	assert.False(t, p.Role().Local, "a reopened partition leads only once the metadata says so")
+}
+
+// TestRecreatedTopicIsANewDirectory: a topic removed and created again
+// under the same name has a new id, so none of the old data is taken for
+// the new topic's, across a restart too.
+func TestRecreatedTopicIsANewDirectory(t *testing.T) {
+	dir := t.TempDir()
+	m := open(t, segment.Name, dir, engine.Options{})
+	old := createTopic(t, m, "t", 1, nil)
+	p, _ := m.Partition("t", 0)
+	fill(t, p, 3)
+	removeTopic(t, m, old, 1)
+	_, err := m.Partition("t", 0)
+	assert.ErrorIs(t, err, kerr.UnknownTopicOrPartition)
+	fresh := createTopicID(t, m, uuid.New(), "t", 1, nil)
+	p, _ = m.Partition("t", 0)
+	assert.Zero(t, p.EndOffset(), "the new topic starts empty")
+	require.NoError(t, m.Close())
+
+	m2 := open(t, segment.Name, dir, engine.Options{})
+	assert.Equal(t, []partition.Key{{TopicID: fresh, Index: 0}}, m2.Keys())
 }
 
 func TestOpenRefuses(t *testing.T) {
-	t.Run("damaged metadata", func(t *testing.T) {
+	t.Run("damaged partition.meta", func(t *testing.T) {
 		dir := t.TempDir()
 		m := open(t, memory.Name, dir, engine.Options{})
-		_, err := m.CreateTopic("t", 1, nil)
-		require.NoError(t, err)
+		id := createTopic(t, m, "t", 1, nil)
 		require.NoError(t, m.Close())
-		path := filepath.Join(dir, "topics.meta")
+		path := filepath.Join(partitionDir(dir, id, 0), "partition.meta")
 		b, err := os.ReadFile(path)
 		require.NoError(t, err)
 		b[len(b)-3] ^= 0x01
 		require.NoError(t, os.WriteFile(path, b, 0o644))
 		_, err = partition.OpenManager(partition.Config{Dir: dir, Engine: memory.Name})
 		assert.ErrorIs(t, err, engine.ErrCorrupt)
+		assert.DirExists(t, partitionDir(dir, id, 0), "nothing is deleted on a guess")
 	})
 	t.Run("another engine's directory", func(t *testing.T) {
 		dir := t.TempDir()
@@ -174,12 +114,11 @@ func TestOpenRefuses(t *testing.T) {
 		_, err := partition.OpenManager(partition.Config{Dir: dir, Engine: flakyName})
 		assert.ErrorIs(t, err, engine.ErrWrongEngine)
 	})
-	t.Run("partitions without metadata", func(t *testing.T) {
+	t.Run("a directory of an older mini-kafka", func(t *testing.T) {
 		dir := t.TempDir()
-		require.NoError(t, os.MkdirAll(filepath.Join(dir, "topics", "t-0", "log"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "topics.meta"), []byte("mini-kafka topics v1"), 0o644))
 		_, err := partition.OpenManager(partition.Config{Dir: dir, Engine: memory.Name})
-		assert.ErrorIs(t, err, engine.ErrCorrupt)
-		assert.DirExists(t, filepath.Join(dir, "topics", "t-0"), "nothing is deleted on a guess")
+		assert.ErrorContains(t, err, "older mini-kafka")
 	})
 	t.Run("unknown engine", func(t *testing.T) {
 		_, err := partition.OpenManager(partition.Config{Dir: t.TempDir(), Engine: "nope"})
@@ -187,36 +126,45 @@ func TestOpenRefuses(t *testing.T) {
 	})
 }
 
+func partitionDir(dir string, id uuid.UUID, index int32) string {
+	return filepath.Join(dir, "partitions", partition.Key{TopicID: id, Index: index}.Dir())
+}
+
 func TestOpenRemovesOrphans(t *testing.T) {
 	dir := t.TempDir()
 	m := open(t, memory.Name, dir, engine.Options{})
-	_, err := m.CreateTopic("t", 1, nil)
-	require.NoError(t, err)
+	id := createTopic(t, m, "t", 1, nil)
 	require.NoError(t, m.Close())
-	for _, orphan := range []string{"gone-0", "t-1", "t-0.deleting"} {
-		require.NoError(t, os.MkdirAll(filepath.Join(dir, "topics", orphan, "log"), 0o755))
+	keep := filepath.Base(partitionDir(dir, id, 0))
+	// A creation cut short (no partition.meta), a deletion cut short, and a
+	// directory whose meta names another partition.
+	for _, orphan := range []string{"00-0", keep + ".deleting"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "partitions", orphan, "log"), 0o755))
 	}
+	copied := filepath.Join(dir, "partitions", "01-1")
+	require.NoError(t, os.MkdirAll(copied, 0o755))
+	meta, err := os.ReadFile(filepath.Join(partitionDir(dir, id, 0), "partition.meta"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(copied, "partition.meta"), meta, 0o644))
+
 	m2 := open(t, memory.Name, dir, engine.Options{})
-	entries, err := os.ReadDir(filepath.Join(dir, "topics"))
+	entries, err := os.ReadDir(filepath.Join(dir, "partitions"))
 	require.NoError(t, err)
 	var names []string
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	assert.Equal(t, []string{"t-0"}, names)
-	info, _ := m2.Topic("t")
-	assert.Equal(t, int32(1), info.Partitions)
+	assert.ElementsMatch(t, []string{"ENGINE", keep}, names)
+	assert.Len(t, m2.Keys(), 1)
 }
 
 func TestClosedManager(t *testing.T) {
 	m := open(t, memory.Name, t.TempDir(), engine.Options{})
 	require.NoError(t, m.Close())
-	_, err := m.CreateTopic("t", 1, nil)
+	_, err := m.Ensure(partition.Spec{Topic: "t", TopicID: uuid.New()})
 	assert.ErrorIs(t, err, engine.ErrClosed)
-	assert.ErrorIs(t, m.DeleteTopic("t"), engine.ErrClosed)
-	assert.ErrorIs(t, m.CreatePartitions("t", 2), engine.ErrClosed)
-	_, _, err = m.InitProducerID()
-	assert.ErrorIs(t, err, engine.ErrClosed)
+	assert.ErrorIs(t, m.Remove(partition.Key{TopicID: uuid.New()}), engine.ErrClosed)
+	assert.ErrorIs(t, m.Close(), engine.ErrClosed)
 }
 
 // TestManagerLocksItsDirectory: a second manager on an open directory is
@@ -225,8 +173,7 @@ func TestManagerLocksItsDirectory(t *testing.T) {
 	dir := t.TempDir()
 	m, err := partition.OpenManager(partition.Config{Dir: dir, Engine: segment.Name})
 	require.NoError(t, err)
-	_, err = m.CreateTopic("t", 1, nil)
-	require.NoError(t, err)
+	createTopic(t, m, "t", 1, nil)
 
 	_, err = partition.OpenManager(partition.Config{Dir: dir, Engine: segment.Name})
 	require.ErrorIs(t, err, partition.ErrDirLocked)
@@ -234,5 +181,5 @@ func TestManagerLocksItsDirectory(t *testing.T) {
 	require.NoError(t, m.Close())
 	m2 := open(t, segment.Name, dir, engine.Options{})
 	_, err = m2.Partition("t", 0)
-	assert.NoError(t, err, "the first manager's topic is there")
+	assert.NoError(t, err, "the first manager's partition is there")
 }

@@ -2,7 +2,6 @@ package partition
 
 import (
 	"bytes"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
@@ -10,55 +9,46 @@ import (
 
 	"github.com/cockroachdb/errors/oserror"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/google/uuid"
 
 	"github.com/minikafka/minikafka/engine"
 )
 
-// The topic metadata file, Dir/topics.meta, is one header line and a JSON
-// body (readable by an operator, checked by the header):
+// Each partition directory holds partition.meta, which says whose it is: one
+// header line and a JSON body, checked by the header's CRC-32C:
 //
-//	mini-kafka topics v1 crc32c=<8 hex digits of CRC-32C of the body>\n
-//	{"engine":"segment","topics":[{"name":"t","id":"<32 hex>","partitions":3,"configs":{...}}]}
+//	mini-kafka partition v1 crc32c=<8 hex digits>\n
+//	{"topic":"t","topicId":"<uuid>","index":0}
 //
-// It is replaced atomically (engine.WriteFileAtomic) on every change, and
-// it is the truth: a partition directory it does not list is an orphan.
+// It is written atomically before the engine's directory is created, so a
+// partition directory without one is an orphan of a creation a crash cut
+// short, removed on open.
 const (
-	metaFileName = "topics.meta"
-	metaHeader   = "mini-kafka topics v1 crc32c="
+	metaFileName = "partition.meta"
+	metaHeader   = "mini-kafka partition v1 crc32c="
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 type metaFile struct {
-	Engine string      `json:"engine"`
-	Topics []metaTopic `json:"topics"`
+	Topic   string    `json:"topic"`
+	TopicID uuid.UUID `json:"topicId"`
+	Index   int32     `json:"index"`
 }
 
-type metaTopic struct {
-	Name       string            `json:"name"`
-	ID         string            `json:"id"`
-	Partitions int32             `json:"partitions"`
-	Configs    map[string]string `json:"configs,omitempty"`
-}
-
-func encodeMeta(engineName string, topics []TopicInfo) ([]byte, error) {
-	mf := metaFile{Engine: engineName, Topics: make([]metaTopic, 0, len(topics))}
-	for _, t := range topics {
-		mf.Topics = append(mf.Topics, metaTopic{Name: t.Name, ID: hex.EncodeToString(t.ID[:]), Partitions: t.Partitions, Configs: t.Configs})
-	}
-	body, err := json.Marshal(mf)
+func encodeMeta(m metaFile) ([]byte, error) {
+	body, err := json.Marshal(m)
 	if err != nil {
-		return nil, fmt.Errorf("encode topic metadata: %w", err)
+		return nil, fmt.Errorf("encode %s: %w", metaFileName, err)
 	}
 	out := fmt.Appendf(nil, "%s%08x\n", metaHeader, crc32.Checksum(body, castagnoli))
 	return append(out, body...), nil
 }
 
-// decodeMeta parses and checks the metadata file. Damage is engine.ErrCorrupt:
-// the broker refuses to start rather than guess which topics exist.
-func decodeMeta(b []byte) (string, []TopicInfo, error) {
-	bad := func(format string, args ...any) (string, []TopicInfo, error) {
-		return "", nil, fmt.Errorf("%s: %s: %w", metaFileName, fmt.Sprintf(format, args...), engine.ErrCorrupt)
+// decodeMeta parses and checks a partition.meta; damage is engine.ErrCorrupt.
+func decodeMeta(b []byte) (metaFile, error) {
+	bad := func(format string, args ...any) (metaFile, error) {
+		return metaFile{}, fmt.Errorf("%s: %s: %w", metaFileName, fmt.Sprintf(format, args...), engine.ErrCorrupt)
 	}
 	line, body, ok := bytes.Cut(b, []byte("\n"))
 	if !ok || !bytes.HasPrefix(line, []byte(metaHeader)) {
@@ -71,51 +61,31 @@ func decodeMeta(b []byte) (string, []TopicInfo, error) {
 	if got := crc32.Checksum(body, castagnoli); got != want {
 		return bad("crc %08x, computed %08x", want, got)
 	}
-	var mf metaFile
-	if err := json.Unmarshal(body, &mf); err != nil {
+	var m metaFile
+	if err := json.Unmarshal(body, &m); err != nil {
 		return bad("%v", err)
 	}
-	out := make([]TopicInfo, 0, len(mf.Topics))
-	seen := map[string]bool{}
-	for _, t := range mf.Topics {
-		info := TopicInfo{Name: t.Name, Partitions: t.Partitions, Configs: t.Configs, Internal: internalTopics[t.Name]}
-		id, err := hex.DecodeString(t.ID)
-		if err != nil || len(id) != len(info.ID) {
-			return bad("topic %q: id %q", t.Name, t.ID)
-		}
-		copy(info.ID[:], id)
-		if err := validTopicName(t.Name); err != nil || seen[t.Name] || t.Partitions < 1 {
-			return bad("topic %q with %d partitions", t.Name, t.Partitions)
-		}
-		seen[t.Name] = true
-		if info.Configs == nil {
-			info.Configs = map[string]string{}
-		}
-		in := map[string]*string{}
-		for k, v := range info.Configs {
-			in[k] = &v
-		}
-		if _, err := validateConfigs(in); err != nil {
-			return bad("topic %q: %v", t.Name, err)
-		}
-		out = append(out, info)
+	if m.TopicID == uuid.Nil || m.Index < 0 || m.Topic == "" {
+		return bad("topic %q id %s index %d", m.Topic, m.TopicID, m.Index)
 	}
-	return mf.Engine, out, nil
+	return m, nil
 }
 
-func readMeta(fs vfs.FS, path string) (engineName string, topics []TopicInfo, found bool, err error) {
+// readMeta reads dir's partition.meta; found is false when there is none.
+func readMeta(fs vfs.FS, dir string) (m metaFile, found bool, err error) {
+	path := fs.PathJoin(dir, metaFileName)
 	f, err := fs.Open(path)
 	if oserror.IsNotExist(err) {
-		return "", nil, false, nil
+		return metaFile{}, false, nil
 	}
 	if err != nil {
-		return "", nil, false, fmt.Errorf("open %s: %w", path, err)
+		return metaFile{}, false, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer f.Close()
 	b, err := io.ReadAll(f)
 	if err != nil {
-		return "", nil, false, fmt.Errorf("read %s: %w", path, err)
+		return metaFile{}, false, fmt.Errorf("read %s: %w", path, err)
 	}
-	engineName, topics, err = decodeMeta(b)
-	return engineName, topics, true, err
+	m, err = decodeMeta(b)
+	return m, true, err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/minikafka/minikafka/broker/batch"
 	"github.com/minikafka/minikafka/broker/producer"
 	"github.com/minikafka/minikafka/clock"
+	"github.com/minikafka/minikafka/cluster"
 	"github.com/minikafka/minikafka/engine"
 )
 
@@ -58,11 +59,12 @@ type Read struct {
 type Partition struct {
 	topic    string
 	index    int32
+	key      Key
 	dir      string
 	fs       vfs.FS
 	log      engine.LogEngine
-	cfg      topicConfig
-	internal bool // an internal topic: never trimmed by retention
+	cfg      atomic.Pointer[topicConfig] // the topic's configs may change
+	internal bool                        // an internal topic: never trimmed by retention
 	always   bool // SyncAlways: the HW waits for an fsync
 	clock    clock.Clock
 	logger   *slog.Logger
@@ -73,7 +75,9 @@ type Partition struct {
 	closed    bool
 	gone      atomic.Bool // closed, readable without mu
 	producers *producer.State
-	epoch     int32
+	epoch     int32 // the leader epoch of the current role
+	leader    bool  // this broker leads the partition (at epoch)
+	leaderID  int32 // who leads it, as the metadata says (-1: nobody)
 	sinceSnap int64 // bytes appended since the last producer snapshot
 	snapEvery int64 // Config.SnapshotBytes
 
@@ -89,21 +93,13 @@ type Partition struct {
 	done chan struct{} // closed when the background loop has exited
 }
 
-// partitionDir is Dir/topics/<topic>-<n>.
-func partitionDir(fs vfs.FS, root, topic string, index int32) string {
-	return fs.PathJoin(root, topicsDirName, fmt.Sprintf("%s-%d", topic, index))
-}
-
-// openPartition opens the engine in dir/log and restores the producer state
-// from the snapshot and the log after it.
-func openPartition(m *Manager, topic string, index int32, cfg topicConfig) (*Partition, error) {
+// openPartition opens the engine in the partition's log directory and
+// restores the producer state from the snapshot and the log after it.
+func openPartition(m *Manager, spec Spec) (*Partition, error) {
 	fs := m.fs
-	dir := partitionDir(fs, m.cfg.Dir, topic, index)
-	_, statErr := fs.Stat(dir)
-	created := statErr != nil
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("partition %s-%d: %w", topic, index, err)
-	}
+	topic, index := spec.Topic, spec.Index
+	dir := m.partitionDir(spec.Key())
+	cfg := parseTopicConfig(spec.Configs)
 	opts := m.cfg.EngineOptions
 	if cfg.segmentBytes > 0 {
 		opts.SegmentBytes = cfg.segmentBytes
@@ -112,25 +108,19 @@ func openPartition(m *Manager, topic string, index int32, cfg topicConfig) (*Par
 	if err != nil {
 		return nil, fmt.Errorf("partition %s-%d: open %s engine: %w", topic, index, m.cfg.Engine, err)
 	}
-	if created {
-		// The new directory entries (the partition's in topics/, the
-		// engine's in the partition's) must survive a crash like the data.
-		if err := syncDirs(fs, fs.PathDir(dir), dir); err != nil {
-			log.Close()
-			return nil, fmt.Errorf("partition %s-%d: %w", topic, index, err)
-		}
-	}
 	p := &Partition{
-		topic: topic, index: index, dir: dir, fs: fs, log: log, cfg: cfg,
-		internal:  internalTopics[topic],
+		topic: topic, index: index, key: spec.Key(), dir: dir, fs: fs, log: log,
+		internal:  cluster.Internal(topic),
 		always:    opts.Sync == engine.SyncAlways,
 		clock:     m.cfg.Clock,
 		snapEvery: m.cfg.SnapshotBytes,
 		logger:    m.cfg.Logger.With("topic", topic, "partition", index),
+		leaderID:  -1,
 		kick:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
+	p.cfg.Store(&cfg)
 	if err := p.restoreProducers(); err != nil {
 		log.Close()
 		return nil, fmt.Errorf("partition %s-%d: %w", topic, index, err)
@@ -153,6 +143,13 @@ func openPartition(m *Manager, topic string, index int32, cfg topicConfig) (*Par
 
 // Topic is the partition's topic name.
 func (p *Partition) Topic() string { return p.topic }
+
+// Key is the partition's topic id and index.
+func (p *Partition) Key() Key { return p.key }
+
+// setConfig applies the topic's (new) configs. The segment size applies to
+// segments rolled from the next open on.
+func (p *Partition) setConfig(cfg topicConfig) { p.cfg.Store(&cfg) }
 
 // Index is the partition number.
 func (p *Partition) Index() int32 { return p.index }
@@ -178,6 +175,9 @@ func (p *Partition) Append(records []byte) (Appended, error) {
 	defer p.mu.Unlock()
 	if p.closed {
 		return Appended{}, p.closedErr()
+	}
+	if !p.leader {
+		return Appended{}, p.wrap(fmt.Errorf("broker %d leads it: %w", p.leaderID, kerr.NotLeaderForPartition))
 	}
 	if len(hs) == 1 {
 		d, err := p.producers.Check(hs[0])
@@ -219,9 +219,9 @@ func (p *Partition) validate(records []byte) ([][]byte, []batch.Header, error) {
 	}
 	hs := make([]batch.Header, len(parts))
 	for i, b := range parts {
-		if len(b) > p.cfg.maxMessageBytes {
+		if limit := p.cfg.Load().maxMessageBytes; len(b) > limit {
 			return nil, nil, p.wrap(fmt.Errorf("batch of %d bytes exceeds max.message.bytes %d: %w",
-				len(b), p.cfg.maxMessageBytes, kerr.MessageTooLarge))
+				len(b), limit, kerr.MessageTooLarge))
 		}
 		if hs[i], err = batch.Parse(b); err != nil {
 			return nil, nil, p.wrap(err)
@@ -302,12 +302,41 @@ func (p *Partition) StartOffset() int64 { return p.log.StartOffset() }
 // EndOffset is the log end offset: where the next batch goes.
 func (p *Partition) EndOffset() int64 { return p.log.EndOffset() }
 
-// LeaderEpoch is the partition's leader epoch, written into every batch.
-// A single broker is always the leader, at epoch 0.
+// LeaderEpoch is the partition's leader epoch, written into every batch
+// this broker appends as its leader.
 func (p *Partition) LeaderEpoch() int32 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.epoch
+}
+
+// Role is who leads a partition, at which leader epoch.
+type Role struct {
+	// Leader is the leading broker's id (-1: nobody).
+	Leader      int32
+	LeaderEpoch int32
+	// Local: this broker is the leader.
+	Local bool
+}
+
+// SetRole makes the partition a leader or a follower at a leader epoch, as
+// the metadata says. A role of an older epoch than the current one is
+// ignored: epochs never go back. It reports whether the role changed.
+func (p *Partition) SetRole(r Role) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r.LeaderEpoch < p.epoch || (r.LeaderEpoch == p.epoch && r.Local == p.leader && r.Leader == p.leaderID) {
+		return false
+	}
+	p.epoch, p.leader, p.leaderID = r.LeaderEpoch, r.Local, r.Leader
+	return true
+}
+
+// Role is the partition's current role.
+func (p *Partition) Role() Role {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Role{Leader: p.leaderID, LeaderEpoch: p.epoch, Local: p.leader}
 }
 
 // ProducerState returns a copy of the partition's idempotent producer state.

@@ -3,10 +3,12 @@ package partition_test
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -14,6 +16,7 @@ import (
 	"github.com/minikafka/minikafka/broker/batch"
 	"github.com/minikafka/minikafka/broker/batch/batchtest"
 	"github.com/minikafka/minikafka/broker/partition"
+	"github.com/minikafka/minikafka/cluster"
 	"github.com/minikafka/minikafka/engine"
 	"github.com/minikafka/minikafka/engines/memory"
 )
@@ -30,11 +33,56 @@ func open(t *testing.T, eng, dir string, opts engine.Options) *partition.Manager
 
 func onePartition(t *testing.T, m *partition.Manager, name string) *partition.Partition {
 	t.Helper()
-	_, err := m.CreateTopic(name, 1, nil)
-	require.NoError(t, err)
+	createTopic(t, m, name, 1, nil)
 	p, err := m.Partition(name, 0)
 	require.NoError(t, err)
 	return p
+}
+
+// createTopic makes the manager hold partitions [0, n) of a new topic and
+// lead them, as the broker does when the metadata assigns them to it. It
+// returns the topic's id, topicID(name).
+func createTopic(t *testing.T, m *partition.Manager, name string, n int32, configs map[string]string) uuid.UUID {
+	t.Helper()
+	return createTopicID(t, m, topicID(name), name, n, configs)
+}
+
+// topicID is the id createTopic gives a topic: a function of its name, so
+// that a test knows its directory before it exists.
+func topicID(name string) uuid.UUID { return uuid.NewSHA1(uuid.NameSpaceOID, []byte(name)) }
+
+// pathOf is the directory of partition index of the topic createTopic made.
+func pathOf(dir, name string, index int32, sub ...string) string {
+	return filepath.Join(append([]string{dir, "partitions", partition.Key{TopicID: topicID(name), Index: index}.Dir()}, sub...)...)
+}
+
+func createTopicID(t *testing.T, m *partition.Manager, id uuid.UUID, name string, n int32, configs map[string]string) uuid.UUID {
+	t.Helper()
+	for i := range n {
+		p, err := m.Ensure(partition.Spec{Topic: name, TopicID: id, Index: i, Configs: configs})
+		require.NoError(t, err)
+		p.SetRole(partition.Role{Leader: 1, Local: true})
+	}
+	return id
+}
+
+// lead makes the manager lead partitions [0, n) of topic (after a restart,
+// the broker does once the metadata says so).
+func lead(t *testing.T, m *partition.Manager, topic string, n int32) {
+	t.Helper()
+	for i := range n {
+		p, err := m.Partition(topic, i)
+		require.NoError(t, err)
+		p.SetRole(partition.Role{Leader: 1, Local: true})
+	}
+}
+
+// removeTopic removes partitions [0, n) of topic id.
+func removeTopic(t *testing.T, m *partition.Manager, id uuid.UUID, n int32) {
+	t.Helper()
+	for i := range n {
+		require.NoError(t, m.Remove(partition.Key{TopicID: id, Index: i}))
+	}
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -99,9 +147,7 @@ func TestAppendAssignsOffsetsAndPatches(t *testing.T) {
 
 func TestAppendRejects(t *testing.T) {
 	m := open(t, memory.Name, t.TempDir(), engine.Options{})
-	small := "200"
-	_, err := m.CreateTopic("small", 1, map[string]*string{partition.ConfigMaxMessageBytes: &small})
-	require.NoError(t, err)
+	createTopic(t, m, "small", 1, map[string]string{cluster.ConfigMaxMessageBytes: "200"})
 	p, err := m.Partition("small", 0)
 	require.NoError(t, err)
 
@@ -185,10 +231,7 @@ func concurrentAppendersAndReaders(t *testing.T, eng string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			id, epoch, err := m.InitProducerID()
-			if !assert.NoError(t, err) {
-				return
-			}
+			id, epoch := int64(100+w), int16(0)
 			for i := 0; i < perWriter; i++ {
 				app, err := p.Append(batchtest.Idempotent(t, id, epoch, int32(i*2), 2))
 				if !assert.NoError(t, err) || !assert.False(t, app.Duplicate) {
@@ -230,8 +273,7 @@ func concurrentAppendersAndReaders(t *testing.T, eng string) {
 
 func TestDeleteDuringAppends(t *testing.T) {
 	m := open(t, memory.Name, t.TempDir(), engine.Options{})
-	_, err := m.CreateTopic("t", 2, nil)
-	require.NoError(t, err)
+	id := createTopic(t, m, "t", 2, nil)
 	ctx := ctxT(t)
 	var wg sync.WaitGroup
 	for w := int32(0); w < 4; w++ {
@@ -256,8 +298,8 @@ func TestDeleteDuringAppends(t *testing.T) {
 			}
 		}()
 	}
-	require.NoError(t, m.DeleteTopic("t"))
+	removeTopic(t, m, id, 2)
 	wg.Wait()
-	_, ok := m.Topic("t")
-	assert.False(t, ok)
+	_, err := m.Partition("t", 0)
+	assert.ErrorIs(t, err, kerr.UnknownTopicOrPartition)
 }

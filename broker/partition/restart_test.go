@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"github.com/minikafka/minikafka/broker/batch/batchtest"
 	"github.com/minikafka/minikafka/broker/partition"
 	"github.com/minikafka/minikafka/broker/producer"
+	"github.com/minikafka/minikafka/cluster"
 	"github.com/minikafka/minikafka/engine"
 	"github.com/minikafka/minikafka/engines/memory"
 	"github.com/minikafka/minikafka/engines/pebble"
@@ -43,37 +43,25 @@ func fill(t *testing.T, p *partition.Partition, n int) {
 	}
 }
 
-func TestRestartRestoresTopicsAndRecords(t *testing.T) {
+func TestRestartRestoresPartitionsAndRecords(t *testing.T) {
 	for _, eng := range append([]string{memory.Name}, durableEngines...) {
 		t.Run(eng, func(t *testing.T) {
 			dir := t.TempDir()
 			m, err := openFS(t, eng, nil, dir)
 			require.NoError(t, err)
-			retention := "1000"
-			_, err = m.CreateTopic("a", 3, map[string]*string{partition.ConfigRetentionMs: &retention})
-			require.NoError(t, err)
-			_, err = m.CreateTopic("__consumer_offsets", 1, nil)
-			require.NoError(t, err)
+			createTopic(t, m, "a", 3, map[string]string{cluster.ConfigRetentionMs: "1000"})
+			createTopic(t, m, "__consumer_offsets", 1, nil)
 			for i := int32(0); i < 3; i++ {
 				p, err := m.Partition("a", i)
 				require.NoError(t, err)
 				fill(t, p, int(i)+1)
 			}
-			id, _, err := m.InitProducerID()
-			require.NoError(t, err)
-			before := m.Topics()
+			before := m.Keys()
 			require.NoError(t, m.Close())
 			assert.ErrorIs(t, m.Close(), engine.ErrClosed)
 
 			m2 := open(t, eng, dir, engine.Options{})
-			after := m2.Topics()
-			assert.Equal(t, before, after, "names, ids, partition counts and configs survive")
-			require.Len(t, after, 2)
-			assert.True(t, after[0].Internal, "__consumer_offsets is internal")
-			assert.Equal(t, map[string]string{partition.ConfigRetentionMs: "1000"}, after[1].Configs)
-			id2, _, err := m2.InitProducerID()
-			require.NoError(t, err)
-			assert.Greater(t, id2, id, "producer ids never repeat across restarts")
+			assert.Equal(t, before, m2.Keys(), "topic ids and partitions survive")
 			for i := int32(0); i < 3; i++ {
 				p, err := m2.Partition("a", i)
 				require.NoError(t, err)
@@ -103,6 +91,7 @@ func writeProducer(t *testing.T, p *partition.Partition) {
 // starting at offset base.
 func checkProducer(t *testing.T, p *partition.Partition, base int64) {
 	t.Helper()
+	p.SetRole(partition.Role{Leader: 1, Local: true})
 	runProduces(t, p, 5, []produce{
 		{seq: 10, n: 2, dup: true, base: base + 10},
 		{seq: 4, n: 2, dup: true, base: base + 4},
@@ -115,7 +104,7 @@ func checkProducer(t *testing.T, p *partition.Partition, base int64) {
 
 func snapshots(t *testing.T, fs vfs.FS, dir string) []string {
 	t.Helper()
-	names, err := fs.List(fs.PathJoin(dir, "topics", "t-0"))
+	names, err := fs.List(pathOf(dir, "t", 0))
 	require.NoError(t, err)
 	var out []string
 	for _, n := range names {
@@ -172,7 +161,7 @@ func TestRestartKeepsProducerState(t *testing.T) {
 			for seq := int32(100); seq < 110; seq++ {
 				bogus.Record(hdrFor(5, 0, seq), int64(seq), 1000)
 			}
-			pdir := fs.PathJoin(dir, "topics", "t-0")
+			pdir := pathOf(dir, "t", 0)
 			require.NoError(t, producer.WriteSnapshot(fs, fs.PathJoin(pdir, fmt.Sprintf("producer-%020d.snapshot", 1000)), bogus, 1000))
 
 			m2, err := openFS(t, eng, fs, dir)
@@ -189,7 +178,7 @@ func TestRestartKeepsProducerState(t *testing.T) {
 			require.NoError(t, err)
 			writeProducer(t, onePartition(t, m, "t"))
 			require.NoError(t, m.Close())
-			path := fs.PathJoin(dir, "topics", "t-0", fmt.Sprintf("producer-%020d.snapshot", 12))
+			path := pathOf(dir, "t", 0, fmt.Sprintf("producer-%020d.snapshot", 12))
 			f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
 			require.NoError(t, err)
 			_, err = f.Write([]byte("MKPS garbage"))
@@ -240,36 +229,27 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 	}
 }
 
-func TestDeleteTopic(t *testing.T) {
+func TestRemove(t *testing.T) {
 	for _, eng := range durableEngines {
 		t.Run(eng, func(t *testing.T) {
 			dir := t.TempDir()
 			m := open(t, eng, dir, engine.Options{})
-			p := onePartition(t, m, "t")
+			id := createTopic(t, m, "t", 1, nil)
+			p, _ := m.Partition("t", 0)
 			fill(t, p, 3)
-			info, _ := m.Topic("t")
 
-			require.NoError(t, m.DeleteTopic("t"))
-			assert.ErrorIs(t, m.DeleteTopic("t"), kerr.UnknownTopicOrPartition)
+			removeTopic(t, m, id, 1)
+			removeTopic(t, m, id, 1) // nothing to remove: no error
 			_, err := m.Partition("t", 0)
 			assert.ErrorIs(t, err, kerr.UnknownTopicOrPartition)
 			_, err = p.Append(batchtest.Plain(t, 1))
-			assert.ErrorIs(t, err, kerr.NotLeaderForPartition, "a handle from before the delete")
-			assert.NoDirExists(t, filepath.Join(dir, "topics", "t-0"))
-			assert.NoDirExists(t, filepath.Join(dir, "topics", "t-0.deleting"))
-
-			info2, err := m.CreateTopic("t", 1, nil)
-			require.NoError(t, err)
-			assert.NotEqual(t, info.ID, info2.ID, "a recreated topic is a new topic")
-			p2, err := m.Partition("t", 0)
-			require.NoError(t, err)
-			assert.Equal(t, int64(0), p2.EndOffset(), "no record of the deleted topic comes back")
+			assert.ErrorIs(t, err, kerr.NotLeaderForPartition, "a handle from before the removal")
+			assert.NoDirExists(t, partitionDir(dir, id, 0))
+			assert.NoDirExists(t, partitionDir(dir, id, 0)+".deleting")
 			require.NoError(t, m.Close())
 
 			m2 := open(t, eng, dir, engine.Options{})
-			p3, err := m2.Partition("t", 0)
-			require.NoError(t, err)
-			assert.Equal(t, int64(0), p3.EndOffset())
+			assert.Empty(t, m2.Keys())
 		})
 	}
 }

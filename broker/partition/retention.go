@@ -22,7 +22,8 @@ const DefaultRetentionCheckInterval = 5 * time.Minute
 // not, and deleting old records of __consumer_offsets would lose offsets of
 // groups that did not commit for a while.
 func (p *Partition) enforceRetention(now time.Time) (int64, error) {
-	if p.internal || (p.cfg.retentionMs < 0 && p.cfg.retentionBytes < 0) || p.gone.Load() {
+	cfg := p.cfg.Load()
+	if p.internal || (cfg.retentionMs < 0 && cfg.retentionBytes < 0) || p.gone.Load() {
 		return 0, nil
 	}
 	ti := &p.ti
@@ -32,8 +33,8 @@ func (p *Partition) enforceRetention(now time.Time) (int64, error) {
 		return 0, err
 	}
 	target, cum := ti.start, ti.cumStart
-	if p.cfg.retentionMs >= 0 {
-		cutoff := now.UnixMilli() - p.cfg.retentionMs
+	if cfg.retentionMs >= 0 {
+		cutoff := now.UnixMilli() - cfg.retentionMs
 		off, c, err := ti.scan(p, ti.entryBefore(cutoff), func(_ []byte, h batch.Header, _ int64) bool {
 			return h.MaxTimestamp >= cutoff
 		})
@@ -44,7 +45,7 @@ func (p *Partition) enforceRetention(now time.Time) (int64, error) {
 			target, cum = off, c
 		}
 	}
-	if limit := p.cfg.retentionBytes; limit >= 0 && ti.cumCovered-cum > limit {
+	if limit := cfg.retentionBytes; limit >= 0 && ti.cumCovered-cum > limit {
 		need := ti.cumCovered - limit // bytes that must lie before the new start
 		off, c, err := ti.scan(p, ti.entryAtBytes(need), func(_ []byte, _ batch.Header, c int64) bool {
 			return c >= need

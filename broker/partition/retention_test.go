@@ -1,7 +1,6 @@
 package partition_test
 
 import (
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/minikafka/minikafka/broker/batch/batchtest"
 	"github.com/minikafka/minikafka/broker/partition"
 	"github.com/minikafka/minikafka/clock"
+	"github.com/minikafka/minikafka/cluster"
 	"github.com/minikafka/minikafka/engine"
 	"github.com/minikafka/minikafka/engines/memory"
 )
@@ -48,8 +48,7 @@ func TestRetentionByTime(t *testing.T) {
 			clk := clock.NewManual(t0)
 			dir := t.TempDir()
 			m := retentionManager(t, eng, dir, clk)
-			_, err := m.CreateTopic("t", 1, map[string]*string{partition.ConfigRetentionMs: str("60000")})
-			require.NoError(t, err)
+			createTopic(t, m, "t", 1, map[string]string{cluster.ConfigRetentionMs: "60000"})
 			p, _ := m.Partition("t", 0)
 			ms := t0.UnixMilli()
 			appendAt(t, p, ms-300_000, 2)        // 0-1: old
@@ -60,7 +59,7 @@ func TestRetentionByTime(t *testing.T) {
 
 			require.NoError(t, m.EnforceRetention())
 			assert.Equal(t, keep, p.StartOffset(), "the old prefix is gone")
-			_, err = p.Read(0, 1<<20)
+			_, err := p.Read(0, 1<<20)
 			assert.ErrorIs(t, err, kerr.OffsetOutOfRange)
 			off, _, err := p.ListOffset(partition.TimestampEarliest)
 			require.NoError(t, err)
@@ -97,10 +96,9 @@ func TestRetentionByBytes(t *testing.T) {
 	clk := clock.NewManual(t0)
 	m := retentionManager(t, memory.Name, t.TempDir(), clk)
 	one := len(batchtest.Make(t, batchtest.Spec{Values: batchtest.Values("r", 3), Timestamp: t0.UnixMilli()}))
-	_, err := m.CreateTopic("t", 1, map[string]*string{
-		partition.ConfigRetentionBytes: str(strconv.Itoa(2*one + one/2)), partition.ConfigRetentionMs: str("-1"),
+	createTopic(t, m, "t", 1, map[string]string{
+		cluster.ConfigRetentionBytes: strconv.Itoa(2*one + one/2), cluster.ConfigRetentionMs: "-1",
 	})
-	require.NoError(t, err)
 	p, _ := m.Partition("t", 0)
 	for i := 0; i < 5; i++ {
 		appendAt(t, p, t0.UnixMilli(), 3)
@@ -119,15 +117,13 @@ func TestRetentionSparesInternalAndUncommitted(t *testing.T) {
 	})
 	require.NoError(t, err)
 	defer m.Close()
-	_, err = m.CreateTopic("__consumer_offsets", 1, map[string]*string{partition.ConfigRetentionMs: str("1")})
-	require.NoError(t, err)
-	_, err = m.CreateTopic("t", 1, map[string]*string{partition.ConfigRetentionMs: str("1")})
-	require.NoError(t, err)
+	createTopic(t, m, "__consumer_offsets", 1, map[string]string{cluster.ConfigRetentionMs: "1"})
+	createTopic(t, m, "t", 1, map[string]string{cluster.ConfigRetentionMs: "1"})
 	internal, _ := m.Partition("__consumer_offsets", 0)
 	appendAt(t, internal, 0, 2)
 	p, _ := m.Partition("t", 0)
 	appendAt(t, p, 0, 2)
-	f := flakyAt(filepath.Join(dir, "topics", "t-0", "log"))
+	f := flakyAt(pathOf(dir, "t", 0, "log"))
 	f.set(func(f *flakyEngine) { f.gate = make(chan struct{}) })
 	_, err = p.Append(batchtest.Make(t, batchtest.Spec{Values: batchtest.Values("x", 2), Timestamp: 0}))
 	require.NoError(t, err)
@@ -145,8 +141,7 @@ func TestRetentionRunsOnTheClock(t *testing.T) {
 	})
 	require.NoError(t, err)
 	defer m.Close()
-	_, err = m.CreateTopic("t", 1, map[string]*string{partition.ConfigRetentionMs: str("1000")})
-	require.NoError(t, err)
+	createTopic(t, m, "t", 1, map[string]string{cluster.ConfigRetentionMs: "1000"})
 	p, _ := m.Partition("t", 0)
 	appendAt(t, p, t0.UnixMilli()-5000, 1)
 	appendAt(t, p, t0.UnixMilli()+120_000, 1)

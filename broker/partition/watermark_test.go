@@ -2,7 +2,6 @@ package partition_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -26,7 +25,7 @@ func TestHighWatermarkWaitsForSyncUnderSyncAlways(t *testing.T) {
 	dir := t.TempDir()
 	m := open(t, flakyName, dir, engine.Options{Sync: engine.SyncAlways})
 	p := onePartition(t, m, "t")
-	f := flakyAt(filepath.Join(dir, "topics", "t-0", "log"))
+	f := flakyAt(pathOf(dir, "t", 0, "log"))
 	gate := make(chan struct{})
 	f.set(func(f *flakyEngine) { f.gate = gate })
 
@@ -54,7 +53,7 @@ func TestHighWatermarkFollowsEndUnlessSyncAlways(t *testing.T) {
 			dir := t.TempDir()
 			m := open(t, flakyName, dir, engine.Options{Sync: policy})
 			p := onePartition(t, m, "t")
-			f := flakyAt(filepath.Join(dir, "topics", "t-0", "log"))
+			f := flakyAt(pathOf(dir, "t", 0, "log"))
 			f.set(func(f *flakyEngine) { f.gate = make(chan struct{}) }) // a sync would block forever
 			_, err := p.Append(batchtest.Plain(t, 2))
 			require.NoError(t, err)
@@ -67,7 +66,7 @@ func TestSyncFailureFailsWaiters(t *testing.T) {
 	dir := t.TempDir()
 	m := open(t, flakyName, dir, engine.Options{Sync: engine.SyncAlways})
 	p := onePartition(t, m, "t")
-	f := flakyAt(filepath.Join(dir, "topics", "t-0", "log"))
+	f := flakyAt(pathOf(dir, "t", 0, "log"))
 	f.set(func(f *flakyEngine) { f.failSync = true })
 	app, err := p.Append(batchtest.Plain(t, 1))
 	require.NoError(t, err)
@@ -114,7 +113,7 @@ func TestCloseWakesWaiters(t *testing.T) {
 	fetch, produce := make(chan error, 1), make(chan error, 1)
 	go func() { fetch <- p.WaitForData(ctx, 0) }()
 	go func() { produce <- p.WaitHighWatermark(ctx, 10) }()
-	require.NoError(t, m.DeleteTopic("t"))
+	removeTopic(t, m, topicID("t"), 1)
 	assert.ErrorIs(t, <-fetch, kerr.NotLeaderForPartition)
 	assert.ErrorIs(t, <-produce, kerr.NotLeaderForPartition)
 	assert.ErrorIs(t, p.WaitDurable(ctx, 1), kerr.NotLeaderForPartition)
@@ -129,7 +128,7 @@ func TestAcksOneSharesTheLoopsSyncs(t *testing.T) {
 	dir := t.TempDir()
 	m := open(t, flakyName, dir, engine.Options{Sync: engine.SyncAlways})
 	p := onePartition(t, m, "t")
-	f := flakyAt(filepath.Join(dir, "topics", "t-0", "log"))
+	f := flakyAt(pathOf(dir, "t", 0, "log"))
 	var before int
 	f.set(func(f *flakyEngine) { before = f.syncs })
 	const n = 50
