@@ -43,7 +43,7 @@ func (s *testSM) Apply(index uint64, payload []byte) error {
 }
 
 func (s *testSM) Snapshot() ([]byte, error) {
-	b := binary.BigEndian.AppendUint64(nil, s.last)
+	b := binary.BigEndian.AppendUint64(nil, s.last) // the last payload's index
 	for _, r := range s.recs {
 		b = binary.BigEndian.AppendUint64(b, r.Index)
 		b = binary.BigEndian.AppendUint32(b, uint32(len(r.Payload)))
@@ -56,10 +56,13 @@ func (s *testSM) Restore(index uint64, data []byte) error {
 	if len(data) < 8 {
 		return errors.New("short snapshot")
 	}
-	s.last, data = binary.BigEndian.Uint64(data), data[8:]
-	if s.last != index {
-		return fmt.Errorf("snapshot of %d restored as %d", s.last, index)
+	// The snapshot's index can be past the last payload: raft's own empty
+	// entries are never given to Apply.
+	last := binary.BigEndian.Uint64(data)
+	if last > index {
+		return fmt.Errorf("snapshot holding %d restored as %d", last, index)
 	}
+	s.last, data = index, data[8:]
 	s.recs = nil
 	for len(data) > 0 {
 		i := binary.BigEndian.Uint64(data)
@@ -96,11 +99,39 @@ type cluster struct {
 	snaps   int                              // MsgSnap delivered
 	trace   hash.Hash
 	errs    []error // Step errors
+
+	// tolerant: an error (a crash test's lost power) stops the workload
+	// instead of failing the test; failed is the first.
+	tolerant bool
+	failed   error
+}
+
+// ok reports whether the workload goes on; err fails the test unless the
+// cluster is tolerant.
+func (c *cluster) ok(err error, what string, args ...any) bool {
+	if c.failed != nil {
+		return false
+	}
+	if err == nil {
+		return true
+	}
+	if !c.tolerant {
+		require.NoError(c.t, err, append([]any{what}, args...)...)
+	}
+	c.failed = fmt.Errorf("%s: %w", fmt.Sprintf(what, args...), err)
+	return false
 }
 
 func newCluster(t testing.TB, engineName string, seed uint64, n int, tweak func(*NodeConfig)) *cluster {
+	c := makeCluster(t, vfs.NewMem(), engineName, seed, n, tweak, false)
+	c.startAll()
+	return c
+}
+
+// makeCluster is a cluster of n nodes on fs, none started yet.
+func makeCluster(t testing.TB, fs vfs.FS, engineName string, seed uint64, n int, tweak func(*NodeConfig), tolerant bool) *cluster {
 	c := &cluster{
-		t: t, fs: vfs.NewMem(), engine: engineName, seed: seed,
+		t: t, fs: fs, engine: engineName, seed: seed, tolerant: tolerant,
 		nodes: map[uint64]*Node{}, sms: map[uint64]*testSM{}, starts: map[uint64]uint64{},
 		cut: map[[2]uint64]bool{}, tweak: tweak, applied: map[uint64]map[ProposalID]uint64{},
 		trace: sha256.New(),
@@ -108,17 +139,23 @@ func newCluster(t testing.TB, engineName string, seed uint64, n int, tweak func(
 	for i := range n {
 		c.ids = append(c.ids, uint64(i+1))
 	}
+	t.Cleanup(c.closeAll)
+	return c
+}
+
+func (c *cluster) startAll() {
 	for _, id := range c.ids {
 		c.start(id)
 	}
-	t.Cleanup(func() {
-		for _, id := range c.ids {
-			if c.nodes[id] != nil {
-				c.nodes[id].Close()
-			}
+}
+
+func (c *cluster) closeAll() {
+	for _, id := range c.ids {
+		if c.nodes[id] != nil {
+			c.nodes[id].Close()
+			c.nodes[id] = nil
 		}
-	})
-	return c
+	}
 }
 
 func (c *cluster) config(id uint64) NodeConfig {
@@ -138,7 +175,9 @@ func (c *cluster) config(id uint64) NodeConfig {
 func (c *cluster) start(id uint64) {
 	cfg := c.config(id)
 	n, err := OpenNode(cfg)
-	require.NoError(c.t, err, "open node %d", id)
+	if !c.ok(err, "open node %d", id) {
+		return
+	}
 	c.nodes[id], c.sms[id] = n, cfg.StateMachine.(*testSM)
 	c.applied[id] = map[ProposalID]uint64{}
 }
@@ -163,14 +202,16 @@ func (c *cluster) heal() { clear(c.cut) }
 // node has work and no message is in flight.
 func (c *cluster) settle() {
 	var queue []raftpb.Message
-	for round := 0; ; round++ {
+	for round := 0; c.failed == nil; round++ {
 		require.Less(c.t, round, 10000, "the cluster does not settle")
 		moved := false
 		for _, id := range c.ids {
 			n := c.nodes[id]
 			for n != nil && n.HasReady() {
 				out, err := n.Process()
-				require.NoError(c.t, err, "node %d", id)
+				if !c.ok(err, "node %d", id) {
+					return
+				}
 				c.record(id, out)
 				queue = append(queue, out.Messages...)
 				moved = true
@@ -231,6 +272,9 @@ func (c *cluster) record(id uint64, out Output) {
 // tick ticks every live node k times, settling after each.
 func (c *cluster) tick(k int) {
 	for range k {
+		if c.failed != nil {
+			return
+		}
 		for _, id := range c.ids {
 			if n := c.nodes[id]; n != nil {
 				n.Tick()
@@ -254,19 +298,29 @@ func (c *cluster) activeLeaders() []uint64 {
 // waitLeader ticks until exactly one live node, other than those in not,
 // is an Active leader, and returns it with the ticks it took.
 func (c *cluster) waitLeader(maxTicks int, not ...uint64) (uint64, int) {
-	for i := 0; i <= maxTicks; i++ {
+	for i := 0; i <= maxTicks && c.failed == nil; i++ {
 		if l := c.activeLeaders(); len(l) == 1 && !slices.Contains(not, l[0]) {
 			return l[0], i
 		}
 		c.tick(1)
 	}
-	c.t.Fatalf("no single active leader after %d ticks: %v", maxTicks, c.activeLeaders())
+	if c.failed != nil {
+		return 0, 0
+	}
+	err := fmt.Errorf("no single active leader after %d ticks: %v", maxTicks, c.activeLeaders())
+	if !c.tolerant {
+		c.t.Fatal(err)
+	}
+	c.failed = err
 	return 0, 0
 }
 
 func (c *cluster) propose(id uint64, payload string) ProposalID {
+	if c.failed != nil {
+		return 0
+	}
 	pid, err := c.nodes[id].Propose([]byte(payload))
-	require.NoError(c.t, err)
+	c.ok(err, "propose %q at %d", payload, id)
 	return pid
 }
 

@@ -308,3 +308,11 @@ func TestRejoiningFollowerDoesNotDepose(t *testing.T) {
 	require.Equal(t, []uint64{l}, c.activeLeaders())
 	require.Equal(t, term, c.nodes[l].Status().Term, "the leader was not deposed")
 }
+
+func TestMemoryEngineCannotRestart(t *testing.T) {
+	c := newCluster(t, "memory", 12, 3, nil)
+	c.waitLeader(100)
+	c.stop(1)
+	_, err := OpenNode(c.config(1))
+	require.ErrorContains(t, err, "not durable")
+}
