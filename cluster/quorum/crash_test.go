@@ -32,7 +32,7 @@ var (
 // prefix too (never half-applied); and the cluster elects a leader that
 // commits a new proposal everywhere.
 
-func TestCrashOneNode(t *testing.T)   { crashSuite(t, 1) }
+func TestCrashOneNode(t *testing.T)    { crashSuite(t, 1) }
 func TestCrashThreeNodes(t *testing.T) { crashSuite(t, 3) }
 
 // crashWorkload is the workload's size: proposals, snapshot interval.
