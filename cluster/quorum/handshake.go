@@ -120,7 +120,7 @@ func (t *TCPTransport) mismatch(h hello, wantFrom uint64) string {
 	case h.version != handshakeVersion:
 		return fmt.Sprintf("protocol version mismatch: local %d, peer %d", handshakeVersion, h.version)
 	case h.clusterID != t.cfg.ClusterID:
-		return fmt.Sprintf("cluster id mismatch: local %q, peer %q", t.cfg.ClusterID, h.clusterID)
+		return fmt.Sprintf("cluster id mismatch: local %s, peer %s", t.cfg.ClusterID, h.clusterID)
 	case h.voterDigest != t.digest:
 		return fmt.Sprintf("voter list mismatch: local voters %v (digest %016x), peer digest %016x", t.ids, t.digest, h.voterDigest)
 	case h.to != t.cfg.NodeID:

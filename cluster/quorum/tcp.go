@@ -68,6 +68,7 @@ type TCPTransport struct {
 	h       Handler
 	inbound map[net.Conn]struct{}
 	closed  bool
+	refused map[string]bool // refusals already logged at error level
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -102,6 +103,7 @@ func NewTCPTransport(cfg TCPConfig) (*TCPTransport, error) {
 		log:     cfg.Logger.With("node", cfg.NodeID),
 		peers:   map[uint64]*peer{},
 		inbound: map[net.Conn]struct{}{},
+		refused: map[string]bool{},
 	}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	for _, id := range ids {
@@ -238,7 +240,15 @@ func (t *TCPTransport) acceptHello(nc net.Conn, h Handler) (uint64, *bufio.Reade
 	out := hello{version: handshakeVersion, status: helloAccepted, from: t.cfg.NodeID, to: in.from, voterDigest: t.digest, clusterID: t.cfg.ClusterID}
 	if reason != "" {
 		out.status, out.reason = helloRefused, reason
-		t.log.Error("quorum: refused a raft connection: "+reason, "peer", in.from, "addr", nc.RemoteAddr())
+		// Once per peer and reason at error level: the peer retries.
+		key := fmt.Sprintf("%d %s", in.from, reason)
+		t.mu.Lock()
+		level := slog.LevelDebug
+		if !t.refused[key] {
+			t.refused[key], level = true, slog.LevelError
+		}
+		t.mu.Unlock()
+		t.log.Log(context.Background(), level, "quorum: refused a raft connection: "+reason, "peer", in.from, "addr", nc.RemoteAddr())
 	}
 	_, werr := nc.Write(out.encode())
 	nc.SetDeadline(time.Time{})
@@ -301,6 +311,17 @@ func (p *peer) run() {
 	}
 }
 
+// stopConn is a conn that stops its close-on-shutdown hook when closed.
+type stopConn struct {
+	net.Conn
+	stop func() bool
+}
+
+func (c *stopConn) Close() error {
+	c.stop()
+	return c.Conn.Close()
+}
+
 // refusedError is a handshake the other side, or this one, refused.
 type refusedError struct{ reason string }
 
@@ -314,6 +335,10 @@ func (p *peer) dial() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Close interrupts a handshake or a write stuck on a peer that does not
+	// read, instead of waiting out their timeouts.
+	stop := context.AfterFunc(t.ctx, func() { nc.Close() })
+	nc = &stopConn{Conn: nc, stop: stop}
 	nc.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout))
 	out := hello{version: handshakeVersion, status: helloRequest, from: t.cfg.NodeID, to: p.id, voterDigest: t.digest, clusterID: t.cfg.ClusterID}
 	if _, err := nc.Write(out.encode()); err != nil {
