@@ -2,9 +2,13 @@ package quorum
 
 import (
 	"errors"
+	"io"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
+
+	"github.com/minikafka/minikafka/engine"
 )
 
 var testEngines = []string{"segment", "memory"}
@@ -315,4 +319,49 @@ func TestMemoryEngineCannotRestart(t *testing.T) {
 	c.stop(1)
 	_, err := OpenNode(c.config(1))
 	require.ErrorContains(t, err, "not durable")
+}
+
+func TestProposalIdentityAcrossRestart(t *testing.T) {
+	c := newCluster(t, "segment", 13, 1, nil)
+	c.settle()
+	early := readAll(t, c.fs, "/n1/"+hardStateFile) // commit: the leader's empty entry
+	for _, p := range payloads("old", 3) {
+		c.propose(1, p) // ids 1, 2, 3 of the first incarnation
+	}
+	c.settle()
+	require.Len(t, c.applied[1], 3)
+	// A crash before the new commit index reached the disk: the entries are
+	// durable, HARDSTATE is the early one. The restarted node commits the
+	// old entries again only as leader, after its own first proposal,
+	// whose id is 1 again.
+	c.stop(1)
+	require.NoError(t, engine.WriteFileAtomic(c.fs, "/n1/"+hardStateFile, early))
+	c.start(1)
+	n := c.nodes[1]
+	require.Empty(t, c.sms[1].payloads(), "nothing is known committed yet")
+	for !n.Active() {
+		_, err := n.Process()
+		require.NoError(t, err)
+	}
+	id, err := n.Propose([]byte("new"))
+	require.NoError(t, err)
+	require.Equal(t, ProposalID(1), id, "sequence numbers restart with the incarnation")
+	var applied []AppliedProposal
+	for n.HasReady() {
+		out, err := n.Process()
+		require.NoError(t, err)
+		applied = append(applied, out.Applied...)
+	}
+	require.Equal(t, append(payloads("old", 3), "new"), c.sms[1].payloads())
+	require.Len(t, applied, 1, "only its own entry completes proposal 1: %v", applied)
+	require.Equal(t, c.sms[1].recs[3].Index, applied[0].Index)
+}
+
+func readAll(t *testing.T, fs vfs.FS, path string) []byte {
+	f, err := fs.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	require.NoError(t, err)
+	return b
 }

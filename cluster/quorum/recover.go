@@ -25,84 +25,107 @@ func (d *disk) recoverState(cs raftpb.ConfState) (recovered, error) {
 		return r, err
 	}
 	r.snap = snap
-	si, st := snap.Metadata.Index, snap.Metadata.Term
-	if si > 0 && !slices.Equal(sortedIDs(snap.Metadata.ConfState.Voters), cs.Voters) {
+	if snap.Metadata.Index > 0 && !slices.Equal(sortedIDs(snap.Metadata.ConfState.Voters), cs.Voters) {
 		return r, fmt.Errorf("%w: the snapshot's voters %v are not %v", ErrVotersChanged, snap.Metadata.ConfState.Voters, cs.Voters)
 	}
-	ents, err := d.readEntries()
+	ents, err := d.reconcileLog(snap)
 	if err != nil {
 		return r, err
 	}
+	if r.ms, err = buildStorage(snap, uint64(d.log.StartOffset()), ents, cs); err != nil {
+		return r, err
+	}
+	r.hs, err = d.recoverHardState(r.ms, snap.Metadata.Index)
+	return r, err
+}
+
+// reconcileLog reads the log and makes it agree with the snapshot: it must
+// hold the snapshot's last entry or start right after it. A log that does
+// not reach the snapshot, or diverges from it, is what a crash leaves when
+// it cuts short the install of a snapshot from the leader after SNAPSHOT
+// was written: the install is finished by emptying the log.
+func (d *disk) reconcileLog(snap raftpb.Snapshot) ([]raftpb.Entry, error) {
+	ents, err := d.readEntries()
+	if err != nil {
+		return nil, err
+	}
+	si, st := snap.Metadata.Index, snap.Metadata.Term
 	start := uint64(d.log.StartOffset())
 	switch {
 	case si == 0 && start != 1:
-		return r, fmt.Errorf("%w: the raft log starts at %d and there is no snapshot", ErrCorrupt, start)
+		return nil, fmt.Errorf("%w: the raft log starts at %d and there is no snapshot", ErrCorrupt, start)
 	case si > 0 && start > si+1:
-		return r, fmt.Errorf("%w: the raft log starts at %d, after the snapshot's index %d", ErrCorrupt, start, si)
+		return nil, fmt.Errorf("%w: the raft log starts at %d, after the snapshot's index %d", ErrCorrupt, start, si)
 	case si > 0 && start <= si && !holds(ents, start, si, st):
-		// The log does not reach the snapshot, or diverges from it: a crash
-		// cut short the install of a snapshot from the leader after SNAPSHOT
-		// was written. Finish it.
 		if err := d.resetLog(int64(si + 1)); err != nil {
-			return r, err
+			return nil, err
 		}
-		ents, start = nil, si+1
+		return nil, nil
 	}
+	return ents, nil
+}
 
-	r.ms = raft.NewMemoryStorage()
-	if si > 0 && start < si {
+// buildStorage is raft's storage for a snapshot and the log entries from
+// start on.
+func buildStorage(snap raftpb.Snapshot, start uint64, ents []raftpb.Entry, cs raftpb.ConfState) (*raft.MemoryStorage, error) {
+	ms := raft.NewMemoryStorage()
+	si := snap.Metadata.Index
+	if si > 0 && start < si && len(ents) > 0 {
 		// Keep the tail behind the snapshot for slow followers: its first
-		// entry is the storage's dummy (its term is all raft needs), the
+		// entry is the storage's dummy (its term is all raft needs), and the
 		// snapshot is set over the entries it covers.
 		dummy := raftpb.Snapshot{Metadata: raftpb.SnapshotMetadata{Index: start, Term: ents[0].Term, ConfState: cs}}
-		if err := r.ms.ApplySnapshot(dummy); err != nil {
-			return r, fmt.Errorf("quorum: recover the log start: %w", err)
+		if err := ms.ApplySnapshot(dummy); err != nil {
+			return nil, fmt.Errorf("quorum: recover the log start: %w", err)
 		}
-		if err := r.ms.Append(ents[1:]); err != nil {
-			return r, fmt.Errorf("quorum: recover entries: %w", err)
+		if err := ms.Append(ents[1:]); err != nil {
+			return nil, fmt.Errorf("quorum: recover entries: %w", err)
 		}
-		if _, err := r.ms.CreateSnapshot(si, &cs, snap.Data); err != nil {
-			return r, fmt.Errorf("quorum: recover the snapshot: %w", err)
+		if _, err := ms.CreateSnapshot(si, &cs, snap.Data); err != nil {
+			return nil, fmt.Errorf("quorum: recover the snapshot: %w", err)
 		}
-	} else {
-		if si > 0 {
-			if err := r.ms.ApplySnapshot(snap); err != nil {
-				return r, fmt.Errorf("quorum: recover the snapshot: %w", err)
-			}
-		}
-		if err := r.ms.Append(after(ents, si)); err != nil {
-			return r, fmt.Errorf("quorum: recover entries: %w", err)
+		return ms, nil
+	}
+	if si > 0 {
+		if err := ms.ApplySnapshot(snap); err != nil {
+			return nil, fmt.Errorf("quorum: recover the snapshot: %w", err)
 		}
 	}
+	if err := ms.Append(after(ents, si)); err != nil {
+		return nil, fmt.Errorf("quorum: recover entries: %w", err)
+	}
+	return ms, nil
+}
 
+// recoverHardState reads HARDSTATE and sets it in ms. HARDSTATE is written
+// after the entries and a received snapshot: a crash in between leaves it
+// behind them. The snapshot is committed, so commit at least that far. A
+// term the log already reached was never voted in (a vote is durable before
+// it is sent, and would have been written with its term), so adopting it
+// with no vote is safe.
+func (d *disk) recoverHardState(ms *raft.MemoryStorage, snapIndex uint64) (raftpb.HardState, error) {
 	hs, err := d.loadHardState()
 	if err != nil {
-		return r, err
+		return hs, err
 	}
-	last, _ := r.ms.LastIndex()
-	lastTerm, err := r.ms.Term(last)
+	last, _ := ms.LastIndex()
+	lastTerm, err := ms.Term(last)
 	if err != nil {
-		return r, fmt.Errorf("quorum: term of the last entry %d: %w", last, err)
+		return hs, fmt.Errorf("quorum: term of the last entry %d: %w", last, err)
 	}
-	// HARDSTATE is written after the entries and a received snapshot: a
-	// crash in between leaves it behind them. The snapshot is committed, so
-	// commit at least that far. A term the log already reached was never
-	// voted in (a vote is durable before it is sent, and would have been
-	// written with its term), so adopting it with no vote is safe.
-	hs.Commit = max(hs.Commit, si)
+	hs.Commit = max(hs.Commit, snapIndex)
 	if lastTerm > hs.Term {
 		hs.Term, hs.Vote = lastTerm, 0
 	}
 	if hs.Commit > last {
-		return r, fmt.Errorf("%w: commit index %d is past the log's last index %d", ErrCorrupt, hs.Commit, last)
+		return hs, fmt.Errorf("%w: commit index %d is past the log's last index %d", ErrCorrupt, hs.Commit, last)
 	}
 	if !raft.IsEmptyHardState(hs) {
-		if err := r.ms.SetHardState(hs); err != nil {
-			return r, fmt.Errorf("quorum: recover the hard state: %w", err)
+		if err := ms.SetHardState(hs); err != nil {
+			return hs, fmt.Errorf("quorum: recover the hard state: %w", err)
 		}
 	}
-	r.hs = hs
-	return r, nil
+	return hs, nil
 }
 
 // holds reports whether ents, which start at index start, hold the entry

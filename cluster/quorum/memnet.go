@@ -1,0 +1,120 @@
+package quorum
+
+import (
+	"errors"
+	"sync"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+// MemNetwork connects MemTransports in one process, for tests. Delivery is
+// immediate and in order; links can be cut. (The simulator has its own
+// network, with delays, and drives Nodes directly.)
+type MemNetwork struct {
+	mu       sync.Mutex
+	nodes    map[uint64]*MemTransport
+	cut      map[[2]uint64]bool
+	isolated map[uint64]bool
+}
+
+// NewMemNetwork returns a network with every link up.
+func NewMemNetwork() *MemNetwork {
+	return &MemNetwork{nodes: map[uint64]*MemTransport{}, cut: map[[2]uint64]bool{}, isolated: map[uint64]bool{}}
+}
+
+// Transport returns node id's transport on the network.
+func (n *MemNetwork) Transport(id uint64) *MemTransport { return &MemTransport{net: n, id: id} }
+
+// Partition cuts the link between a and b, both ways.
+func (n *MemNetwork) Partition(a, b uint64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.cut[[2]uint64{a, b}], n.cut[[2]uint64{b, a}] = true, true
+}
+
+// Cut drops the messages from one node to another, one way.
+func (n *MemNetwork) Cut(from, to uint64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.cut[[2]uint64{from, to}] = true
+}
+
+// Isolate cuts every link of id.
+func (n *MemNetwork) Isolate(id uint64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.isolated[id] = true
+}
+
+// Heal brings every link back.
+func (n *MemNetwork) Heal() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	clear(n.cut)
+	clear(n.isolated)
+}
+
+// route returns the handler of the node a message from -> to reaches, or nil.
+func (n *MemNetwork) route(from, to uint64) Handler {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	t := n.nodes[to]
+	if t == nil || n.cut[[2]uint64{from, to}] || n.isolated[from] || n.isolated[to] {
+		return nil
+	}
+	return t.h
+}
+
+// MemTransport is one node's Transport on a MemNetwork.
+type MemTransport struct {
+	net *MemNetwork
+	id  uint64
+	h   Handler
+}
+
+var _ Transport = (*MemTransport)(nil)
+
+// Start implements Transport.
+func (t *MemTransport) Start(h Handler) error {
+	t.net.mu.Lock()
+	defer t.net.mu.Unlock()
+	if t.net.nodes[t.id] != nil {
+		return errors.New("quorum: a transport for this node is already on the network")
+	}
+	t.h = h
+	t.net.nodes[t.id] = t
+	return nil
+}
+
+// Send implements Transport. Messages travel as bytes, as on a network: the
+// receiver shares no memory with the sender.
+func (t *MemTransport) Send(msgs []raftpb.Message) {
+	for _, m := range msgs {
+		to := t.net.route(t.id, m.To)
+		b, err := m.Marshal()
+		if to == nil || err != nil {
+			reportDropped(t.h, m)
+			continue
+		}
+		var cp raftpb.Message
+		if err := cp.Unmarshal(b); err != nil {
+			reportDropped(t.h, m)
+			continue
+		}
+		to.Step(cp)
+		if m.Type == raftpb.MsgSnap {
+			t.h.ReportSnapshot(m.To, raft.SnapshotFinish)
+		}
+	}
+}
+
+// Close implements Transport: the node leaves the network.
+func (t *MemTransport) Close() error {
+	t.net.mu.Lock()
+	defer t.net.mu.Unlock()
+	if t.net.nodes[t.id] == t {
+		delete(t.net.nodes, t.id)
+	}
+	return nil
+}
