@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka/broker/partition"
+	"github.com/minikafka/minikafka/cluster"
 )
 
 // Produce: v0-11 advertised, v3-11 served
@@ -75,7 +76,7 @@ func handleProduce(r *request) reply {
 		resp.Topics = append(resp.Topics, st)
 		parts := resp.Topics[len(resp.Topics)-1].Partitions
 		topicRefuse := refuse
-		if info, ok := r.s.parts.Topic(rt.Topic); ok && info.Internal && topicRefuse == nil {
+		if cluster.Internal(rt.Topic) && topicRefuse == nil {
 			topicRefuse = kerr.InvalidTopicException
 		}
 		for i, rp := range rt.Partitions {

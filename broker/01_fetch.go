@@ -72,7 +72,7 @@ func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest, charge *int6
 		rt := &req.Topics[ti]
 		for pi := range rt.Partitions {
 			t := fetchTarget{topic: rt.Topic, req: &rt.Partitions[pi]}
-			t.part, t.err = s.parts.Partition(rt.Topic, t.req.Partition)
+			t.part, t.err = s.leaderOf(rt.Topic, t.req.Partition)
 			if t.err == nil {
 				t.err = checkEpoch(req.Version >= 9, t.req.CurrentLeaderEpoch, t.part)
 			}

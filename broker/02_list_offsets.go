@@ -45,7 +45,7 @@ func handleListOffsets(r *request) reply {
 }
 
 func (s *Server) listOffset(version int16, topic string, rp *kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) error {
-	p, err := s.parts.Partition(topic, rp.Partition)
+	p, err := s.leaderOf(topic, rp.Partition)
 	if err != nil {
 		return err
 	}

@@ -1,24 +1,31 @@
 package broker
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/minikafka/minikafka/broker/partition"
+	"github.com/minikafka/minikafka/cluster"
 )
 
 // Metadata: v0-12
 //
 // Behaviour:
-//   - One broker, NodeID, at the advertised host and port; it is the
-//     controller and the leader and only replica of every partition.
+//   - From this broker's image of the cluster metadata: every unfenced
+//     broker with its advertised host, port and rack; the active controller
+//     as ControllerID (this broker while none is known, since every broker
+//     forwards admin requests to it); the cluster id.
+//   - Per partition: leader (LEADER_NOT_AVAILABLE and leader -1 while it
+//     has none), leader epoch, replicas, ISR, and the replicas whose broker
+//     is fenced or unknown as offline replicas.
 //   - Topics null (v1+) or empty (v0): every topic, internal ones flagged.
 //     Otherwise the named topics in request order; an unknown one is created
-//     with the default partition count when auto-creation is on and the
-//     request allows it (AllowAutoTopicCreation, v4+; always before v4),
-//     else UNKNOWN_TOPIC_OR_PARTITION. A name that is not a legal topic name
-//     gets INVALID_TOPIC_EXCEPTION. A topic asked for by ID (v10+) that does
-//     not exist gets UNKNOWN_TOPIC_ID.
+//     (default partitions and replication, through the controller) when
+//     auto-creation is on and the request allows it (AllowAutoTopicCreation,
+//     v4+; always before v4), else UNKNOWN_TOPIC_OR_PARTITION. A name that
+//     is not a legal topic name gets INVALID_TOPIC_EXCEPTION. A topic asked
+//     for by ID (v10+) that does not exist gets UNKNOWN_TOPIC_ID.
 //   - Authorized operations (v8+) are not computed: INT32_MIN, as Kafka
 //     answers when they are not requested.
 //
@@ -37,76 +44,102 @@ func handleMetadata(r *request) reply {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	s := r.s
 
-	host, port := s.AdvertisedHostPort()
-	b := kmsg.NewMetadataResponseBroker()
-	b.NodeID, b.Host, b.Port = NodeID, host, port
-	resp.Brokers = append(resp.Brokers, b)
-	resp.ClusterID = &s.cfg.ClusterID
-	resp.ControllerID = NodeID
+	img := s.store.Image()
+	allowCreate := req.Version < 4 || req.AllowAutoTopicCreation
+	if req.Topics != nil && !(req.Version == 0 && len(req.Topics) == 0) {
+		for _, rt := range req.Topics {
+			if rt.Topic != nil && s.cfg.AutoCreate && allowCreate {
+				if _, ok := img.Topic(*rt.Topic); !ok && cluster.ValidTopicName(*rt.Topic) == nil {
+					if err := s.ensureTopic(*rt.Topic); err != nil {
+						s.log.Warn("auto-creating a topic for Metadata", "topic", *rt.Topic, "err", err)
+					}
+				}
+			}
+		}
+		img = s.store.Image()
+	}
+	s.describeBrokers(img, resp)
 	resp.AuthorizedOperations = noAuthorizedOps
-
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
-		for _, info := range s.parts.Topics() {
-			resp.Topics = append(resp.Topics, s.metadataTopic(info))
+		for _, t := range img.Topics() {
+			resp.Topics = append(resp.Topics, metadataTopic(img, t))
 		}
 		return done(resp)
 	}
-	allowCreate := req.Version < 4 || req.AllowAutoTopicCreation
 	for _, rt := range req.Topics {
-		resp.Topics = append(resp.Topics, s.metadataRequested(rt, allowCreate))
+		resp.Topics = append(resp.Topics, metadataRequested(img, rt))
 	}
 	return done(resp)
 }
 
+// describeBrokers fills the brokers, the controller and the cluster id.
+func (s *Server) describeBrokers(img *cluster.Metadata, resp *kmsg.MetadataResponse) {
+	for _, b := range img.Brokers() {
+		if b.Fenced {
+			continue
+		}
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port = b.ID, b.Host, b.Port
+		if b.Rack != "" {
+			rack := b.Rack
+			mb.Rack = &rack
+		}
+		resp.Brokers = append(resp.Brokers, mb)
+	}
+	clusterID := s.cfg.ClusterID
+	resp.ClusterID = &clusterID
+	resp.ControllerID = s.cfg.NodeID
+	if id, ok := s.activeController(); ok {
+		if b, ok := img.Broker(id); ok && !b.Fenced {
+			resp.ControllerID = id
+		}
+	}
+}
+
 // metadataRequested answers for one requested topic, by name or by id.
-func (s *Server) metadataRequested(rt kmsg.MetadataRequestTopic, allowCreate bool) kmsg.MetadataResponseTopic {
+func metadataRequested(img *cluster.Metadata, rt kmsg.MetadataRequestTopic) kmsg.MetadataResponseTopic {
 	st := kmsg.NewMetadataResponseTopic()
 	st.Topic, st.TopicID = rt.Topic, rt.TopicID
 	st.AuthorizedOperations = noAuthorizedOps
 	if rt.Topic == nil {
-		for _, info := range s.parts.Topics() {
-			if info.ID == rt.TopicID {
-				return s.metadataTopic(info)
-			}
+		if t, ok := img.TopicByID(rt.TopicID); ok {
+			return metadataTopic(img, t)
 		}
 		st.ErrorCode = kerr.UnknownTopicID.Code
 		return st
 	}
-	name := *rt.Topic
-	info, ok := s.parts.Topic(name)
-	if !ok && allowCreate && s.cfg.AutoCreate {
-		if err := s.ensureTopic(name); err != nil {
-			st.ErrorCode = errorCode(nil, err)
-			return st
-		}
-		info, ok = s.parts.Topic(name)
+	if cluster.ValidTopicName(*rt.Topic) != nil {
+		st.ErrorCode = kerr.InvalidTopicException.Code
+		return st
 	}
+	t, ok := img.Topic(*rt.Topic)
 	if !ok {
 		st.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		return st
 	}
-	return s.metadataTopic(info)
+	return metadataTopic(img, t)
 }
 
 // metadataTopic describes an existing topic.
-func (s *Server) metadataTopic(info partition.TopicInfo) kmsg.MetadataResponseTopic {
+func metadataTopic(img *cluster.Metadata, t *cluster.Topic) kmsg.MetadataResponseTopic {
 	st := kmsg.NewMetadataResponseTopic()
-	name := info.Name
-	st.Topic, st.TopicID, st.IsInternal = &name, info.ID, info.Internal
+	name := t.Name
+	st.Topic, st.TopicID, st.IsInternal = &name, t.ID, cluster.Internal(t.Name)
 	st.AuthorizedOperations = noAuthorizedOps
-	st.Partitions = make([]kmsg.MetadataResponseTopicPartition, info.Partitions)
-	for i := range st.Partitions {
+	st.Partitions = make([]kmsg.MetadataResponseTopicPartition, len(t.Partitions))
+	for i, p := range t.Partitions {
 		sp := &st.Partitions[i]
 		sp.Default()
 		sp.Partition = int32(i)
-		sp.Leader = NodeID
-		sp.Replicas = []int32{NodeID}
-		sp.ISR = []int32{NodeID}
-		if p, err := s.parts.Partition(info.Name, int32(i)); err == nil {
-			sp.LeaderEpoch = p.LeaderEpoch()
-		} else {
-			// Deleted or shrunk while we answer: report what failed.
-			sp.ErrorCode = errorCode(nil, err)
+		sp.Leader, sp.LeaderEpoch = p.Leader, p.LeaderEpoch
+		sp.Replicas, sp.ISR = slices.Clone(p.Replicas), slices.Clone(p.ISR)
+		for _, r := range p.Replicas {
+			if b, ok := img.Broker(r); !ok || b.Fenced {
+				sp.OfflineReplicas = append(sp.OfflineReplicas, r)
+			}
+		}
+		if p.Leader == cluster.NoLeader {
+			sp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
 	}
 	return st

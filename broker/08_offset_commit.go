@@ -32,6 +32,22 @@ import (
 func init() { register(8, 2, 8, handleOffsetCommit) }
 
 func handleOffsetCommit(r *request) reply {
-	wait := r.s.groups().StartOffsetCommit(r.body.(*kmsg.OffsetCommitRequest))
+	req := r.body.(*kmsg.OffsetCommitRequest)
+	c, code := r.s.groups.forGroup(req.Group)
+	if c == nil {
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewOffsetCommitResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewOffsetCommitResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return done(resp)
+	}
+	wait := c.StartOffsetCommit(req)
 	return later(func(context.Context) kmsg.Response { return wait() })
 }

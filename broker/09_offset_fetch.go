@@ -23,5 +23,22 @@ import (
 func init() { register(9, 1, 7, handleOffsetFetch) }
 
 func handleOffsetFetch(r *request) reply {
-	return done(r.s.groups().OffsetFetch(r.body.(*kmsg.OffsetFetchRequest)))
+	req := r.body.(*kmsg.OffsetFetchRequest)
+	c, code := r.s.groups.forGroup(req.Group)
+	if c == nil {
+		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+		resp.ErrorCode = code
+		for _, rt := range req.Topics {
+			st := kmsg.NewOffsetFetchResponseTopic()
+			st.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				sp := kmsg.NewOffsetFetchResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = p, code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return done(resp)
+	}
+	return done(c.OffsetFetch(req))
 }

@@ -1,7 +1,8 @@
 package broker
 
 import (
-	"fmt"
+	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -10,11 +11,17 @@ import (
 // FindCoordinator: v0-3
 //
 // Behaviour:
-//   - Group keys (type 0, the only type before v1): this broker is the
-//     coordinator of every group. A key longer than the group id limit gets
-//     INVALID_GROUP_ID.
-//   - Transaction keys (type 1) and any other type: INVALID_REQUEST with a
-//     message; transactions are not supported.
+//   - Group keys (type 0, the only type before v1): the coordinator is the
+//     leader of the group's __consumer_offsets partition (groups.go). The
+//     first request creates the topic through the controller. The answer
+//     waits, up to a few seconds, for that partition to have a leader and,
+//     when it is this broker, for its coordinator to be loaded; until then
+//     COORDINATOR_NOT_AVAILABLE, which clients retry. A key longer than the
+//     group id limit gets INVALID_GROUP_ID.
+//   - Transaction keys (type 1) and any other type:
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED with a message, as a broker that
+//     does not let the client use transactions answers, so that the client
+//     reports what is missing instead of a malformed request of its own.
 //
 // Version notes:
 //   - v1: KeyType, ErrorMessage, ThrottleMillis; v3: flexible. v4+ (batched
@@ -22,20 +29,64 @@ import (
 
 func init() { register(10, 0, 3, handleFindCoordinator) }
 
+// findCoordinatorWait bounds how long FindCoordinator waits for a
+// coordinator to appear before answering COORDINATOR_NOT_AVAILABLE.
+const findCoordinatorWait = 5 * time.Second
+
 func handleFindCoordinator(r *request) reply {
 	req := r.body.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	resp.NodeID = -1
 	switch {
 	case req.CoordinatorType != 0:
-		resp.ErrorCode = kerr.InvalidRequest.Code
-		msg := fmt.Sprintf("coordinator type %d is not supported (transactions are not)", req.CoordinatorType)
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		msg := "transactions are not supported by this broker"
 		resp.ErrorMessage = &msg
-	case !r.s.groups().ValidGroupID(req.CoordinatorKey, true):
+		return done(resp)
+	case !validGroupID(req.CoordinatorKey, true):
 		resp.ErrorCode = kerr.InvalidGroupID.Code
-	default:
-		resp.NodeID = NodeID
-		resp.Host, resp.Port = r.s.advertisedHostPort()
+		return done(resp)
 	}
-	return done(resp)
+	s := r.s
+	return later(func(ctx context.Context) kmsg.Response {
+		ctx, cancel := withTimeout(ctx, s.cfg.Clock, findCoordinatorWait)
+		defer cancel()
+		if err := s.ensureOffsetsTopic(ctx); err != nil {
+			s.log.Warn("creating __consumer_offsets", "err", err)
+		}
+		var host string
+		var port, id int32
+		var code int16
+		_ = s.await(ctx, func() bool {
+			host, port, id, code = s.coordinatorOf(req.CoordinatorKey)
+			return code == 0
+		})
+		if code != 0 {
+			resp.ErrorCode = code
+			return resp
+		}
+		resp.NodeID, resp.Host, resp.Port = id, host, port
+		return resp
+	})
+}
+
+// coordinatorOf is the broker coordinating group id, or the error code to
+// answer for now.
+func (s *Server) coordinatorOf(id string) (string, int32, int32, int16) {
+	img := s.store.Image()
+	t, ok := img.Topic(offsetsTopic)
+	if !ok {
+		return "", 0, -1, kerr.CoordinatorNotAvailable.Code
+	}
+	p := t.Partitions[partitionFor(id, int32(len(t.Partitions)))]
+	b, ok := img.Broker(p.Leader)
+	if !ok || !b.Active() {
+		return "", 0, -1, kerr.CoordinatorNotAvailable.Code
+	}
+	if b.ID == s.cfg.NodeID {
+		if c, _ := s.groups.forGroup(id); c == nil {
+			return "", 0, -1, kerr.CoordinatorNotAvailable.Code
+		}
+	}
+	return b.Host, b.Port, b.ID, 0
 }

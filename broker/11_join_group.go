@@ -32,7 +32,14 @@ import (
 func init() { register(11, 0, 9, handleJoinGroup) }
 
 func handleJoinGroup(r *request) reply {
-	wait := r.s.groups().StartJoinGroup(clientOf(r), r.body.(*kmsg.JoinGroupRequest))
+	req := r.body.(*kmsg.JoinGroupRequest)
+	c, code := r.s.groups.forGroup(req.Group)
+	if c == nil {
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode = code
+		return done(resp)
+	}
+	wait := c.StartJoinGroup(clientOf(r), req)
 	s := r.s
 	return later(func(ctx context.Context) kmsg.Response {
 		ctx, cancel := s.untilQuit(ctx)

@@ -18,5 +18,12 @@ import (
 func init() { register(12, 0, 4, handleHeartbeat) }
 
 func handleHeartbeat(r *request) reply {
-	return done(r.s.groups().Heartbeat(r.body.(*kmsg.HeartbeatRequest)))
+	req := r.body.(*kmsg.HeartbeatRequest)
+	c, code := r.s.groups.forGroup(req.Group)
+	if c == nil {
+		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = code
+		return done(resp)
+	}
+	return done(c.Heartbeat(req))
 }

@@ -20,5 +20,12 @@ import (
 func init() { register(13, 0, 5, handleLeaveGroup) }
 
 func handleLeaveGroup(r *request) reply {
-	return done(r.s.groups().LeaveGroup(r.body.(*kmsg.LeaveGroupRequest)))
+	req := r.body.(*kmsg.LeaveGroupRequest)
+	c, code := r.s.groups.forGroup(req.Group)
+	if c == nil {
+		resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+		resp.ErrorCode = code
+		return done(resp)
+	}
+	return done(c.LeaveGroup(req))
 }

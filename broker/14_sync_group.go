@@ -25,7 +25,14 @@ import (
 func init() { register(14, 0, 5, handleSyncGroup) }
 
 func handleSyncGroup(r *request) reply {
-	wait := r.s.groups().StartSyncGroup(r.body.(*kmsg.SyncGroupRequest))
+	req := r.body.(*kmsg.SyncGroupRequest)
+	c, code := r.s.groups.forGroup(req.Group)
+	if c == nil {
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = code
+		return done(resp)
+	}
+	wait := c.StartSyncGroup(req)
 	s := r.s
 	return later(func(ctx context.Context) kmsg.Response {
 		ctx, cancel := s.untilQuit(ctx)

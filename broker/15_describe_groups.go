@@ -21,5 +21,21 @@ import (
 func init() { register(15, 0, 5, handleDescribeGroups) }
 
 func handleDescribeGroups(r *request) reply {
-	return done(r.s.groups().DescribeGroups(r.body.(*kmsg.DescribeGroupsRequest)))
+	req := r.body.(*kmsg.DescribeGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	// Each group is described by its own coordinator; one this broker does
+	// not coordinate gets NOT_COORDINATOR, as Kafka answers.
+	for _, id := range req.Groups {
+		c, code := r.s.groups.forGroup(id)
+		if c == nil {
+			g := kmsg.NewDescribeGroupsResponseGroup()
+			g.Group, g.ErrorCode = id, code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
+		one := *req
+		one.Groups = []string{id}
+		resp.Groups = append(resp.Groups, c.DescribeGroups(&one).Groups...)
+	}
+	return done(resp)
 }

@@ -7,7 +7,7 @@ import (
 // ListGroups: v0-5
 //
 // Behaviour:
-//   - Every group this broker coordinates (all of them) with its protocol
+//   - Every group this broker coordinates (a client asks every broker) with its protocol
 //     type; its state from v4, filtered by StatesFilter (case-insensitive);
 //     v5 TypesFilter: every group is "classic".
 //
@@ -17,5 +17,10 @@ import (
 func init() { register(16, 0, 5, handleListGroups) }
 
 func handleListGroups(r *request) reply {
-	return done(r.s.groups().ListGroups(r.body.(*kmsg.ListGroupsRequest)))
+	req := r.body.(*kmsg.ListGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	for _, c := range r.s.groups.all() {
+		resp.Groups = append(resp.Groups, c.ListGroups(req).Groups...)
+	}
+	return done(resp)
 }

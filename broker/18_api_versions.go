@@ -11,7 +11,8 @@ import (
 //
 // Behaviour:
 //   - Advertises exactly the API keys and version ranges registered by the
-//     files of this package (register in init), nothing else.
+//     files of this package (register in init) for the listener the
+//     connection came in on (client or controller), nothing else.
 //   - A version above 3 (clients open with their newest, v4 or v5) gets a v0
 //     response with UNSUPPORTED_VERSION and the ranges we serve, ApiVersions'
 //     among them, as KIP-511 asks: the client retries with a version we
@@ -27,7 +28,10 @@ import (
 
 const apiVersionsKey = 18
 
-func init() { register(apiVersionsKey, 0, 3, handleApiVersions) }
+func init() {
+	register(apiVersionsKey, 0, 3, handleApiVersions)
+	registerController(apiVersionsKey, 0, 3, handleApiVersions)
+}
 
 var softwareRE = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
 
@@ -38,7 +42,7 @@ func handleApiVersions(r *request) reply {
 		// (a client needs only ours, ApiVersions', to retry).
 		resp.SetVersion(0)
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
-		resp.ApiKeys = advertised()
+		resp.ApiKeys = advertised(r.c.listener)
 		return done(resp)
 	}
 	req := r.body.(*kmsg.ApiVersionsRequest)
@@ -47,14 +51,15 @@ func handleApiVersions(r *request) reply {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return done(resp)
 	}
-	resp.ApiKeys = advertised()
+	resp.ApiKeys = advertised(r.c.listener)
 	return done(resp)
 }
 
-// advertised lists every registered API and version range, by key.
-func advertised() []kmsg.ApiVersionsResponseApiKey {
+// advertised lists every API registered on listener l and its version
+// range, by key.
+func advertised(l listener) []kmsg.ApiVersionsResponseApiKey {
 	var out []kmsg.ApiVersionsResponseApiKey
-	for _, a := range registered() {
+	for _, a := range registered(l) {
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.min, a.max
 		out = append(out, k)

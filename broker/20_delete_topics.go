@@ -1,21 +1,25 @@
 package broker
 
 import (
-	"fmt"
+	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // DeleteTopics: v0-6
 //
 // Behaviour:
-//   - Each named topic is deleted with its data, synchronously (TimeoutMillis
-//     is not needed). Unknown: UNKNOWN_TOPIC_OR_PARTITION.
+//   - Forwarded to the active controller: each named topic leaves the
+//     metadata, and every broker holding a replica deletes its data when
+//     its metadata shows it gone (groups' committed offsets for it too).
+//     Unknown: UNKNOWN_TOPIC_OR_PARTITION.
 //   - v6 names topics by name or by id; an id that matches no topic gets
 //     UNKNOWN_TOPIC_ID; both null name and zero id gets INVALID_REQUEST.
 //   - Internal topics (__consumer_offsets) cannot be deleted:
 //     INVALID_REQUEST with a message saying why.
+//   - The answer waits (up to TimeoutMillis, at least a few seconds) until
+//     this broker's metadata no longer has the topics.
 //
 // Version notes:
 //   - v1: ThrottleMillis; v4: flexible; v5: ErrorMessage; v6: topics by id.
@@ -24,58 +28,28 @@ func init() { register(20, 0, 6, handleDeleteTopics) }
 
 func handleDeleteTopics(r *request) reply {
 	req := r.body.(*kmsg.DeleteTopicsRequest)
-	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
-	if req.Version < 6 {
-		for _, name := range req.TopicNames {
-			n := name
-			req.Topics = append(req.Topics, kmsg.DeleteTopicsRequestTopic{Topic: &n})
+	s := r.s
+	return later(func(ctx context.Context) kmsg.Response {
+		ctx, cancel := withTimeout(ctx, s.cfg.Clock, adminTimeout(req.TimeoutMillis))
+		defer cancel()
+		resp, failed := s.forward(ctx, req)
+		if failed != nil {
+			return failed
 		}
-	}
-	for _, rt := range req.Topics {
-		st := kmsg.NewDeleteTopicsResponseTopic()
-		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		name, err := r.s.deleteTopic(rt)
-		if name != "" {
-			st.Topic = &name
-		}
-		if err != nil {
-			st.ErrorCode = errorCode(nil, err)
-			if req.Version >= 5 {
-				st.ErrorMessage = errorMessage(err)
+		dr := resp.(*kmsg.DeleteTopicsResponse)
+		for _, st := range dr.Topics {
+			if st.ErrorCode == 0 {
+				s.awaitGone(ctx, uuid.UUID(st.TopicID))
 			}
 		}
-		resp.Topics = append(resp.Topics, st)
-	}
-	return done(resp)
+		return dr
+	})
 }
 
-// deleteTopic deletes one requested topic and returns its name.
-func (s *Server) deleteTopic(rt kmsg.DeleteTopicsRequestTopic) (string, error) {
-	var name string
-	switch {
-	case rt.Topic != nil:
-		name = *rt.Topic
-	case rt.TopicID != [16]byte{}:
-		for _, info := range s.parts.Topics() {
-			if info.ID == rt.TopicID {
-				name = info.Name
-			}
-		}
-		if name == "" {
-			return "", kerr.UnknownTopicID
-		}
-	default:
-		return "", fmt.Errorf("%w: a topic with neither name nor id", kerr.InvalidRequest)
-	}
-	if info, ok := s.parts.Topic(name); ok && info.Internal {
-		return name, fmt.Errorf("%w: %q is an internal topic", kerr.InvalidRequest, name)
-	}
-	if err := s.parts.DeleteTopic(name); err != nil {
-		return name, err
-	}
-	// A topic created again under the same name must not inherit the old
-	// one's committed offsets.
-	s.groups().TopicDeleted(name)
-	s.log.Info("deleted topic", "topic", name)
-	return name, nil
+// awaitGone waits until this broker's metadata no longer has topic id.
+func (s *Server) awaitGone(ctx context.Context, id uuid.UUID) {
+	_ = s.await(ctx, func() bool {
+		_, ok := s.store.Image().TopicByID(id)
+		return !ok
+	})
 }

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -9,8 +11,10 @@ import (
 //
 // Behaviour:
 //   - Idempotent producers (TransactionalID null) get a fresh producer id
-//     and epoch 0 from the partition manager, whose allocation is persisted
-//     so ids never repeat across restarts. A producer re-initializing with
+//     and epoch 0 from a block the controller allocated to this broker
+//     (pids.go), so ids are unique cluster-wide and never repeat across
+//     restarts. While no block can be had (no controller) the answer is
+//     COORDINATOR_NOT_AVAILABLE, which clients retry. A producer re-initializing with
 //     its old id and epoch (v3+, KIP-360) also gets a fresh id, as Kafka does
 //     for non-transactional producers.
 //   - Transactions are not supported: a TransactionalID gets
@@ -31,12 +35,17 @@ func handleInitProducerID(r *request) reply {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return done(resp)
 	}
-	id, epoch, err := r.s.parts.InitProducerID()
-	if err != nil {
-		r.s.log.Error("allocating a producer id", "err", err)
-		resp.ErrorCode = errorCode(nil, err)
-		return done(resp)
-	}
-	resp.ProducerID, resp.ProducerEpoch = id, epoch
-	return done(resp)
+	s := r.s
+	return later(func(ctx context.Context) kmsg.Response {
+		ctx, cancel := withTimeout(ctx, s.cfg.Clock, autoCreateWait)
+		defer cancel()
+		id, err := s.pids.next(ctx)
+		if err != nil {
+			s.log.Warn("allocating a producer id", "err", err)
+			resp.ErrorCode = errorCode(nil, err)
+			return resp
+		}
+		resp.ProducerID, resp.ProducerEpoch = id, 0
+		return resp
+	})
 }

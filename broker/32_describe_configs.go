@@ -8,20 +8,23 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/minikafka/minikafka/broker/partition"
+	"github.com/minikafka/minikafka/cluster"
 )
 
 // DescribeConfigs: v0-4
 //
 // Behaviour:
 //   - Topic resources: every topic config the broker knows (the keys of
-//     partition.ConfigDefaults), a value set on the topic with source
+//     cluster.ConfigDefaults), a value set on the topic with source
 //     DYNAMIC_TOPIC_CONFIG, else its default with source DEFAULT_CONFIG.
 //     ConfigNames null means all; a named key we do not know is left out,
 //     as Kafka does. Unknown topic: UNKNOWN_TOPIC_OR_PARTITION.
 //   - Broker resources (name "" or our node id): a few read-only static
-//     settings (broker.id, num.partitions, auto.create.topics.enable,
-//     message.max.bytes, log.dirs). Another broker id: INVALID_REQUEST.
+//     settings (broker.id, broker.rack, num.partitions,
+//     default.replication.factor, min.insync.replicas,
+//     unclean.leader.election.enable, auto.create.topics.enable,
+//     message.max.bytes, log.dirs). Another broker id (clients ask each
+//     broker for its own): INVALID_REQUEST.
 //   - Any other resource type: INVALID_REQUEST.
 //   - No synonyms (IncludeSynonyms gets an empty list); documentation null.
 //
@@ -30,16 +33,17 @@ import (
 
 func init() { register(32, 0, 4, handleDescribeConfigs) }
 
-// topicConfigTypes are the types of the topic configs the partition layer
-// accepts (partition.ConfigDefaults holds their names and defaults).
+// topicConfigTypes are the types of the topic configs the broker accepts
+// (cluster.ConfigDefaults holds their names and defaults).
 var topicConfigTypes = map[string]kmsg.ConfigType{
-	partition.ConfigCleanupPolicy:        kmsg.ConfigTypeList,
-	partition.ConfigRetentionMs:          kmsg.ConfigTypeLong,
-	partition.ConfigRetentionBytes:       kmsg.ConfigTypeLong,
-	partition.ConfigSegmentBytes:         kmsg.ConfigTypeInt,
-	partition.ConfigMaxMessageBytes:      kmsg.ConfigTypeInt,
-	partition.ConfigMessageTimestampType: kmsg.ConfigTypeString,
-	partition.ConfigMinInsyncReplicas:    kmsg.ConfigTypeInt,
+	cluster.ConfigCleanupPolicy:         kmsg.ConfigTypeList,
+	cluster.ConfigRetentionMs:           kmsg.ConfigTypeLong,
+	cluster.ConfigRetentionBytes:        kmsg.ConfigTypeLong,
+	cluster.ConfigSegmentBytes:          kmsg.ConfigTypeInt,
+	cluster.ConfigMaxMessageBytes:       kmsg.ConfigTypeInt,
+	cluster.ConfigMessageTimestampType:  kmsg.ConfigTypeString,
+	cluster.ConfigMinInsyncReplicas:     kmsg.ConfigTypeInt,
+	cluster.ConfigUncleanLeaderElection: kmsg.ConfigTypeBoolean,
 }
 
 // configEntry is one described config.
@@ -53,9 +57,9 @@ type configEntry struct {
 
 // topicConfigEntries lists a topic's effective configs, sorted by name: set
 // ones as dynamic topic configs, the rest as defaults.
-func topicConfigEntries(info partition.TopicInfo) []configEntry {
+func topicConfigEntries(t *cluster.Topic, set cluster.Settings) []configEntry {
 	var out []configEntry
-	for _, c := range info.AllConfigs() {
+	for _, c := range cluster.ConfigEntries(t, set) {
 		v := c.Value
 		e := configEntry{name: c.Name, value: &v, source: kmsg.ConfigSourceDynamicTopicConfig, typ: topicConfigTypes[c.Name]}
 		if c.Default {
@@ -74,10 +78,14 @@ func (s *Server) brokerConfigEntries() []configEntry {
 	static := kmsg.ConfigSourceStaticBrokerConfig
 	return []configEntry{
 		{"auto.create.topics.enable", str(strconv.FormatBool(s.cfg.AutoCreate)), static, kmsg.ConfigTypeBoolean, true},
-		{"broker.id", str(strconv.Itoa(int(NodeID))), static, kmsg.ConfigTypeInt, true},
+		{"broker.id", str(strconv.Itoa(int(s.cfg.NodeID))), static, kmsg.ConfigTypeInt, true},
+		{"broker.rack", str(s.cfg.Rack), static, kmsg.ConfigTypeString, true},
+		{"default.replication.factor", str(strconv.Itoa(int(s.ctl.Settings().DefaultReplicationFactor))), static, kmsg.ConfigTypeInt, true},
 		{"log.dirs", str(s.cfg.Dir), static, kmsg.ConfigTypeString, true},
-		{"message.max.bytes", str(partition.ConfigDefaults[partition.ConfigMaxMessageBytes]), static, kmsg.ConfigTypeInt, true},
+		{"message.max.bytes", str(cluster.ConfigDefaults[cluster.ConfigMaxMessageBytes]), static, kmsg.ConfigTypeInt, true},
+		{"min.insync.replicas", str(strconv.Itoa(s.ctl.Settings().MinInsyncReplicas)), static, kmsg.ConfigTypeInt, true},
 		{"num.partitions", str(strconv.Itoa(int(s.cfg.DefaultPartitions))), static, kmsg.ConfigTypeInt, true},
+		{"unclean.leader.election.enable", str(strconv.FormatBool(s.ctl.Settings().UncleanLeaderElection)), static, kmsg.ConfigTypeBoolean, true},
 	}
 }
 
@@ -109,13 +117,13 @@ func handleDescribeConfigs(r *request) reply {
 func (s *Server) describeResource(rr kmsg.DescribeConfigsRequestResource) ([]configEntry, error) {
 	switch rr.ResourceType {
 	case kmsg.ConfigResourceTypeTopic:
-		info, ok := s.parts.Topic(rr.ResourceName)
+		t, ok := s.store.Image().Topic(rr.ResourceName)
 		if !ok {
 			return nil, fmt.Errorf("%w: %q", kerr.UnknownTopicOrPartition, rr.ResourceName)
 		}
-		return topicConfigEntries(info), nil
+		return topicConfigEntries(t, s.ctl.Settings()), nil
 	case kmsg.ConfigResourceTypeBroker:
-		if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(NodeID)) {
+		if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(s.cfg.NodeID)) {
 			return nil, fmt.Errorf("%w: no broker %q here", kerr.InvalidRequest, rr.ResourceName)
 		}
 		return s.brokerConfigEntries(), nil

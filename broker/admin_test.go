@@ -25,9 +25,9 @@ func TestMetadata(t *testing.T) {
 	md, err := adm.Metadata(ctx)
 	require.NoError(t, err)
 	require.Len(t, md.Brokers, 1)
-	assert.Equal(t, broker.NodeID, md.Brokers[0].NodeID)
+	assert.Equal(t, b.Config.NodeID, md.Brokers[0].NodeID)
 	assert.Equal(t, b.Addr, kadmAddr(md.Brokers[0]))
-	assert.Equal(t, broker.NodeID, md.Controller)
+	assert.Equal(t, b.Config.NodeID, md.Controller)
 	assert.Equal(t, broker.DefaultClusterID, md.Cluster)
 	td, ok := md.Topics["m"]
 	require.True(t, ok, "topic m listed")
@@ -35,9 +35,9 @@ func TestMetadata(t *testing.T) {
 	assert.NotEqual(t, kadm.TopicID{}, td.ID, "topic id (v10+)")
 	require.Len(t, td.Partitions, 3)
 	for _, p := range td.Partitions {
-		assert.Equal(t, broker.NodeID, p.Leader)
-		assert.Equal(t, []int32{broker.NodeID}, p.Replicas)
-		assert.Equal(t, []int32{broker.NodeID}, p.ISR)
+		assert.Equal(t, b.Config.NodeID, p.Leader)
+		assert.Equal(t, []int32{b.Config.NodeID}, p.Replicas)
+		assert.Equal(t, []int32{b.Config.NodeID}, p.ISR)
 	}
 
 	t.Run("unknown topic without auto-create", func(t *testing.T) {
@@ -51,7 +51,7 @@ func TestMetadata(t *testing.T) {
 		resp := dialRaw(t, b.Addr).roundTrip(req).(*kmsg.MetadataResponse)
 		require.Len(t, resp.Topics, 1)
 		assert.Equal(t, kerr.UnknownTopicOrPartition.Code, resp.Topics[0].ErrorCode)
-		_, exists := b.Partitions().Topic("nope")
+		_, exists := b.Metadata().Topic("nope")
 		assert.False(t, exists, "not created")
 	})
 	t.Run("auto-create on metadata", func(t *testing.T) {
@@ -133,7 +133,7 @@ func TestCreateDeleteTopics(t *testing.T) {
 		r, err := adm.ValidateCreateTopics(ctx, 3, 1, nil, "t5")
 		require.NoError(t, err)
 		require.NoError(t, r.Error())
-		_, exists := b.Partitions().Topic("t5")
+		_, exists := b.Metadata().Topic("t5")
 		assert.False(t, exists)
 	})
 
@@ -153,7 +153,7 @@ func TestCreateDeleteTopics(t *testing.T) {
 		assert.Equal(t, kmsg.ConfigSourceDefaultConfig, got["cleanup.policy"].Source)
 	})
 	t.Run("describe broker configs", func(t *testing.T) {
-		rc, err := adm.DescribeBrokerConfigs(ctx, broker.NodeID)
+		rc, err := adm.DescribeBrokerConfigs(ctx, b.Config.NodeID)
 		require.NoError(t, err)
 		require.Len(t, rc, 1)
 		require.NoError(t, rc[0].Err)
@@ -164,8 +164,8 @@ func TestCreateDeleteTopics(t *testing.T) {
 		r, err := adm.UpdatePartitions(ctx, 5, "t1")
 		require.NoError(t, err)
 		require.NoError(t, r.Error())
-		info, _ := b.Partitions().Topic("t1")
-		assert.Equal(t, int32(5), info.Partitions)
+		info, _ := b.Metadata().Topic("t1")
+		assert.Len(t, info.Partitions, 5)
 		r, err = adm.UpdatePartitions(ctx, 3, "t1")
 		require.NoError(t, err)
 		require.ErrorIs(t, r.Error(), kerr.InvalidPartitions, "shrinking")
@@ -180,7 +180,7 @@ func TestCreateDeleteTopics(t *testing.T) {
 		r, err := adm.DeleteTopics(ctx, "t1")
 		require.NoError(t, err)
 		require.NoError(t, r.Error())
-		_, exists := b.Partitions().Topic("t1")
+		_, exists := b.Metadata().Topic("t1")
 		assert.False(t, exists)
 		r, err = adm.DeleteTopics(ctx, "t1")
 		require.NoError(t, err)

@@ -6,17 +6,16 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/minikafka/minikafka/broker/group"
 	"github.com/minikafka/minikafka/clock"
+	"github.com/minikafka/minikafka/cluster"
 	"github.com/minikafka/minikafka/engine"
 )
-
-// NodeID is this broker's id in Metadata, FindCoordinator and the like. There
-// is one broker today; the cluster work will make it configurable.
-const NodeID int32 = 1
 
 // Defaults for the zero fields of Config.
 const (
@@ -34,7 +33,26 @@ const (
 	DefaultShutdownTimeout   = 5 * time.Second
 	DefaultFetchMaxBytes     = 55 << 20 // Kafka's fetch.max.bytes
 	DefaultClusterID         = "minikafka"
+	DefaultNodeID            = 1
+	// DefaultHeartbeatInterval is how often a broker heartbeats the
+	// controller (Kafka's broker.heartbeat.interval.ms is 2 s; a shorter one
+	// lets the session timeout be short too).
+	DefaultHeartbeatInterval = 250 * time.Millisecond
+	// DefaultOffsetsTopicPartitions is __consumer_offsets' partition count
+	// (Kafka's offsets.topic.num.partitions is 50; each partition here is an
+	// engine with its files, so fewer).
+	DefaultOffsetsTopicPartitions = 8
+	// DefaultOffsetsTopicReplicationFactor is offsets.topic.replication.factor,
+	// lowered to the brokers there are when __consumer_offsets is created.
+	DefaultOffsetsTopicReplicationFactor = 3
 )
+
+// Voter is one member of the controller quorum.
+type Voter struct {
+	ID int32
+	// Addr is host:port of its controller listener.
+	Addr string
+}
 
 // Config configures a Server. The zero value of every field but Dir means
 // its default.
@@ -88,8 +106,26 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// FetchMaxBytes caps a fetch response whatever the client asks.
 	FetchMaxBytes int32
-	// ClusterID is reported in Metadata.
+	// NodeID is this broker's id in the cluster.
+	NodeID int32
+	// ClusterID names the cluster; brokers and controllers of different
+	// clusters refuse each other. It is kept in the data directory, which
+	// refuses to start under another one.
 	ClusterID string
+	// Rack is this broker's rack, for rack-aware placement.
+	Rack string
+	// Controllers are the controller quorum's voters. Empty means this node
+	// alone: a one-node cluster that is its own controller (it needs no
+	// controller listener then). This node must be one of them: every
+	// broker is a voter (combined mode; brokers that only follow the
+	// metadata are not supported yet).
+	Controllers []Voter
+	// ControllerAddr is where this node's controller listens (raft and the
+	// controller APIs); ServeController serves it. Required with several
+	// voters.
+	ControllerAddr string
+	// Cluster tunes the controller and the brokers' lifecycle.
+	Cluster ClusterConfig
 
 	// Groups tunes the consumer group coordinator.
 	Groups GroupConfig
@@ -101,6 +137,29 @@ type Config struct {
 	// Registerer receives the Prometheus metrics; nil means a registry of the
 	// Server's own, served by (*Server).MetricsHandler.
 	Registerer prometheus.Registerer
+}
+
+// ClusterConfig tunes the controller's decisions and the brokers' sessions.
+// Zero fields take the defaults: Kafka's where it has one.
+type ClusterConfig struct {
+	// MinInsyncReplicas is min.insync.replicas for topics that do not set it.
+	MinInsyncReplicas int
+	// UncleanLeaderElection is unclean.leader.election.enable for topics
+	// that do not set it.
+	UncleanLeaderElection bool
+	// DefaultReplicationFactor is default.replication.factor: auto-created
+	// topics, and CreateTopics asking for -1.
+	DefaultReplicationFactor int16
+	// SessionTimeout fences a broker that has not heartbeat for that long;
+	// HeartbeatInterval is how often brokers heartbeat.
+	SessionTimeout    time.Duration
+	HeartbeatInterval time.Duration
+	// OffsetsTopicPartitions and OffsetsTopicReplicationFactor shape
+	// __consumer_offsets when it is created.
+	OffsetsTopicPartitions        int32
+	OffsetsTopicReplicationFactor int16
+	// TickInterval is the controller quorum's raft tick.
+	TickInterval time.Duration
 }
 
 // GroupConfig tunes the consumer group coordinator. Zero fields take the
@@ -163,6 +222,17 @@ func (c Config) withDefaults() Config {
 	if c.ClusterID == "" {
 		c.ClusterID = DefaultClusterID
 	}
+	if c.NodeID == 0 {
+		c.NodeID = DefaultNodeID
+	}
+	c.Cluster.SessionTimeout = orDefault(c.Cluster.SessionTimeout, cluster.DefaultSessionTimeout)
+	c.Cluster.HeartbeatInterval = orDefault(c.Cluster.HeartbeatInterval, DefaultHeartbeatInterval)
+	if c.Cluster.OffsetsTopicPartitions <= 0 {
+		c.Cluster.OffsetsTopicPartitions = DefaultOffsetsTopicPartitions
+	}
+	if c.Cluster.OffsetsTopicReplicationFactor <= 0 {
+		c.Cluster.OffsetsTopicReplicationFactor = DefaultOffsetsTopicReplicationFactor
+	}
 	if c.Clock == nil {
 		c.Clock = clock.Real
 	}
@@ -197,7 +267,63 @@ func (c Config) validate() error {
 			return fmt.Errorf("broker: advertised address: %w", err)
 		}
 	}
+	if c.NodeID < 0 {
+		return fmt.Errorf("broker: node id %d: want 0 or more", c.NodeID)
+	}
+	minST, maxST := orDefault(c.Groups.MinSessionTimeout, group.DefaultMinSessionTimeout), orDefault(c.Groups.MaxSessionTimeout, group.DefaultMaxSessionTimeout)
+	if minST > maxST {
+		return fmt.Errorf("broker: group min session timeout %v above the max %v", minST, maxST)
+	}
+	if len(c.Controllers) > 0 {
+		seen := map[int32]bool{}
+		self := false
+		for _, v := range c.Controllers {
+			if seen[v.ID] || v.ID < 0 {
+				return fmt.Errorf("broker: controller voter %d listed twice or negative", v.ID)
+			}
+			if _, _, err := splitHostPort(v.Addr); err != nil {
+				return fmt.Errorf("broker: controller voter %d address %q: %w", v.ID, v.Addr, err)
+			}
+			seen[v.ID] = true
+			self = self || v.ID == c.NodeID
+		}
+		if !self {
+			return fmt.Errorf("broker: node %d is not one of the controller voters %v (every node is a voter)", c.NodeID, c.Controllers)
+		}
+		if len(c.Controllers) > 1 && c.ControllerAddr == "" {
+			return errors.New("broker: a controller address is required with several voters")
+		}
+	}
 	return nil
+}
+
+// voters is the quorum's voter set: Controllers, or this node alone.
+func (c Config) voters() []Voter {
+	if len(c.Controllers) == 0 {
+		return []Voter{{ID: c.NodeID, Addr: c.ControllerAddr}}
+	}
+	return c.Controllers
+}
+
+// ParseVoters reads the -controllers flag: id@host:port, comma separated.
+func ParseVoters(s string) ([]Voter, error) {
+	var out []Voter
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		idStr, addr, ok := strings.Cut(part, "@")
+		id, err := strconv.ParseInt(idStr, 10, 32)
+		if !ok || err != nil || id < 0 {
+			return nil, fmt.Errorf("controller voter %q: want id@host:port", part)
+		}
+		if _, _, err := splitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("controller voter %q: %w", part, err)
+		}
+		out = append(out, Voter{ID: int32(id), Addr: addr})
+	}
+	return out, nil
 }
 
 // splitHostPort splits host:port with a numeric port.

@@ -11,10 +11,13 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka/cluster"
 )
 
 // conn serves one client connection with two goroutines:
@@ -29,11 +32,15 @@ import (
 // frames count against the server's in-flight byte budget until written, so
 // a connection's memory is bounded whatever its client does.
 type conn struct {
-	s      *Server
-	nc     net.Conn
-	br     *bufio.Reader
-	log    *slog.Logger
-	remote string
+	s        *Server
+	listener listener // which APIs this connection may use
+	// heartbeats is the broker whose heartbeats arrive on this controller
+	// connection, and its epoch: when it closes, the controller fences it.
+	heartbeats atomic.Pointer[cluster.BrokerRef]
+	nc       net.Conn
+	br       *bufio.Reader
+	log      *slog.Logger
+	remote   string
 
 	// ctx ends when the connection dies (a write fails) or the server stops
 	// hard; waiting phases watch it. readCtx ends, in addition, when reading
@@ -73,15 +80,16 @@ type pending struct {
 	respCharge int64
 }
 
-func newConn(s *Server, nc net.Conn) *conn {
+func newConn(s *Server, nc net.Conn, l listener) *conn {
 	c := &conn{
-		s:      s,
-		nc:     nc,
-		br:     bufio.NewReaderSize(nc, 16<<10),
-		remote: nc.RemoteAddr().String(),
-		slots:  make(chan struct{}, s.cfg.MaxInflightPerConn),
-		queue:  make(chan *pending, s.cfg.MaxInflightPerConn),
-		done:   make(chan struct{}),
+		s:        s,
+		listener: l,
+		nc:       nc,
+		br:       bufio.NewReaderSize(nc, 16<<10),
+		remote:   nc.RemoteAddr().String(),
+		slots:    make(chan struct{}, s.cfg.MaxInflightPerConn),
+		queue:    make(chan *pending, s.cfg.MaxInflightPerConn),
+		done:     make(chan struct{}),
 	}
 	c.log = s.log.With("remote", c.remote)
 	c.ctx, c.cancel = context.WithCancel(s.connCtx)
@@ -96,6 +104,24 @@ func (c *conn) serve() {
 	go c.write()
 	c.read()
 	<-c.done
+}
+
+// lostHeartbeats runs once the connection has ended: a broker whose
+// heartbeats came this way is fenced at once, sooner than its session
+// timeout, unless this node is shutting down (then it is not the broker
+// that went away).
+func (c *conn) lostHeartbeats() {
+	ref := c.heartbeats.Load()
+	if ref == nil || c.s.shuttingDown() {
+		return
+	}
+	c.s.bg.Add(1)
+	go func() {
+		defer c.s.bg.Done()
+		ctx, cancel := withTimeout(context.Background(), c.s.cfg.Clock, c.s.cfg.Cluster.SessionTimeout)
+		defer cancel()
+		c.s.ctl.ConnectionLost(ctx, ref.ID, ref.Epoch)
+	}()
 }
 
 // stopReading makes the reader stop at its next read or wait: used by
@@ -165,7 +191,7 @@ func (c *conn) readRequest() (*pending, error) {
 		return nil, err
 	}
 	p := &pending{read: c.s.cfg.Clock.Now(), charge: int64(n)}
-	h, a, body, err := decode(frame)
+	h, a, body, err := decode(frame, c.listener)
 	p.hdr, p.api = h, a
 	if err != nil {
 		c.s.metrics.badRequests.Inc()

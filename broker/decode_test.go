@@ -36,13 +36,13 @@ func claimFrames(key, version int16, flexible bool) [][]byte {
 // bytes left before allocating; this proves it for every version we serve,
 // so a 15-byte frame cannot make the broker allocate gigabytes.
 func TestDecodeDoesNotTrustCounts(t *testing.T) {
-	for _, a := range registered() {
+	for _, a := range registered(clientListener) {
 		for v := a.min; v <= a.max; v++ {
 			for _, flexible := range []bool{false, true} {
 				for _, f := range claimFrames(a.key, v, flexible) {
 					var before, after runtime.MemStats
 					runtime.ReadMemStats(&before)
-					_, _, _, _ = decode(f)
+					_, _, _, _ = decode(f, clientListener)
 					runtime.ReadMemStats(&after)
 					assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<10),
 						"%s v%d: decoding a %d-byte frame allocated %d bytes", a.name, v, len(f), after.TotalAlloc-before.TotalAlloc)

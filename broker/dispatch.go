@@ -16,6 +16,12 @@ import (
 // refuses (closes the connection on) any key or version outside them, so what
 // is advertised and what is served cannot drift apart.
 //
+// There are two listeners, each with its own set of APIs: clients' (register)
+// and the controller's (registerController: broker registration and
+// heartbeats, AlterPartition, producer id blocks, and the topic changes that
+// brokers forward), so that a client never sees a controller API advertised
+// and a controller connection never serves a client API.
+//
 // A handler runs on the connection's reader goroutine, one request at a time
 // in the order the client sent them. That is the "ordering phase": anything
 // whose order matters (appending produce batches, so idempotent sequences
@@ -65,17 +71,42 @@ type api struct {
 	serve    handler
 }
 
-var (
-	apisMu sync.RWMutex
-	apis   = map[int16]*api{}
+// listener is which listener a connection came in on.
+type listener int
+
+const (
+	clientListener listener = iota
+	controllerListener
 )
 
-// register adds the handler of one API key for versions min..max. It is meant
-// for init functions; a bad or duplicate registration is a programming error
-// and panics. max may not exceed what kmsg can decode.
+func (l listener) String() string {
+	if l == controllerListener {
+		return "controller"
+	}
+	return "client"
+}
+
+var (
+	apisMu sync.RWMutex
+	apis   = map[listener]map[int16]*api{clientListener: {}, controllerListener: {}}
+)
+
+// register adds the handler of one client API key for versions min..max. It
+// is meant for init functions; a bad or duplicate registration is a
+// programming error and panics. max may not exceed what kmsg can decode.
 func register(key, minVersion, maxVersion int16, serve handler) {
+	registerOn(clientListener, key, minVersion, maxVersion, serve)
+}
+
+// registerController is register for the controller listener.
+func registerController(key, minVersion, maxVersion int16, serve handler) {
+	registerOn(controllerListener, key, minVersion, maxVersion, serve)
+}
+
+func registerOn(l listener, key, minVersion, maxVersion int16, serve handler) {
 	apisMu.Lock()
 	defer apisMu.Unlock()
+	apis := apis[l]
 	req := kmsg.RequestForKey(key)
 	switch {
 	case req == nil:
@@ -84,24 +115,25 @@ func register(key, minVersion, maxVersion int16, serve handler) {
 		panic(fmt.Sprintf("broker: register %s: bad version range %d..%d (kmsg max %d)",
 			kmsg.NameForKey(key), minVersion, maxVersion, req.MaxVersion()))
 	case apis[key] != nil:
-		panic(fmt.Sprintf("broker: register: %s registered twice", kmsg.NameForKey(key)))
+		panic(fmt.Sprintf("broker: register: %s registered twice on the %s listener", kmsg.NameForKey(key), l))
 	}
 	apis[key] = &api{key: key, name: kmsg.NameForKey(key), min: minVersion, max: maxVersion, serve: serve}
 }
 
-// lookupAPI returns the registration of key, or nil.
-func lookupAPI(key int16) *api {
+// lookupAPI returns the registration of key on listener l, or nil.
+func lookupAPI(l listener, key int16) *api {
 	apisMu.RLock()
 	defer apisMu.RUnlock()
-	return apis[key]
+	return apis[l][key]
 }
 
-// registered lists every registration ordered by key (for ApiVersions).
-func registered() []*api {
+// registered lists every registration on listener l ordered by key (for
+// ApiVersions).
+func registered(l listener) []*api {
 	apisMu.RLock()
 	defer apisMu.RUnlock()
-	out := make([]*api, 0, len(apis))
-	for _, a := range apis {
+	out := make([]*api, 0, len(apis[l]))
+	for _, a := range apis[l] {
 		out = append(out, a)
 	}
 	slices.SortFunc(out, func(a, b *api) int { return int(a.key) - int(b.key) })
@@ -119,12 +151,12 @@ var (
 // decode parses one request frame: the header, then the body with kmsg.
 // ApiVersions above our range is let through undecoded (body nil): the
 // handler answers it with a v0 response as KIP-511 asks.
-func decode(frame []byte) (header, *api, kmsg.Request, error) {
+func decode(frame []byte, l listener) (header, *api, kmsg.Request, error) {
 	h, rest, err := parseHeaderPrefix(frame)
 	if err != nil {
 		return h, nil, nil, err
 	}
-	a := lookupAPI(h.key)
+	a := lookupAPI(l, h.key)
 	if a == nil {
 		return h, nil, nil, fmt.Errorf("%w %d", errUnknownAPI, h.key)
 	}

@@ -19,9 +19,13 @@ func newFuzzServer(tb testing.TB) *Server {
 	s, err := New(Config{Dir: tb.TempDir(), Engine: "memory", DefaultPartitions: 2, MaxPartitions: 8})
 	require.NoError(tb, err)
 	tb.Cleanup(func() { require.NoError(tb, s.Close()) })
+	// Not listening: register with the controller by hand.
+	s.start()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(tb, s.WaitReady(ctx))
 	for _, name := range fuzzTopics {
-		_, err := s.parts.CreateTopic(name, 3, nil)
-		require.NoError(tb, err)
+		require.NoError(tb, s.createTopicsVia(ctx, name, 3, 1))
 	}
 	return s
 }
@@ -31,7 +35,7 @@ func newFuzzServer(tb testing.TB) *Server {
 // a moment so long polls end), encode. It returns the response frame, nil
 // for no response, or the error that would close the connection.
 func dispatchFrame(s *Server, frame []byte) ([]byte, header, error) {
-	h, a, body, err := decode(frame)
+	h, a, body, err := decode(frame, clientListener)
 	if err != nil {
 		return nil, h, err
 	}
@@ -81,7 +85,7 @@ func checkResponse(t *testing.T, out []byte, h header) {
 	body := out[8:]
 	if h.key == apiVersionsKey {
 		// A v0 fallback when the version is not served.
-		if lookupAPI(h.key).max < h.version {
+		if lookupAPI(clientListener, h.key).max < h.version {
 			resp.SetVersion(0)
 		}
 	} else if resp.IsFlexible() {

@@ -4,46 +4,155 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/minikafka/minikafka/broker/group"
 	"github.com/minikafka/minikafka/broker/partition"
+	"github.com/minikafka/minikafka/cluster"
 )
 
-// The consumer group coordinator (package group) plugs into the server as
-// the "groups" extension, configured by Config.Groups: it keeps committed
-// offsets and group metadata in partition 0 of the internal
-// __consumer_offsets topic, created with one partition on first start,
-// replays it when the server opens, and compacts it (moving its log start
-// with Partition.DeleteBefore). The group APIs (08, 09, 10, 11-16, 42) call
-// it through s.groups().
+// Consumer groups: each group belongs to one partition of the internal
+// __consumer_offsets topic (its id's Java hash, modulo the partition count,
+// as Kafka computes it), and the broker that leads that partition is its
+// coordinator. groupSet keeps one group.Coordinator (package group) per
+// partition this broker leads, opened (replaying the partition) when the
+// leadership arrives and closed when it leaves; other brokers answer
+// NOT_COORDINATOR, and FindCoordinator names the leader. The topic is
+// created on the first FindCoordinator, with OffsetsTopicPartitions
+// partitions replicated over up to OffsetsTopicReplicationFactor brokers.
+// The group APIs (08, 09, 10, 11-16, 42) find their coordinator through
+// s.groups.
 
-func init() { registerExtension(groupsExtension, openGroups) }
+const offsetsTopic = cluster.OffsetsTopic
 
-const (
-	groupsExtension = "groups"
-	offsetsTopic    = "__consumer_offsets"
-)
+type groupSet struct {
+	s *Server
 
-// groups is the server's group coordinator.
-func (s *Server) groups() *group.Coordinator {
-	return s.extension(groupsExtension).(*group.Coordinator)
+	mu     sync.RWMutex
+	coords map[int32]*group.Coordinator // by __consumer_offsets partition led here
+	count  int32                        // the topic's partitions; 0 while it does not exist
+	closed bool
 }
 
-func openGroups(s *Server) (any, error) {
-	if err := s.ensureOffsetsTopic(); err != nil {
-		return nil, err
+func newGroupSet(s *Server) *groupSet {
+	return &groupSet{s: s, coords: map[int32]*group.Coordinator{}}
+}
+
+// partitionFor is the __consumer_offsets partition of group id among n:
+// Kafka's abs(id.hashCode()) % n, with Java's String.hashCode (UTF-16).
+func partitionFor(id string, n int32) int32 {
+	var h int32
+	for _, r := range id {
+		if r >= 0x10000 {
+			r -= 0x10000
+			h = 31*h + int32(0xD800+(r>>10))
+			h = 31*h + int32(0xDC00+(r&0x3FF))
+			continue
+		}
+		h = 31*h + int32(r)
 	}
-	p, err := s.parts.Partition(offsetsTopic, 0)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", offsetsTopic, err)
+	return (h & 0x7fffffff) % n
+}
+
+// forGroup is the coordinator of group id if this broker is it, or the
+// error code to answer: NOT_COORDINATOR (another broker is),
+// COORDINATOR_NOT_AVAILABLE (no leader, or no topic yet).
+func (g *groupSet) forGroup(id string) (*group.Coordinator, int16) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.count == 0 || g.closed {
+		return nil, kerr.CoordinatorNotAvailable.Code
 	}
+	if c, ok := g.coords[partitionFor(id, g.count)]; ok {
+		return c, 0
+	}
+	return nil, kerr.NotCoordinator.Code
+}
+
+// all lists the coordinators here, by partition.
+func (g *groupSet) all() []*group.Coordinator {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	var ps []int32
+	for p := range g.coords {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	out := make([]*group.Coordinator, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, g.coords[p])
+	}
+	return out
+}
+
+// reconcile opens the coordinators of the __consumer_offsets partitions
+// this broker leads and closes the others.
+func (g *groupSet) reconcile(img *cluster.Metadata, lead bool) {
+	t, ok := img.Topic(offsetsTopic)
+	led := map[int32]*partition.Partition{}
+	if ok && lead {
+		for i := range t.Partitions {
+			if p, err := g.s.parts.Partition(offsetsTopic, int32(i)); err == nil && p.Role().Local && p.Key().TopicID == t.ID {
+				led[int32(i)] = p
+			}
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return
+	}
+	g.count = 0
+	if ok {
+		g.count = int32(len(t.Partitions))
+	}
+	for i, c := range g.coords {
+		if _, still := led[i]; !still {
+			delete(g.coords, i)
+			g.s.log.Info("no longer the group coordinator of __consumer_offsets partition", "partition", i)
+			if err := c.Close(); err != nil {
+				g.s.log.Warn("closing a group coordinator", "partition", i, "err", err)
+			}
+		}
+	}
+	for i, p := range led {
+		if _, open := g.coords[i]; open {
+			continue
+		}
+		c, err := g.s.openCoordinator(p)
+		if err != nil {
+			g.s.log.Error("loading a group coordinator", "partition", i, "err", err)
+			continue
+		}
+		g.coords[i] = c
+		g.s.log.Info("group coordinator of __consumer_offsets partition", "partition", i)
+	}
+}
+
+func (g *groupSet) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
+	for i, c := range g.coords {
+		if err := c.Close(); err != nil {
+			g.s.log.Warn("closing a group coordinator", "partition", i, "err", err)
+		}
+	}
+	g.coords = map[int32]*group.Coordinator{}
+}
+
+// openCoordinator loads the coordinator of one __consumer_offsets partition.
+func (s *Server) openCoordinator(p *partition.Partition) (*group.Coordinator, error) {
 	c, err := group.Open(group.Config{
 		Log:    offsetsLog{p},
 		Clock:  s.cfg.Clock,
-		Logger: s.log.With("component", "groups"),
+		Logger: s.log.With("component", "groups", "partition", p.Index()),
 		PartitionExists: func(topic string, part int32) bool {
-			info, ok := s.parts.Topic(topic)
-			return ok && part >= 0 && part < info.Partitions
+			t, ok := s.store.Image().Topic(topic)
+			return ok && part >= 0 && int(part) < len(t.Partitions)
 		},
 		MinSessionTimeout:     s.cfg.Groups.MinSessionTimeout,
 		MaxSessionTimeout:     s.cfg.Groups.MaxSessionTimeout,
@@ -58,17 +167,19 @@ func openGroups(s *Server) (any, error) {
 	return c, nil
 }
 
-// ensureOffsetsTopic creates __consumer_offsets with one partition unless it
-// exists (a single broker needs no more; group ids would be hashed over
-// more partitions once there are several brokers).
-func (s *Server) ensureOffsetsTopic() error {
-	if _, ok := s.parts.Topic(offsetsTopic); ok {
+// ensureOffsetsTopic asks the controller to create __consumer_offsets
+// unless the metadata has it.
+func (s *Server) ensureOffsetsTopic(ctx context.Context) error {
+	if _, ok := s.store.Image().Topic(offsetsTopic); ok {
 		return nil
 	}
-	if _, err := s.parts.CreateTopic(offsetsTopic, 1, nil); err != nil {
-		return fmt.Errorf("create %s: %w", offsetsTopic, err)
-	}
-	return nil
+	rf := min(int(s.cfg.Cluster.OffsetsTopicReplicationFactor), len(s.store.Image().ActiveBrokers()))
+	return s.createTopicsVia(ctx, offsetsTopic, s.cfg.Cluster.OffsetsTopicPartitions, int16(max(rf, 1)))
+}
+
+// validGroupID is the group package's rule on group ids.
+func validGroupID(id string, allowEmpty bool) bool {
+	return len(id) <= group.DefaultMaxGroupIDBytes && (allowEmpty || id != "")
 }
 
 // offsetsLog is the group coordinator's view of a partition (group.Log).

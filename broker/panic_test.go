@@ -19,7 +19,7 @@ func withTestAPI(t *testing.T, key int16, h handler) {
 	t.Cleanup(func() {
 		apisMu.Lock()
 		defer apisMu.Unlock()
-		delete(apis, key)
+		delete(apis[clientListener], key)
 	})
 }
 
@@ -85,7 +85,7 @@ func TestDecodeFlexibleHeaderTags(t *testing.T) {
 	frame = append(frame, 2, 0, 2, 'x', 'y', 7, 0) // two tagged fields: 0 = "xy", 7 = ""
 	frame = req.AppendTo(frame)
 
-	h, a, body, err := decode(frame)
+	h, a, body, err := decode(frame, clientListener)
 	require.NoError(t, err)
 	require.Equal(t, header{key: 3, version: 12, corr: 9, clientID: "id"}, h)
 	require.Equal(t, "Metadata", a.name)

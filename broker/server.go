@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/minikafka/minikafka/broker/partition"
+	"github.com/minikafka/minikafka/cluster"
+	"github.com/minikafka/minikafka/cluster/quorum"
 )
 
 // ErrServerClosed is returned by Serve and ListenAndServe after Close.
@@ -30,7 +31,25 @@ type Server struct {
 	// respBudget bounds fetch response bytes in memory (records read
 	// and not yet written).
 	respBudget *budget
-	exts       []openExtension
+
+	// The cluster (node.go): the metadata image, the quorum replicating it,
+	// this node's controller, the client that reaches the active one, this
+	// broker's standing (lifecycle.go) and the group coordinators it runs.
+	store          *cluster.Store
+	quorum         *quorum.Server
+	raftTransport  *quorum.TCPTransport // nil for a quorum of one
+	ctl            *cluster.Controller
+	stopController context.CancelFunc
+	ctlClient      *controllerClient
+	life           *lifecycle
+	groups         *groupSet
+	pids           *producerIDs
+	kick           chan struct{} // wakes the reconciler; capacity 1
+	reconciled     notifier      // the image offset the reconciler last applied
+	startOnce      sync.Once     // starts the lifecycle at the first Serve
+	stopLife       context.CancelFunc
+	failed         chan error // a fatal error after New (capacity 1)
+	bg             sync.WaitGroup
 
 	// refused counts connections refused since the last log line, logged
 	// at refusedLogged (unix nanoseconds on the server's clock).
@@ -48,8 +67,9 @@ type Server struct {
 	hardStop context.CancelFunc
 	quit     chan struct{}
 
-	mu        sync.Mutex
-	listeners []net.Listener
+	mu           sync.Mutex
+	listeners    []net.Listener // clients'
+	ctlListeners []net.Listener // the controller's
 	conns     map[*conn]struct{}
 	closing   bool
 	wg        sync.WaitGroup // accept loops and connections
@@ -72,32 +92,75 @@ func New(cfg Config) (*Server, error) {
 		respBudget: newBudget(cfg.MaxResponseBytes),
 		conns:      map[*conn]struct{}{},
 		quit:       make(chan struct{}),
+		kick:       make(chan struct{}, 1),
+		failed:     make(chan error, 1),
 	}
+	s.ctlClient = &controllerClient{s: s}
+	s.life = newLifecycle(s)
+	s.groups = newGroupSet(s)
+	s.pids = &producerIDs{s: s}
 	s.connCtx, s.hardStop = context.WithCancel(context.Background())
 	s.metrics = newMetrics(s)
 	var err error
 	s.parts, err = partition.OpenManager(partition.Config{
-		Dir:               cfg.Dir,
-		Engine:            cfg.Engine,
-		EngineOptions:     s.observeEngine(cfg.EngineOptions),
-		Clock:             cfg.Clock,
-		Logger:            cfg.Logger,
-		DefaultPartitions: cfg.DefaultPartitions,
-		MaxPartitions:     cfg.MaxPartitions,
+		Dir:           cfg.Dir,
+		Engine:        cfg.Engine,
+		EngineOptions: s.observeEngine(cfg.EngineOptions),
+		Clock:         cfg.Clock,
+		Logger:        s.log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: open %s: %w", cfg.Dir, err)
 	}
-	if err := s.openExtensions(); err != nil {
-		s.closeExtensions()
+	if err := s.openCluster(); err != nil {
+		s.closeCluster()
 		if cerr := s.parts.Close(); cerr != nil {
 			s.log.Error("closing partitions after a failed start", "err", cerr)
 		}
 		return nil, err
 	}
-	s.log.Info("broker opened", "dir", cfg.Dir, "engine", cfg.Engine,
-		"sync", cfg.EngineOptions.Sync.String(), "topics", len(s.parts.Topics()))
+	s.bg.Add(1)
+	go s.reconcileLoop()
+	s.log.Info("broker opened", "dir", cfg.Dir, "engine", cfg.Engine, "node", cfg.NodeID, "cluster", cfg.ClusterID,
+		"voters", len(cfg.voters()), "sync", cfg.EngineOptions.Sync.String(), "partitions", len(s.parts.Keys()))
 	return s, nil
+}
+
+// start begins registering with the controller: at the first Serve, once
+// the advertised address is known.
+func (s *Server) start() {
+	s.startOnce.Do(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.stopLife = cancel
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			s.life.run(ctx)
+		}()
+	})
+}
+
+// WaitReady returns once this broker is registered with the controller
+// and unfenced (serving what it leads), or ctx.Err().
+func (s *Server) WaitReady(ctx context.Context) error {
+	select {
+	case <-s.life.ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Failed returns a channel that gets the error that stops this broker from
+// ever serving (another live process has its node id; the controller is of
+// another cluster). The program should exit.
+func (s *Server) Failed() <-chan error { return s.failed }
+
+func (s *Server) fail(err error) {
+	select {
+	case s.failed <- err:
+	default:
+	}
 }
 
 // ListenAndServe listens on Config.Addr and serves until Close.
@@ -109,20 +172,34 @@ func (s *Server) ListenAndServe() error {
 	return s.Serve(ln)
 }
 
-// Serve accepts connections on ln until Close, which closes ln. It always
-// returns a non-nil error: ErrServerClosed after Close.
+// Serve accepts client connections on ln until Close, which closes ln. It
+// always returns a non-nil error: ErrServerClosed after Close. The first
+// Serve also starts the broker's registration with the controller.
 func (s *Server) Serve(ln net.Listener) error {
+	return s.serve(ln, clientListener)
+}
+
+func (s *Server) serve(ln net.Listener, l listener) error {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
 		ln.Close()
 		return ErrServerClosed
 	}
-	s.listeners = append(s.listeners, ln)
+	if l == clientListener {
+		s.listeners = append(s.listeners, ln)
+	} else {
+		s.ctlListeners = append(s.ctlListeners, ln)
+	}
 	s.wg.Add(1)
 	s.mu.Unlock()
 	defer s.wg.Done()
-	s.log.Info("serving", "addr", ln.Addr().String(), "advertised", s.advertised(ln))
+	if l == clientListener {
+		s.log.Info("serving", "addr", ln.Addr().String(), "advertised", s.advertised(ln))
+		s.start()
+	} else {
+		s.log.Info("serving the controller listener", "addr", ln.Addr().String())
+	}
 
 	var backoff time.Duration
 	for {
@@ -142,7 +219,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
-		s.accept(nc)
+		s.accept(nc, l)
 	}
 }
 
@@ -157,7 +234,22 @@ func (s *Server) pause(d time.Duration) {
 }
 
 // accept starts serving nc, or closes it at once when MaxConns are open.
-func (s *Server) accept(nc net.Conn) {
+// On the controller listener a raft connection goes to the quorum instead.
+func (s *Server) accept(nc net.Conn, l listener) {
+	if l == controllerListener {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if kc, ok := s.routeController(nc); ok {
+				s.acceptKafka(kc, l)
+			}
+		}()
+		return
+	}
+	s.acceptKafka(nc, l)
+}
+
+func (s *Server) acceptKafka(nc net.Conn, l listener) {
 	s.mu.Lock()
 	if s.closing || len(s.conns) >= s.cfg.MaxConns {
 		closing := s.closing
@@ -169,7 +261,7 @@ func (s *Server) accept(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	c := newConn(s, nc)
+	c := newConn(s, nc, l)
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -182,6 +274,7 @@ func (s *Server) accept(nc net.Conn) {
 		s.mu.Lock()
 		delete(s.conns, c)
 		s.mu.Unlock()
+		c.lostHeartbeats()
 	}()
 }
 
@@ -240,10 +333,21 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) shutdown() error {
+	// A controlled shutdown first: the controller moves this broker's
+	// leaderships while it still serves, so clients find the new leaders
+	// without waiting for a session timeout.
+	if s.stopLife != nil {
+		ctx, cancel := withTimeout(context.Background(), s.cfg.Clock, s.cfg.ShutdownTimeout)
+		s.life.controlledShutdown(ctx)
+		cancel()
+	}
 	s.mu.Lock()
 	s.closing = true
 	close(s.quit)
 	for _, ln := range s.listeners {
+		ln.Close()
+	}
+	for _, ln := range s.ctlListeners {
 		ln.Close()
 	}
 	for c := range s.conns {
@@ -264,7 +368,13 @@ func (s *Server) shutdown() error {
 	}
 	s.hardStop()
 
-	s.closeExtensions()
+	if s.stopLife != nil {
+		s.stopLife()
+	}
+	s.groups.close()
+	s.closeCluster()
+	s.bg.Wait()
+	s.ctlClient.close()
 	if err := s.parts.Close(); err != nil {
 		return fmt.Errorf("broker: close partitions: %w", err)
 	}
@@ -310,62 +420,6 @@ func (s *Server) advertised(ln net.Listener) string {
 	return net.JoinHostPort(host, fmt.Sprint(port))
 }
 
-// Extensions: server state beyond the partitions (consumer groups are one),
-// plugged in by files of this package. registerExtension is called from an
-// init function; New calls every open in registration order (file order)
-// after the partitions are open, and keeps what it returns; handlers fetch it
-// with extension. Close closes, in reverse order and after every connection
-// has drained, each value that implements io.Closer.
-type extensionDef struct {
-	name string
-	open func(s *Server) (any, error)
-}
-
-type openExtension struct {
-	name  string
-	value any
-}
-
-var extensionDefs []extensionDef
-
-func registerExtension(name string, open func(s *Server) (any, error)) {
-	for _, d := range extensionDefs {
-		if d.name == name {
-			panic("broker: extension registered twice: " + name)
-		}
-	}
-	extensionDefs = append(extensionDefs, extensionDef{name, open})
-}
-
-func (s *Server) openExtensions() error {
-	for _, d := range extensionDefs {
-		v, err := d.open(s)
-		if err != nil {
-			return fmt.Errorf("broker: open %s: %w", d.name, err)
-		}
-		s.exts = append(s.exts, openExtension{d.name, v})
-	}
-	return nil
-}
-
-func (s *Server) closeExtensions() {
-	for i := len(s.exts) - 1; i >= 0; i-- {
-		if c, ok := s.exts[i].value.(io.Closer); ok {
-			if err := c.Close(); err != nil {
-				s.log.Error("closing extension", "name", s.exts[i].name, "err", err)
-			}
-		}
-	}
-	s.exts = nil
-}
-
-// extension returns the value the extension called name opened with; it
-// panics if there is none, which is a registration bug.
-func (s *Server) extension(name string) any {
-	for _, e := range s.exts {
-		if e.name == name {
-			return e.value
-		}
-	}
-	panic("broker: no extension " + name)
-}
+// Metadata is this broker's latest image of the cluster metadata. Never
+// modify it.
+func (s *Server) Metadata() *cluster.Metadata { return s.store.Image() }

@@ -1,38 +1,153 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka/broker/partition"
+	"github.com/minikafka/minikafka/cluster"
 )
 
-// partition returns topic's partition p. An unknown topic is created first
-// (with the default partition count) when create is set and auto-creation is
-// on; otherwise the error wraps kerr.UnknownTopicOrPartition.
+// autoCreateWait bounds an auto-creation (the controller's commit, then
+// this broker's metadata catching up).
+const autoCreateWait = 10 * time.Second
+
+// partition returns topic's partition p as this broker holds it. An unknown
+// topic is created first (default partitions and replication) when create
+// is set and auto-creation is on. The error wraps
+// kerr.UnknownTopicOrPartition when the topic or partition does not exist,
+// kerr.NotLeaderForPartition when this broker holds no replica of it.
 func (s *Server) partition(topic string, p int32, create bool) (*partition.Partition, error) {
-	if create && s.cfg.AutoCreate {
+	if part, err := s.parts.Partition(topic, p); err == nil {
+		return part, nil
+	}
+	img := s.store.Image()
+	t, ok := img.Topic(topic)
+	if !ok && create && s.cfg.AutoCreate {
 		if err := s.ensureTopic(topic); err != nil {
 			return nil, err
 		}
+		if part, err := s.parts.Partition(topic, p); err == nil {
+			return part, nil
+		}
+		t, ok = s.store.Image().Topic(topic)
 	}
-	return s.parts.Partition(topic, p)
+	if !ok || p < 0 || int(p) >= len(t.Partitions) {
+		return nil, fmt.Errorf("partition %s-%d: %w", topic, p, kerr.UnknownTopicOrPartition)
+	}
+	return nil, fmt.Errorf("partition %s-%d is led by broker %d: %w", topic, p, t.Partitions[p].Leader, kerr.NotLeaderForPartition)
 }
 
-// ensureTopic creates topic with the default partition count unless it
-// exists. A concurrent creation of the same topic is not an error.
+// leaderOf is topic's partition p when this broker leads it; otherwise the
+// error wraps kerr.NotLeaderForPartition (a client refreshes its metadata)
+// or kerr.UnknownTopicOrPartition.
+func (s *Server) leaderOf(topic string, p int32) (*partition.Partition, error) {
+	part, err := s.partition(topic, p, false)
+	if err != nil {
+		return nil, err
+	}
+	if r := part.Role(); !r.Local {
+		return nil, fmt.Errorf("partition %s-%d is led by broker %d: %w", topic, p, r.Leader, kerr.NotLeaderForPartition)
+	}
+	return part, nil
+}
+
+// ensureTopic creates topic with the default partition count and
+// replication factor unless it exists, and waits until this broker's
+// metadata has it and holds its partitions. A concurrent creation of the
+// same topic is not an error.
 func (s *Server) ensureTopic(topic string) error {
-	if _, ok := s.parts.Topic(topic); ok {
+	if _, ok := s.store.Image().Topic(topic); ok {
 		return nil
 	}
-	_, err := s.parts.CreateTopic(topic, s.cfg.DefaultPartitions, nil)
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+	if err := cluster.ValidTopicName(topic); err != nil {
+		return err
+	}
+	ctx, cancel := withTimeout(context.Background(), s.cfg.Clock, autoCreateWait)
+	defer cancel()
+	if err := s.createTopicsVia(ctx, topic, -1, -1); err != nil {
 		return fmt.Errorf("auto-create topic %q: %w", topic, err)
 	}
-	if err == nil {
-		s.log.Info("auto-created topic", "topic", topic, "partitions", s.cfg.DefaultPartitions)
+	s.log.Info("auto-created topic", "topic", topic)
+	return nil
+}
+
+// createTopicsVia asks the controller to create one topic and waits until
+// this broker's metadata has it and, where it is a replica, it holds the
+// partitions (the reconciler opened them).
+func (s *Server) createTopicsVia(ctx context.Context, name string, partitions int32, rf int16) error {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.SetVersion(req.MaxVersion())
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, rf
+	req.Topics = append(req.Topics, rt)
+	r, err := s.ctlClient.request(ctx, req)
+	if err != nil {
+		return fmt.Errorf("%w: %w", err, kerr.RequestTimedOut)
+	}
+	resp := r.(*kmsg.CreateTopicsResponse)
+	if len(resp.Topics) != 1 {
+		return fmt.Errorf("controller answered %d topics for 1: %w", len(resp.Topics), kerr.UnknownServerError)
+	}
+	st := resp.Topics[0]
+	if err := kerr.ErrorForCode(st.ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		if st.ErrorMessage != nil {
+			return fmt.Errorf("%s: %w", *st.ErrorMessage, err)
+		}
+		return err
+	}
+	return s.awaitTopic(ctx, name, uuid.UUID(st.TopicID))
+}
+
+// awaitTopic waits until this broker's metadata holds topic name (with id,
+// unless id is nil) and the reconciler has opened the partitions it
+// replicates here.
+func (s *Server) awaitTopic(ctx context.Context, name string, id uuid.UUID) error {
+	if err := s.await(ctx, func() bool { return s.holdsTopic(name, id) }); err != nil {
+		return fmt.Errorf("topic %q created, but this broker's metadata has not caught up: %w", name, kerr.RequestTimedOut)
 	}
 	return nil
+}
+
+// await returns once cond holds, checked each time the reconciler has
+// applied an image (the metadata, and what this broker opened for it), or
+// ctx.Err().
+func (s *Server) await(ctx context.Context, cond func() bool) error {
+	for {
+		changed := s.reconciled.changed()
+		if cond() {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.quit:
+			return ErrServerClosed
+		}
+	}
+}
+
+func (s *Server) holdsTopic(name string, id uuid.UUID) bool {
+	t, ok := s.store.Image().Topic(name)
+	if !ok || (id != uuid.Nil && t.ID != id) {
+		return false
+	}
+	for i, p := range t.Partitions {
+		for _, r := range p.Replicas {
+			if r != s.cfg.NodeID {
+				continue
+			}
+			if part, err := s.parts.Partition(name, int32(i)); err != nil || part.Key().TopicID != t.ID {
+				return false
+			}
+		}
+	}
+	return true
 }

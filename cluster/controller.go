@@ -88,6 +88,11 @@ type Controller struct {
 type session struct {
 	epoch int64
 	seen  time.Time
+	// heard: a heartbeat of this incarnation reached this controller. Only
+	// then does the session prove a live process, for the duplicate check
+	// of a registration: the grace a new controller gives every broker
+	// proves nothing.
+	heard bool
 	// shutdownOffset is the offset of the batch that started the broker's
 	// controlled shutdown: once its metadata reaches it, it may exit.
 	shutdownOffset uint64

@@ -43,7 +43,7 @@ func (c *Controller) register(ctx context.Context, req *kmsg.BrokerRegistrationR
 		reg.CleanShutdown = req.PreviousBrokerEpoch >= 0 && req.PreviousBrokerEpoch == old.Epoch
 	}
 	alive := false
-	if s, ok := c.sessions[req.BrokerID]; ok && known && s.epoch == old.Epoch {
+	if s, ok := c.sessions[req.BrokerID]; ok && known && s.epoch == old.Epoch && s.heard {
 		alive = c.cfg.Clock.Now().Sub(s.seen) <= c.cfg.SessionTimeout
 	}
 	recs, err := c.cfg.Settings.Register(img, req.ClusterID, reg, alive)
@@ -64,7 +64,7 @@ func (c *Controller) register(ctx context.Context, req *kmsg.BrokerRegistrationR
 	if len(recs) > 0 {
 		c.log.Info("broker registered", "broker", b.ID, "epoch", b.Epoch, "host", b.Host, "port", b.Port, "rack", b.Rack)
 	}
-	c.sessions[b.ID] = &session{epoch: b.Epoch, seen: c.cfg.Clock.Now()}
+	c.sessions[b.ID] = &session{epoch: b.Epoch, seen: c.cfg.Clock.Now(), heard: true}
 	resp.BrokerEpoch = b.Epoch
 	return resp
 }
@@ -89,7 +89,7 @@ func (c *Controller) heartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatReq
 		return resp
 	}
 	s := c.sessionOf(b.ID, b.Epoch)
-	s.seen = c.cfg.Clock.Now()
+	s.seen, s.heard = c.cfg.Clock.Now(), true
 	caughtUp := req.CurrentMetadataOffset >= b.Epoch
 	var recs []Record
 	switch {

@@ -136,6 +136,9 @@ func (c *Controller) deleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 
 // deleteOf decides deleting the topic rt names, by name or (v6+) by id.
 func deleteOf(s Settings, img *Metadata, rt kmsg.DeleteTopicsRequestTopic) (Record, error) {
+	if (rt.Topic == nil || *rt.Topic == "") && rt.TopicID == [16]byte{} {
+		return Record{}, fmt.Errorf("a topic with neither name nor id: %w", kerr.InvalidRequest)
+	}
 	if rt.Topic == nil || *rt.Topic == "" {
 		t, ok := img.TopicByID(uuid.UUID(rt.TopicID))
 		if !ok {
@@ -144,7 +147,7 @@ func deleteOf(s Settings, img *Metadata, rt kmsg.DeleteTopicsRequestTopic) (Reco
 		return s.DeleteTopic(img, t.Name)
 	}
 	if Internal(*rt.Topic) {
-		return Record{}, fmt.Errorf("topic %q is internal: %w", *rt.Topic, kerr.InvalidTopicException)
+		return Record{}, fmt.Errorf("%q is an internal topic: %w", *rt.Topic, kerr.InvalidRequest)
 	}
 	return s.DeleteTopic(img, *rt.Topic)
 }

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -62,6 +63,9 @@ func Start(t testing.TB, opts ...Option) *Broker {
 	if cfg.Dir == "" {
 		cfg.Dir = t.TempDir()
 	}
+	if cfg.NodeID == 0 {
+		cfg.NodeID = broker.DefaultNodeID
+	}
 	b := &Broker{Config: cfg}
 	b.start(t, "127.0.0.1:0")
 	t.Cleanup(func() { b.stop(t) })
@@ -83,6 +87,11 @@ func (b *Broker) start(t testing.TB, addr string) {
 	}
 	b.Server, b.Addr, b.serveErr = s, ln.Addr().String(), make(chan error, 1)
 	go func() { b.serveErr <- s.Serve(ln) }()
+	// Ready: registered with its controller and unfenced, so that a test's
+	// first request finds the broker serving.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, s.WaitReady(ctx), "broker ready")
 }
 
 func (b *Broker) stop(t testing.TB) {

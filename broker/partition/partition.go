@@ -65,7 +65,7 @@ type Partition struct {
 	log      engine.LogEngine
 	cfg      atomic.Pointer[topicConfig] // the topic's configs may change
 	internal bool                        // an internal topic: never trimmed by retention
-	always   bool // SyncAlways: the HW waits for an fsync
+	always   bool                        // SyncAlways: the HW waits for an fsync
 	clock    clock.Clock
 	logger   *slog.Logger
 

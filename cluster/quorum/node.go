@@ -174,7 +174,7 @@ func newNode(cfg NodeConfig, d *disk) (*Node, error) {
 			return nil, fmt.Errorf("quorum: restore the state machine from the snapshot at %d: %w", si, err)
 		}
 	}
-	logger := cfg.Logger.With("node", cfg.NodeID)
+	logger := cfg.Logger.With("raft-id", cfg.NodeID)
 	rn, err := raft.NewRawNode(&raft.Config{
 		ID:                        cfg.NodeID,
 		ElectionTick:              cfg.ElectionTicks,

@@ -100,7 +100,7 @@ func NewTCPTransport(cfg TCPConfig) (*TCPTransport, error) {
 		cfg:     cfg,
 		ids:     ids,
 		digest:  VoterDigest(ids),
-		log:     cfg.Logger.With("node", cfg.NodeID),
+		log:     cfg.Logger.With("raft-id", cfg.NodeID),
 		peers:   map[uint64]*peer{},
 		inbound: map[net.Conn]struct{}{},
 		refused: map[string]bool{},

@@ -5,6 +5,12 @@
 //	broker -engine pebble -dir ./data -addr :9093 -advertised-addr host:9093
 //	broker -dir ./data -metrics-addr :9100   # Prometheus /metrics and /healthz
 //
+// A cluster of three on one machine: every broker is a controller voter.
+//
+//	broker -node-id 1 -dir d1 -addr :9092 -controller-addr :9192 -controllers 1@localhost:9192,2@localhost:9193,3@localhost:9194
+//	broker -node-id 2 -dir d2 -addr :9093 -controller-addr :9193 -controllers ...same
+//	broker -node-id 3 -dir d3 -addr :9094 -controller-addr :9194 -controllers ...same
+//
 // SIGTERM or SIGINT shuts it down gracefully: it stops accepting, answers
 // the requests already read, syncs every engine and exits.
 package main
@@ -46,6 +52,7 @@ func main() {
 // options are the command line.
 type options struct {
 	cfg         broker.Config
+	controllers string
 	syncPolicy  string
 	metricsAddr string
 	pprof       bool
@@ -71,6 +78,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Int64Var(&o.cfg.MaxResponseBytes, "max-response-bytes", broker.DefaultMaxResponseBytes, "fetched record bytes held in memory across all connections")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on this address (empty: off)")
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve Go's /debug/pprof/ profiles on -metrics-addr")
+	nodeID := fs.Int("node-id", broker.DefaultNodeID, "this broker's id in the cluster")
+	fs.StringVar(&o.controllers, "controllers", "", "the controller quorum's voters, id@host:port,... (every broker is one; empty: a one-node cluster that is its own controller)")
+	fs.StringVar(&o.cfg.ControllerAddr, "controller-addr", "", "where this node's controller listens (raft and the controller APIs; required with -controllers)")
+	fs.StringVar(&o.cfg.ClusterID, "cluster-id", broker.DefaultClusterID, "the cluster's id: nodes of different clusters refuse each other")
+	fs.StringVar(&o.cfg.Rack, "rack", "", "this broker's rack, for rack-aware replica placement")
+	c := &o.cfg.Cluster
+	fs.IntVar(&c.MinInsyncReplicas, "min-insync-replicas", 1, "min.insync.replicas of topics that do not set it")
+	rf := fs.Int("default-replication-factor", 1, "replication factor of auto-created topics and of CreateTopics asking for the default")
+	fs.BoolVar(&c.UncleanLeaderElection, "unclean-leader-election", false, "let a replica outside the ISR lead when no in-sync one can (loses acknowledged records)")
+	fs.DurationVar(&c.SessionTimeout, "broker-session-timeout", 3*time.Second, "fence a broker that has not heartbeat the controller for this long")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug|info|warn|error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "text|json")
 	g := &o.cfg.Groups
@@ -92,6 +109,21 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("-max-frame-bytes %d: want 1024 to %d", *maxFrame, 1<<30)
 	}
 	o.cfg.DefaultPartitions, o.cfg.MaxFrameBytes = int32(*partitions), int32(*maxFrame)
+	if *nodeID < 0 || *nodeID > 1<<30 {
+		return o, fmt.Errorf("-node-id %d: want 0 to %d", *nodeID, 1<<30)
+	}
+	if *rf < 1 || *rf > 1<<15-1 {
+		return o, fmt.Errorf("-default-replication-factor %d: want at least 1", *rf)
+	}
+	if c.MinInsyncReplicas < 1 {
+		return o, fmt.Errorf("-min-insync-replicas %d: want at least 1", c.MinInsyncReplicas)
+	}
+	o.cfg.NodeID, c.DefaultReplicationFactor = int32(*nodeID), int16(*rf)
+	voters, err := broker.ParseVoters(o.controllers)
+	if err != nil {
+		return o, fmt.Errorf("-controllers: %w", err)
+	}
+	o.cfg.Controllers = voters
 	if err := checkGroupFlags(g); err != nil {
 		return o, err
 	}
@@ -158,9 +190,19 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(kafka,
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	var ctlLn net.Listener
+	if o.cfg.ControllerAddr != "" {
+		if ctlLn, err = net.Listen("tcp", o.cfg.ControllerAddr); err != nil {
+			ln.Close()
+			return fmt.Errorf("controller listen: %w", err)
+		}
+	}
 	s, err := broker.New(o.cfg)
 	if err != nil {
 		ln.Close()
+		if ctlLn != nil {
+			ctlLn.Close()
+		}
 		return err
 	}
 	var healthy atomic.Bool
@@ -170,17 +212,27 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(kafka,
 		ln.Close()
 		return errors.Join(err, s.Close())
 	}
-	served := make(chan error, 1)
+	served := make(chan error, 2)
 	go func() { served <- s.Serve(ln) }()
+	if ctlLn != nil {
+		go func() {
+			if err := s.ServeController(ctlLn); !errors.Is(err, broker.ErrServerClosed) {
+				served <- err
+			}
+		}()
+	}
 	if ready != nil {
 		ready(ln.Addr(), metricsAddr)
 	}
 
+	var fatal error
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down", "cause", context.Cause(ctx))
 	case err := <-served:
 		log.Error("serving stopped", "err", err)
+	case fatal = <-s.Failed():
+		log.Error("this broker cannot join the cluster", "err", fatal)
 	}
 	healthy.Store(false)
 	closeErr := s.Close()
@@ -188,7 +240,7 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(kafka,
 	if err := <-served; !errors.Is(err, broker.ErrServerClosed) {
 		return errors.Join(err, closeErr)
 	}
-	return closeErr
+	return errors.Join(fatal, closeErr)
 }
 
 // serveMetrics serves /metrics, /healthz and optionally /debug/pprof/ on

@@ -1,0 +1,204 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka/cluster"
+	"github.com/minikafka/minikafka/engine"
+)
+
+// lifecycle is this broker's standing with the controller, as Kafka's
+// BrokerLifecycleManager: every process start registers with a fresh
+// incarnation id and gets a broker epoch; heartbeats every
+// HeartbeatInterval carry the metadata offset this broker has applied, and
+// the controller unfences it once that offset reaches its registration;
+// a broker whose epoch the controller no longer knows registers again. A
+// controlled shutdown asks the controller to move its leaderships first.
+type lifecycle struct {
+	s           *Server
+	incarnation uuid.UUID
+
+	epoch    atomic.Int64 // the registered broker epoch; 0 before
+	fenced   atomic.Bool
+	shutdown atomic.Bool // a controlled shutdown is under way
+	released chan struct{}
+	once     sync.Once // closes released
+
+	ready  chan struct{} // closed once registered and unfenced the first time
+	ready1 sync.Once
+
+	refusedSince time.Time // the first DUPLICATE_BROKER_REGISTRATION in a row
+}
+
+func newLifecycle(s *Server) *lifecycle {
+	l := &lifecycle{s: s, incarnation: uuid.New(), released: make(chan struct{}), ready: make(chan struct{})}
+	l.fenced.Store(true)
+	return l
+}
+
+// run registers and heartbeats until ctx ends.
+func (l *lifecycle) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		if l.epoch.Load() == 0 {
+			if err := l.register(ctx); err != nil {
+				if ctx.Err() == nil {
+					l.s.log.Warn("broker registration failed; retrying", "err", err)
+					l.s.pause(l.s.cfg.Cluster.HeartbeatInterval)
+				}
+				continue
+			}
+		}
+		l.heartbeat(ctx)
+		if l.epoch.Load() != 0 {
+			l.wait(ctx, l.s.cfg.Cluster.HeartbeatInterval)
+		}
+	}
+}
+
+func (l *lifecycle) wait(ctx context.Context, d time.Duration) {
+	t := l.s.cfg.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+	case <-ctx.Done():
+	}
+}
+
+func (l *lifecycle) register(ctx context.Context) error {
+	s := l.s
+	host, port := s.advertisedHostPort()
+	req := kmsg.NewPtrBrokerRegistrationRequest()
+	req.SetVersion(req.MaxVersion())
+	req.BrokerID, req.ClusterID, req.IncarnationID = s.cfg.NodeID, s.cfg.ClusterID, l.incarnation
+	req.PreviousBrokerEpoch = -1
+	lst := kmsg.NewBrokerRegistrationRequestListener()
+	lst.Name, lst.Host, lst.Port = cluster.ListenerName, host, uint16(port)
+	req.Listeners = append(req.Listeners, lst)
+	if s.cfg.Rack != "" {
+		req.Rack = &s.cfg.Rack
+	}
+	if s.cfg.EngineOptions.Sync == engine.SyncAlways {
+		f := kmsg.NewBrokerRegistrationRequestFeature()
+		f.Name, f.MinSupportedVersion, f.MaxSupportedVersion = cluster.FeatureDurableAcks, 1, 1
+		req.Features = append(req.Features, f)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	r, err := s.ctlClient.request(ctx, req)
+	if err != nil {
+		return err
+	}
+	resp := r.(*kmsg.BrokerRegistrationResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		err = fmt.Errorf("register broker %d: %w", s.cfg.NodeID, err)
+		switch {
+		case errors.Is(err, kerr.InconsistentClusterID):
+			s.fail(err) // retrying cannot help
+		case errors.Is(err, kerr.DuplicateBrokerRegistration):
+			// Another live process has this node id; or this process's
+			// previous incarnation, whose session has not expired yet. A
+			// refusal that outlasts a session is the former.
+			now := s.cfg.Clock.Now()
+			if l.refusedSince.IsZero() {
+				l.refusedSince = now
+			}
+			if now.Sub(l.refusedSince) > s.cfg.Cluster.SessionTimeout*3/2 {
+				s.fail(fmt.Errorf("%w: another live broker uses node id %d", err, s.cfg.NodeID))
+			}
+		}
+		return err
+	}
+	l.epoch.Store(resp.BrokerEpoch)
+	l.refusedSince = time.Time{}
+	s.log.Info("registered with the controller", "node", s.cfg.NodeID, "epoch", resp.BrokerEpoch, "incarnation", l.incarnation)
+	s.kickReconcile()
+	return nil
+}
+
+// heartbeat sends one heartbeat and applies its answer.
+func (l *lifecycle) heartbeat(ctx context.Context) {
+	s := l.s
+	epoch := l.epoch.Load()
+	if epoch == 0 {
+		return
+	}
+	req := kmsg.NewPtrBrokerHeartbeatRequest()
+	req.SetVersion(req.MaxVersion())
+	req.BrokerID, req.BrokerEpoch = s.cfg.NodeID, epoch
+	req.CurrentMetadataOffset = int64(s.store.Image().Offset())
+	req.WantShutdown = l.shutdown.Load()
+	ctx, cancel := context.WithTimeout(ctx, max(s.cfg.Cluster.SessionTimeout, time.Second))
+	defer cancel()
+	r, err := s.ctlClient.request(ctx, req)
+	if err != nil {
+		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			s.log.Warn("heartbeat failed", "err", err)
+		}
+		return
+	}
+	resp := r.(*kmsg.BrokerHeartbeatResponse)
+	switch code := resp.ErrorCode; {
+	case code == kerr.StaleBrokerEpoch.Code || code == kerr.BrokerIDNotRegistered.Code:
+		s.log.Warn("the controller no longer knows this broker's epoch; registering again", "epoch", epoch)
+		l.epoch.CompareAndSwap(epoch, 0)
+		return
+	case code != 0:
+		s.log.Debug("heartbeat refused", "err", kerr.ErrorForCode(code))
+		return
+	}
+	if was := l.fenced.Swap(resp.IsFenced); was != resp.IsFenced {
+		s.log.Info("broker state", "fenced", resp.IsFenced, "epoch", epoch)
+		s.kickReconcile()
+	}
+	if !resp.IsFenced {
+		l.ready1.Do(func() { close(l.ready) })
+	}
+	if resp.ShouldShutdown {
+		l.once.Do(func() { close(l.released) })
+	}
+}
+
+// controlledShutdown asks the controller to move this broker's
+// leaderships away and waits until it says the broker may go, or ctx ends.
+// Between two heartbeats it waits for this broker's metadata to move (the
+// controller's answer depends on it), at most a heartbeat interval.
+func (l *lifecycle) controlledShutdown(ctx context.Context) {
+	if l.epoch.Load() == 0 {
+		return
+	}
+	l.shutdown.Store(true)
+	for range maxShutdownHeartbeats {
+		changed := l.s.store.Changed()
+		l.heartbeat(ctx)
+		select {
+		case <-l.released:
+			return
+		case <-ctx.Done():
+			l.s.log.Warn("controlled shutdown did not finish in time; leaving anyway")
+			return
+		default:
+		}
+		t := l.s.cfg.Clock.NewTimer(l.s.cfg.Cluster.HeartbeatInterval)
+		select {
+		case <-changed:
+		case <-t.C():
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	l.s.log.Warn("the controller did not release this broker; leaving anyway")
+}
+
+// maxShutdownHeartbeats bounds a controlled shutdown's heartbeats, for a
+// clock that does not move (tests) as much as for a controller that never
+// answers.
+const maxShutdownHeartbeats = 40

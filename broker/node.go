@@ -1,0 +1,225 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/errors/oserror"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/minikafka/minikafka/cluster"
+	"github.com/minikafka/minikafka/cluster/quorum"
+	"github.com/minikafka/minikafka/engine"
+	"github.com/minikafka/minikafka/engines/segment"
+)
+
+// This node's part of the cluster: every broker is a controller voter
+// (Config.Controllers; a one-node cluster when empty). The quorum (package
+// quorum, etcd raft) replicates the metadata log into a cluster.Store, the
+// controller (cluster.Controller) decides on it when this node leads the
+// quorum, and the rest of the broker reads the Store's images.
+//
+// On disk, beside the partitions:
+//
+//	Dir/node.meta      this node's id and its cluster's id, checked on every start
+//	Dir/metadata/      the quorum: raft log (a segment engine), hard state, snapshot
+
+const (
+	nodeMetaFile = "node.meta"
+	metadataDir  = "metadata"
+	// metadataEngine keeps the metadata log whatever engine the partitions
+	// use: it must be durable (the memory engine's partitions lose their
+	// records on a restart, not their topics) and it is small.
+	metadataEngine = segment.Name
+)
+
+// raftID is node id's id in raft, where 0 means "none": Kafka's node ids
+// start at 0.
+func raftID(id int32) uint64 { return uint64(id) + 1 }
+
+// nodeID is the inverse of raftID; -1 for raft's "none".
+func nodeID(r uint64) int32 { return int32(r) - 1 }
+
+// openCluster opens this node's quorum and controller. It runs after the
+// partitions are open and before anything is served.
+func (s *Server) openCluster() error {
+	fs := s.fs()
+	if err := checkNodeMeta(fs, s.cfg.Dir, s.cfg.NodeID, s.cfg.ClusterID); err != nil {
+		return err
+	}
+	s.store = cluster.NewStore()
+	voters := s.cfg.voters()
+	ids := make([]uint64, len(voters))
+	addrs := map[uint64]string{}
+	for i, v := range voters {
+		ids[i] = raftID(v.ID)
+		addrs[ids[i]] = v.Addr
+	}
+	var tr quorum.Transport = noPeers{}
+	if len(voters) > 1 {
+		tcp, err := quorum.NewTCPTransport(quorum.TCPConfig{
+			NodeID: raftID(s.cfg.NodeID), ClusterID: s.cfg.ClusterID, Voters: addrs,
+			Clock: s.cfg.Clock, Logger: s.log.With("component", "raft-transport"),
+		})
+		if err != nil {
+			return fmt.Errorf("broker: controller transport: %w", err)
+		}
+		s.raftTransport, tr = tcp, tcp
+	}
+	q, err := quorum.NewServer(quorum.ServerConfig{
+		Node: quorum.NodeConfig{
+			NodeID: raftID(s.cfg.NodeID), Voters: ids, ClusterID: s.cfg.ClusterID,
+			Dir: fs.PathJoin(s.cfg.Dir, metadataDir), FS: fs, Engine: metadataEngine,
+			StateMachine: s.store, Logger: s.log.With("component", "quorum"),
+		},
+		Transport:    tr,
+		Clock:        s.cfg.Clock,
+		TickInterval: s.cfg.Cluster.TickInterval,
+	})
+	if err != nil {
+		return fmt.Errorf("broker: open the metadata quorum: %w", err)
+	}
+	s.quorum = q
+	s.ctl = cluster.NewController(cluster.ControllerConfig{
+		NodeID:    s.cfg.NodeID,
+		ClusterID: s.cfg.ClusterID,
+		Settings: cluster.Settings{
+			MinInsyncReplicas:        s.cfg.Cluster.MinInsyncReplicas,
+			UncleanLeaderElection:    s.cfg.Cluster.UncleanLeaderElection,
+			DefaultPartitions:        s.cfg.DefaultPartitions,
+			DefaultReplicationFactor: s.cfg.Cluster.DefaultReplicationFactor,
+			MaxPartitions:            s.cfg.MaxPartitions,
+		},
+		Log:            quorumLog{q},
+		Store:          s.store,
+		Clock:          s.cfg.Clock,
+		SessionTimeout: s.cfg.Cluster.SessionTimeout,
+		Logger:         s.log,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopController = cancel
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		s.ctl.Run(ctx)
+	}()
+	return nil
+}
+
+// closeCluster stops the controller and the quorum.
+func (s *Server) closeCluster() {
+	if s.stopController != nil {
+		s.stopController()
+	}
+	if s.quorum != nil {
+		if err := s.quorum.Close(); err != nil {
+			s.log.Warn("closing the metadata quorum", "err", err)
+		}
+	}
+}
+
+// fs is the filesystem of the data directory.
+func (s *Server) fs() vfs.FS {
+	if s.cfg.EngineOptions.FS != nil {
+		return s.cfg.EngineOptions.FS
+	}
+	return vfs.Default
+}
+
+// quorumLog is the quorum as the controller's Log.
+type quorumLog struct{ q *quorum.Server }
+
+func (l quorumLog) Propose(ctx context.Context, payload []byte) (uint64, error) {
+	return l.q.Propose(ctx, payload)
+}
+func (l quorumLog) Active() bool                { return l.q.Active() }
+func (l quorumLog) Leader() (uint64, uint64)    { return l.q.Leader() }
+func (s *Server) activeController() (int32, bool) {
+	id, _ := s.quorum.Leader()
+	return nodeID(id), id != 0
+}
+
+// noPeers is the transport of a quorum of one.
+type noPeers struct{}
+
+func (noPeers) Start(quorum.Handler) error  { return nil }
+func (noPeers) Send([]raftpb.Message)       {}
+func (noPeers) Close() error                { return nil }
+
+// ServeController accepts connections on ln, this node's controller
+// listener, until Close: raft connections (they start with quorum.Magic)
+// go to the quorum's transport, the others are Kafka-protocol connections
+// that may use the controller APIs only.
+func (s *Server) ServeController(ln net.Listener) error {
+	return s.serve(ln, controllerListener)
+}
+
+// routeController is how the controller listener hands over a connection.
+func (s *Server) routeController(nc net.Conn) (net.Conn, bool) {
+	c, isRaft, err := quorum.PeekConn(nc, s.cfg.FrameTimeout)
+	if err != nil {
+		nc.Close()
+		return nil, false
+	}
+	if isRaft {
+		if s.raftTransport == nil {
+			s.log.Warn("refusing a raft connection: this node is a quorum of one", "remote", nc.RemoteAddr().String())
+			nc.Close()
+			return nil, false
+		}
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			s.raftTransport.ServeConn(c)
+		}()
+		return nil, false
+	}
+	return c, true
+}
+
+// checkNodeMeta makes sure the data directory is this node's, of this
+// cluster: a directory written under another node id or cluster id would
+// make this process impersonate another broker, or join the wrong cluster.
+// A fresh directory gets the file.
+func checkNodeMeta(fs vfs.FS, dir string, id int32, clusterID string) error {
+	path := fs.PathJoin(dir, nodeMetaFile)
+	want := fmt.Sprintf("node.id=%d\ncluster.id=%s\n", id, clusterID)
+	f, err := fs.Open(path)
+	if oserror.IsNotExist(err) {
+		if err := engine.WriteFileAtomic(fs, path, []byte(want)); err != nil {
+			return fmt.Errorf("broker: write %s: %w", path, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("broker: open %s: %w", path, err)
+	}
+	defer f.Close()
+	got, err := io.ReadAll(f)
+	if err != nil {
+		return fmt.Errorf("broker: read %s: %w", path, err)
+	}
+	if bytes.Equal(got, []byte(want)) {
+		return nil
+	}
+	fields := map[string]string{}
+	for _, line := range strings.Split(string(got), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			fields[k] = v
+		}
+	}
+	if fields["node.id"] != strconv.Itoa(int(id)) {
+		return fmt.Errorf("broker: %s belongs to node %s, not %d: %w", dir, fields["node.id"], id, errWrongNode)
+	}
+	return fmt.Errorf("broker: %s belongs to cluster %q, not %q: %w", dir, fields["cluster.id"], clusterID, errWrongNode)
+}
+
+// errWrongNode: the data directory is another node's or another cluster's.
+var errWrongNode = errors.New("data directory of another node")

@@ -1,0 +1,149 @@
+package broker
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/minikafka/minikafka/broker/partition"
+	"github.com/minikafka/minikafka/cluster"
+)
+
+// The reconciler makes this broker hold what the metadata says: every
+// partition it is a replica of is open, as leader or follower at the
+// partition's leader epoch; partitions it no longer holds are closed and
+// deleted; the group coordinators follow __consumer_offsets leadership. It
+// runs on one goroutine, after every change of the metadata image and of
+// the broker's own standing (registered, fenced).
+//
+// Two rules keep a stale image from doing harm. A partition is led only
+// while the image shows this broker registered with its current epoch and
+// unfenced: a restarted broker leads nothing before the controller has seen
+// it catch up. And a partition is deleted only once the image holds this
+// broker's current registration: an image older than that may predate the
+// topic's creation, never its deletion.
+
+// reconciled is what the reconciler applied last, so that an image that
+// changed one topic costs one topic's work.
+type reconciled struct {
+	topics map[uuid.UUID]*cluster.Topic
+	lead   bool
+	epoch  int64
+	offset uint64 // the image's
+}
+
+func (s *Server) reconcileLoop() {
+	defer s.bg.Done()
+	var last reconciled
+	for {
+		changed := s.store.Changed()
+		last = s.reconcile(s.store.Image(), last)
+		s.reconciled.advance(int64(last.offset))
+		select {
+		case <-changed:
+		case <-s.kick:
+		case <-s.quit:
+			return
+		}
+	}
+}
+
+// kickReconcile makes the reconciler run again (the broker's standing
+// changed, which the image alone does not say).
+func (s *Server) kickReconcile() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Server) reconcile(img *cluster.Metadata, last reconciled) reconciled {
+	self := s.cfg.NodeID
+	epoch := s.life.epoch.Load()
+	b, ok := img.Broker(self)
+	current := ok && epoch != 0 && b.Epoch == epoch
+	lead := current && !b.Fenced
+	next := reconciled{topics: make(map[uuid.UUID]*cluster.Topic, img.TopicCount()), lead: lead, epoch: epoch, offset: img.Offset()}
+	wanted := map[partition.Key]bool{}
+	for _, t := range img.Topics() {
+		next.topics[t.ID] = t
+		same := last.topics[t.ID] == t && last.lead == lead && last.epoch == epoch
+		for i, p := range t.Partitions {
+			if !slices.Contains(p.Replicas, self) {
+				continue
+			}
+			k := partition.Key{TopicID: t.ID, Index: int32(i)}
+			wanted[k] = true
+			if same {
+				continue
+			}
+			s.reconcilePartition(t, int32(i), p, lead)
+		}
+	}
+	if current {
+		for _, k := range s.parts.Keys() {
+			if !wanted[k] {
+				s.log.Info("removing a partition the metadata no longer assigns here", "partition", k.String())
+				if err := s.parts.Remove(k); err != nil {
+					s.log.Warn("removing a partition", "partition", k.String(), "err", err)
+				}
+			}
+		}
+	}
+	s.groups.reconcile(img, lead)
+	// A topic deleted (or deleted and created again under its name) takes
+	// its committed offsets with it, in every group coordinated here.
+	for id, t := range last.topics {
+		if nt, ok := next.topics[id]; !ok || nt.Name != t.Name {
+			for _, c := range s.groups.all() {
+				c.TopicDeleted(t.Name)
+			}
+		}
+	}
+	return next
+}
+
+// reconcilePartition opens partition i of t here and gives it its role.
+func (s *Server) reconcilePartition(t *cluster.Topic, i int32, p cluster.Partition, lead bool) {
+	part, err := s.parts.Ensure(partition.Spec{Topic: t.Name, TopicID: t.ID, Index: i, Configs: t.Configs})
+	if err != nil {
+		s.log.Error("opening a partition assigned to this broker", "topic", t.Name, "partition", i, "err", err)
+		return
+	}
+	role := partition.Role{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, Local: lead && p.Leader == s.cfg.NodeID}
+	if part.SetRole(role) {
+		s.log.Debug("partition role", "topic", t.Name, "partition", i, "leader", p.Leader, "epoch", p.LeaderEpoch, "local", role.Local)
+	}
+}
+
+// notifier is a value that only grows, and a channel closed at each change:
+// take changed(), read the state, then wait.
+type notifier struct {
+	mu  sync.Mutex
+	val int64
+	ch  chan struct{}
+}
+
+func (n *notifier) advance(v int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ch == nil {
+		n.ch = make(chan struct{})
+	}
+	if v < n.val {
+		return
+	}
+	n.val = v
+	close(n.ch)
+	n.ch = make(chan struct{})
+}
+
+func (n *notifier) changed() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ch == nil {
+		n.ch = make(chan struct{})
+	}
+	return n.ch
+}
