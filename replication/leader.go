@@ -243,7 +243,7 @@ func (l *Leader) fetch(ev FollowerFetch) []Action {
 	l.updateFollower(f, ev)
 	acts := []Action{nil}
 	acts = append(acts, l.maybeAdvanceHW()...)
-	acts = append(acts, l.maybeExpand(ev.Now)...)
+	acts = append(acts, l.maybeExpand(f)...)
 	ans.To = max(ev.FetchOffset, l.durable)
 	ans.HighWatermark = l.hw
 	acts[0] = ans

@@ -61,21 +61,15 @@ func (l *Leader) joinable(f *follower) bool {
 	return ok && (m.BrokerEpoch < 0 || f.brokerEpoch < 0 || m.BrokerEpoch == f.brokerEpoch)
 }
 
-// maybeExpand proposes the ISR with every follower that may join it.
-func (l *Leader) maybeExpand(now time.Time) []Action {
-	if (l.pending != nil && !l.mut.proposeWhilePending) || l.holdExpand {
+// maybeExpand proposes adding f, which just fetched, to the ISR if it may
+// join. As in Kafka this is decided on the follower's fetch only: a
+// position it reported long ago says nothing of whether it keeps up now
+// (re-adding members that just lagged out would make the ISR flap).
+func (l *Leader) maybeExpand(f *follower) []Action {
+	if (l.pending != nil && !l.mut.proposeWhilePending) || l.holdExpand || slices.Contains(l.isr, f.id) || !l.joinable(f) {
 		return nil
 	}
-	isr := slices.Clone(l.isr)
-	for i := range l.followers {
-		if f := &l.followers[i]; !slices.Contains(isr, f.id) && l.joinable(f) {
-			isr = append(isr, f.id)
-		}
-	}
-	if len(isr) == len(l.isr) {
-		return nil
-	}
-	return l.propose(inReplicaOrder(l.replicas, isr))
+	return l.propose(inReplicaOrder(l.replicas, append(slices.Clone(l.isr), f.id)))
 }
 
 // propose makes isr the change in flight. Each member goes with the broker
@@ -113,7 +107,7 @@ func (l *Leader) alterResult(ev AlterPartitionResult) []Action {
 			l.refused = true // not this proposal's outcome; the metadata will say
 			return nil
 		}
-		return l.commit(ev.ISR, ev.PartitionEpoch, ev.Now)
+		return l.commit(ev.ISR, ev.PartitionEpoch)
 	}
 	switch {
 	case errors.Is(ev.Err, kerr.IneligibleReplica), errors.Is(ev.Err, kerr.OperationNotAttempted):
@@ -162,18 +156,18 @@ func (l *Leader) metadata(ev MetadataUpdate) []Action {
 	l.elr = slices.Clone(ev.ELR)
 	l.holdExpand = false
 	if ev.PartitionEpoch > l.partitionEpoch {
-		return l.commit(ev.ISR, ev.PartitionEpoch, ev.Now)
+		return l.commit(ev.ISR, ev.PartitionEpoch)
 	}
-	return l.maybeExpand(ev.Now)
+	return nil
 }
 
-// commit installs a committed ISR, which ends the change in flight.
-func (l *Leader) commit(isr []int32, partitionEpoch int32, now time.Time) []Action {
+// commit installs a committed ISR, which ends the change in flight. The
+// next change comes with the next fetch or tick.
+func (l *Leader) commit(isr []int32, partitionEpoch int32) []Action {
 	l.isr = inReplicaOrder(l.replicas, isr)
 	l.partitionEpoch = partitionEpoch
 	l.pending, l.refused, l.retryAt = nil, false, time.Time{}
-	acts := l.maybeAdvanceHW()
-	return append(acts, l.maybeExpand(now)...)
+	return l.maybeAdvanceHW()
 }
 
 // NextDeadline is the earliest time at which a Tick may have something to

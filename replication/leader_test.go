@@ -268,11 +268,12 @@ func TestLeaderOneProposalInFlight(t *testing.T) {
 		require.False(t, ok)
 		require.Empty(t, l.Step(Tick{Now: at(1000)}))
 	})
-	t.Run("a success commits, and the next change follows", func(t *testing.T) {
+	t.Run("a success commits, and the next change comes with the next fetch", func(t *testing.T) {
 		l, p := setup(t)
 		l.Step(fetchOf(3, 10, 5, 2))
 		acts := l.Step(AlterPartitionResult{Seq: p.Seq, LeaderEpoch: 5, PartitionEpoch: 8, ISR: []int32{1, 2}, Now: at(3)})
-		next, ok := find[ProposeISR](acts)
+		require.Equal(t, []Action{AdvanceHW{To: 10}}, acts)
+		next, ok := find[ProposeISR](l.Step(fetchOf(3, 10, 5, 4)))
 		require.True(t, ok)
 		require.Equal(t, []ISRMember{{1, 11}, {2, 12}, {3, 13}}, next.NewISR)
 		require.Equal(t, int32(8), next.PartitionEpoch)
@@ -295,8 +296,9 @@ func TestLeaderOneProposalInFlight(t *testing.T) {
 			_, ok := find[ProposeISR](l.Step(fetchOf(3, 10, 5, 3)))
 			require.False(t, ok, "nothing proposed while unsettled")
 			// The metadata settles it: whatever was committed.
-			acts := l.Step(MetadataUpdate{LeaderEpoch: 5, PartitionEpoch: 9, ISR: []int32{1}, Eligible: l.eligible, Now: at(4)})
-			p2, ok := find[ProposeISR](acts)
+			l.Step(MetadataUpdate{LeaderEpoch: 5, PartitionEpoch: 9, ISR: []int32{1}, Eligible: l.eligible, Now: at(4)})
+			require.False(t, l.Status(at(4)).PendingRefused)
+			p2, ok := find[ProposeISR](l.Step(fetchOf(3, 10, 5, 5)))
 			require.True(t, ok, "%v", err)
 			require.Equal(t, int32(9), p2.PartitionEpoch)
 		}
@@ -309,7 +311,8 @@ func TestLeaderOneProposalInFlight(t *testing.T) {
 		require.Equal(t, []int32{1}, s.MaximalISR)
 		_, ok := find[ProposeISR](l.Step(fetchOf(2, 10, 5, 3)))
 		require.False(t, ok, "no expansion until the metadata is refreshed")
-		_, ok = find[ProposeISR](l.Step(MetadataUpdate{LeaderEpoch: 5, PartitionEpoch: 7, ISR: []int32{1}, Eligible: l.eligible, Now: at(4)}))
+		require.Empty(t, l.Step(MetadataUpdate{LeaderEpoch: 5, PartitionEpoch: 7, ISR: []int32{1}, Eligible: l.eligible, Now: at(4)}))
+		_, ok = find[ProposeISR](l.Step(fetchOf(2, 10, 5, 5)))
 		require.True(t, ok)
 	})
 	t.Run("retriable: resent after the backoff", func(t *testing.T) {
