@@ -184,8 +184,9 @@ type AdvanceHW struct{ To int64 }
 
 // ProposeISR asks the controller, with AlterPartition, for a new ISR, made
 // against LeaderEpoch and PartitionEpoch. At most one is in flight (KIP-497);
-// answer it with an AlterPartitionResult carrying its Seq. A retry re-emits
-// the same proposal, Seq included.
+// answer it with an AlterPartitionResult carrying its Seq, to the Leader
+// that made it (a new Leader numbers its proposals from 1 again). A retry
+// re-emits the same proposal, Seq included.
 type ProposeISR struct {
 	Seq            uint64
 	NewISR         []ISRMember

@@ -26,7 +26,10 @@ type FollowerConfig struct {
 	LogEnd     int64
 	DurableEnd int64
 	HW         int64 // the local checkpoint, clamped to the log
-	Epochs     *EpochCache
+	// Epochs is the partition's cache. The Follower updates it as it emits
+	// Append, Truncate, ResetLog and DeleteBefore, and says so with
+	// SaveEpochs; it reads it for LastFetchedEpoch and truncation points.
+	Epochs *EpochCache
 
 	mut mutations // test-only; see mutations.go
 }
