@@ -9,15 +9,29 @@
 //
 //   - Node is synchronous and deterministic: no goroutines, no clock, no I/O
 //     but through the injected filesystem and log engine, randomness only from
-//     NodeConfig.Rand. Tick, Step, Propose and Campaign feed it; Process handles
-//     one raft Ready and returns an Output (messages to send, proposals
-//     applied, leader changes). The simulator drives Nodes directly.
-//   - Server owns a Node, a ticker on the injected clock.Clock and a Transport;
-//     Propose returns once the entry is committed and applied locally.
+//     NodeConfig.Rand. Tick, Step, Propose, Campaign and TransferLeadership
+//     feed it; Process handles one raft Ready and returns an Output (messages
+//     to send, this node's proposals applied with their indexes, the leader
+//     and term). The simulator drives Nodes directly.
+//   - Server owns a Node, a ticker on the injected clock.Clock and a
+//     Transport, on one goroutine. Propose returns once the entry is
+//     committed and applied locally, fails at once with ErrNotLeader (a
+//     *NotLeaderError naming the leader) unless the server is the Active
+//     leader, and with ErrLeadershipLost when the leader or term changes
+//     while it waits (the entry may still commit).
 //   - Transport carries messages: MemNetwork in tests, TCPTransport in
-//     production (which never owns a listener: the controller port is shared
-//     with Kafka-protocol APIs, and connections that start with Magic are
-//     handed to TCPTransport.ServeConn).
+//     production. TCPTransport never owns a listener: the controller port is
+//     shared with Kafka-protocol APIs, so the broker's accept loop calls
+//     PeekConn, which reads the first 4 bytes and returns a net.Conn that
+//     replays them, and hands connections that start with Magic (negative as
+//     a big-endian int32, so never a Kafka frame length) to ServeConn. Every
+//     connection starts with a handshake that carries the cluster id and a
+//     digest of the voter list; a mismatch is refused and logged on both
+//     sides ("cluster id mismatch: local X, peer Y").
+//
+// A proposal's entry carries an envelope (node id, a random incarnation
+// drawn at open, a sequence number) so that only its own entry completes a
+// waiter; the StateMachine sees the payload only.
 //
 // # Determinism
 //
@@ -65,8 +79,13 @@
 //     tail, Append, then Sync under engine.SyncAlways (durable);
 //  3. HARDSTATE.
 //
-// Then the messages are returned, committed entries applied, and the raft
-// node advanced. Every SnapshotEntries applied entries the Node writes
+// Then the messages are collected, committed entries applied, and the raft
+// node advanced; Process returns the messages with what it applied, and the
+// caller sends them then (etcd allows sending before applying: ours is the
+// simpler, equally safe order, at the cost of the apply's latency).
+// HARDSTATE is rewritten whenever it changes, commit index included, so that
+// a restart re-applies everything it had applied without waiting for a
+// leader. Every SnapshotEntries applied entries the Node writes
 // SNAPSHOT first and only then drops log entries older than CatchUpEntries
 // behind it, so the log always holds what the snapshot on disk does not.
 //

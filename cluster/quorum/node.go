@@ -417,5 +417,5 @@ func (n *Node) Close() error {
 	return nil
 }
 
-// ErrClosed: the node or server was closed.
+// ErrClosed: the node or server was closed. Open a new one to go on.
 var ErrClosed = errors.New("quorum: closed")

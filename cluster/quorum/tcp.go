@@ -331,14 +331,13 @@ func (e *refusedError) Error() string { return e.reason }
 func (p *peer) dial() (net.Conn, error) {
 	t := p.t
 	d := net.Dialer{Timeout: t.cfg.DialTimeout}
-	nc, err := d.DialContext(t.ctx, "tcp", p.addr)
+	raw, err := d.DialContext(t.ctx, "tcp", p.addr)
 	if err != nil {
 		return nil, err
 	}
 	// Close interrupts a handshake or a write stuck on a peer that does not
 	// read, instead of waiting out their timeouts.
-	stop := context.AfterFunc(t.ctx, func() { nc.Close() })
-	nc = &stopConn{Conn: nc, stop: stop}
+	nc := &stopConn{Conn: raw, stop: context.AfterFunc(t.ctx, func() { raw.Close() })}
 	nc.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout))
 	out := hello{version: handshakeVersion, status: helloRequest, from: t.cfg.NodeID, to: p.id, voterDigest: t.digest, clusterID: t.cfg.ClusterID}
 	if _, err := nc.Write(out.encode()); err != nil {

@@ -1,0 +1,208 @@
+package replication
+
+import (
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// ISR changes: the leader proposes, the controller decides (AlterPartition,
+// checked against the partition epoch, KIP-497), the metadata log says what
+// was committed. One proposal at a time, made against the committed ISR.
+
+// tick retries a proposal whose backoff has passed, else shrinks the ISR.
+func (l *Leader) tick(now time.Time) []Action {
+	if l.pending != nil {
+		if !l.refused && !l.retryAt.IsZero() && !now.Before(l.retryAt) {
+			l.retryAt = time.Time{}
+			return []Action{l.pending.clone()}
+		}
+		if !l.mut.proposeWhilePending {
+			return nil
+		}
+	}
+	return l.maybeShrink(now)
+}
+
+// caughtUp is Kafka's in-sync test for an ISR member: at the leader's
+// (durable) end, or caught up within LagTime.
+func (l *Leader) caughtUp(f *follower, now time.Time) bool {
+	return f.fetchOffset >= l.durable || now.Sub(f.lastCaughtUp) <= l.lagTime
+}
+
+// maybeShrink proposes the ISR without the members that have not caught up
+// for LagTime. The leader never removes itself.
+func (l *Leader) maybeShrink(now time.Time) []Action {
+	var keep []int32
+	for _, id := range l.isr {
+		if f := l.follower(id); id != l.self && (f == nil || !l.caughtUp(f, now)) {
+			continue
+		}
+		keep = append(keep, id)
+	}
+	if len(keep) == len(l.isr) {
+		return nil
+	}
+	return l.propose(keep)
+}
+
+// joinable says f may join the ISR: it has everything below the HW, and
+// everything before this leader epoch began, whose acknowledged records may
+// lie above this leader's HW (KAFKA-7128); and the latest metadata has it
+// unfenced (KIP-841), registered with the broker epoch it fetched with
+// (KIP-903).
+func (l *Leader) joinable(f *follower) bool {
+	if f.fetchOffset < l.hw || (f.fetchOffset < l.epochStart && !l.mut.expandBeforeEpochStart) {
+		return false
+	}
+	m, ok := l.eligibleMember(f.id)
+	return ok && (m.BrokerEpoch < 0 || f.brokerEpoch < 0 || m.BrokerEpoch == f.brokerEpoch)
+}
+
+// maybeExpand proposes adding f, which just fetched, to the ISR if it may
+// join. As in Kafka this is decided on the follower's fetch only: a
+// position it reported long ago says nothing of whether it keeps up now
+// (re-adding members that just lagged out would make the ISR flap).
+func (l *Leader) maybeExpand(f *follower) []Action {
+	if (l.pending != nil && !l.mut.proposeWhilePending) || l.holdExpand || slices.Contains(l.isr, f.id) || !l.joinable(f) {
+		return nil
+	}
+	return l.propose(inReplicaOrder(l.replicas, append(slices.Clone(l.isr), f.id)))
+}
+
+// propose makes isr the change in flight. Each member goes with the broker
+// epoch it fetched with (-1 when it has not fetched in this epoch), the
+// leader with its own.
+func (l *Leader) propose(isr []int32) []Action {
+	if l.pending != nil && slices.Equal(memberIDs(l.pending.NewISR), isr) {
+		return nil
+	}
+	l.seq++
+	p := ProposeISR{Seq: l.seq, LeaderEpoch: l.leaderEpoch, PartitionEpoch: l.partitionEpoch}
+	for _, id := range isr {
+		e := l.selfEpoch
+		if id != l.self {
+			e = -1
+			if f := l.follower(id); f != nil && !l.mut.noBrokerEpoch {
+				e = f.brokerEpoch
+			}
+		}
+		p.NewISR = append(p.NewISR, ISRMember{ID: id, BrokerEpoch: e})
+	}
+	l.pending, l.refused, l.retryAt = &p, false, time.Time{}
+	return []Action{p.clone()}
+}
+
+// alterResult takes the controller's answer to the proposal in flight.
+// Answers to an earlier proposal (another Seq) are stale and ignored.
+func (l *Leader) alterResult(ev AlterPartitionResult) []Action {
+	p := l.pending
+	if p == nil || ev.Seq != p.Seq || l.refused {
+		return nil
+	}
+	if ev.Err == nil {
+		if ev.LeaderEpoch != l.leaderEpoch || ev.PartitionEpoch < p.PartitionEpoch {
+			l.refused = true // not this proposal's outcome; the metadata will say
+			return nil
+		}
+		return l.commit(ev.ISR, ev.PartitionEpoch)
+	}
+	switch {
+	case errors.Is(ev.Err, kerr.IneligibleReplica), errors.Is(ev.Err, kerr.OperationNotAttempted):
+		// The controller says it did not apply this, at the current
+		// partition epoch, and no controller ever will: back to the
+		// committed ISR. The metadata it judged by is newer than ours.
+		l.pending, l.holdExpand = nil, true
+		return l.maybeAdvanceHW()
+	case retriable(ev.Err):
+		l.retryAt = ev.Now.Add(l.retryBackoff)
+		return nil
+	}
+	// INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH, NOT_LEADER...: dropped,
+	// never resent. An earlier attempt may still have been applied (its
+	// answer lost, this one a retry), so the proposal keeps counting in the
+	// maximal ISR until the metadata says what was committed.
+	l.refused = true
+	return nil
+}
+
+// retriable says an AlterPartition error is worth resending the same
+// proposal for: a retriable Kafka error that does not say our view is
+// stale, or no answer at all (not a Kafka error).
+func retriable(err error) bool {
+	for _, stale := range []error{kerr.InvalidUpdateVersion, kerr.FencedLeaderEpoch, kerr.NotLeaderForPartition,
+		kerr.UnknownTopicOrPartition, kerr.UnknownTopicID, kerr.StaleBrokerEpoch, kerr.InvalidRequest} {
+		if errors.Is(err, stale) {
+			return false
+		}
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Retriable
+	}
+	return true
+}
+
+// metadata takes a committed state of this leader epoch. A newer partition
+// epoch replaces the ISR and settles whatever was in flight; any update
+// refreshes who may join.
+func (l *Leader) metadata(ev MetadataUpdate) []Action {
+	if ev.LeaderEpoch != l.leaderEpoch || ev.PartitionEpoch < l.partitionEpoch {
+		return nil
+	}
+	l.eligible = slices.Clone(ev.Eligible)
+	l.elr = slices.Clone(ev.ELR)
+	l.holdExpand = false
+	if ev.PartitionEpoch > l.partitionEpoch {
+		return l.commit(ev.ISR, ev.PartitionEpoch)
+	}
+	return nil
+}
+
+// commit installs a committed ISR, which ends the change in flight. The
+// next change comes with the next fetch or tick.
+func (l *Leader) commit(isr []int32, partitionEpoch int32) []Action {
+	l.isr = inReplicaOrder(l.replicas, isr)
+	l.partitionEpoch = partitionEpoch
+	l.pending, l.refused, l.retryAt = nil, false, time.Time{}
+	return l.maybeAdvanceHW()
+}
+
+// NextDeadline is the earliest time at which a Tick may have something to
+// do (a retry due, an ISR member reaching LagTime), zero when none: for a
+// shell or simulator that schedules ticks instead of polling.
+func (l *Leader) NextDeadline() time.Time {
+	var d time.Time
+	earliest := func(t time.Time) {
+		if d.IsZero() || t.Before(d) {
+			d = t
+		}
+	}
+	if l.pending != nil {
+		if !l.refused && !l.retryAt.IsZero() {
+			earliest(l.retryAt)
+		}
+		return d
+	}
+	for _, id := range l.isr {
+		if f := l.follower(id); f != nil && f.fetchOffset < l.durable {
+			earliest(f.lastCaughtUp.Add(l.lagTime + 1))
+		}
+	}
+	return d
+}
+
+func (p ProposeISR) clone() ProposeISR {
+	p.NewISR = slices.Clone(p.NewISR)
+	return p
+}
+
+func memberIDs(ms []ISRMember) []int32 {
+	out := make([]int32, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID
+	}
+	return out
+}
