@@ -37,10 +37,10 @@ type conn struct {
 	// heartbeats is the broker whose heartbeats arrive on this controller
 	// connection, and its epoch: when it closes, the controller fences it.
 	heartbeats atomic.Pointer[cluster.BrokerRef]
-	nc       net.Conn
-	br       *bufio.Reader
-	log      *slog.Logger
-	remote   string
+	nc         net.Conn
+	br         *bufio.Reader
+	log        *slog.Logger
+	remote     string
 
 	// ctx ends when the connection dies (a write fails) or the server stops
 	// hard; waiting phases watch it. readCtx ends, in addition, when reading

@@ -139,8 +139,8 @@ type quorumLog struct{ q *quorum.Server }
 func (l quorumLog) Propose(ctx context.Context, payload []byte) (uint64, error) {
 	return l.q.Propose(ctx, payload)
 }
-func (l quorumLog) Active() bool                { return l.q.Active() }
-func (l quorumLog) Leader() (uint64, uint64)    { return l.q.Leader() }
+func (l quorumLog) Active() bool             { return l.q.Active() }
+func (l quorumLog) Leader() (uint64, uint64) { return l.q.Leader() }
 func (s *Server) activeController() (int32, bool) {
 	id, _ := s.quorum.Leader()
 	return nodeID(id), id != 0
@@ -149,9 +149,9 @@ func (s *Server) activeController() (int32, bool) {
 // noPeers is the transport of a quorum of one.
 type noPeers struct{}
 
-func (noPeers) Start(quorum.Handler) error  { return nil }
-func (noPeers) Send([]raftpb.Message)       {}
-func (noPeers) Close() error                { return nil }
+func (noPeers) Start(quorum.Handler) error { return nil }
+func (noPeers) Send([]raftpb.Message)      {}
+func (noPeers) Close() error               { return nil }
 
 // ServeController accepts connections on ln, this node's controller
 // listener, until Close: raft connections (they start with quorum.Magic)

@@ -27,8 +27,8 @@ func TestOffsetsTopicCompacted(t *testing.T) {
 		require.NoError(t, err)
 		t.Run(name, func(t *testing.T) {
 			b := brokertest.Start(t, brokertest.Engine(name), brokertest.Configure(func(c *broker.Config) {
-				c.Groups.OffsetsCompactMinBytes = 1 // compact on the ratio alone
-				c.Cluster.OffsetsTopicPartitions = 1  // both groups in partition 0
+				c.Groups.OffsetsCompactMinBytes = 1  // compact on the ratio alone
+				c.Cluster.OffsetsTopicPartitions = 1 // both groups in partition 0
 			}))
 			b.CreateTopic(t, "orders", 4)
 			adm := b.Admin(t)

@@ -70,11 +70,11 @@ type Server struct {
 	mu           sync.Mutex
 	listeners    []net.Listener // clients'
 	ctlListeners []net.Listener // the controller's
-	conns     map[*conn]struct{}
-	closing   bool
-	wg        sync.WaitGroup // accept loops and connections
-	closeOnce sync.Once
-	closeErr  error
+	conns        map[*conn]struct{}
+	closing      bool
+	wg           sync.WaitGroup // accept loops and connections
+	closeOnce    sync.Once
+	closeErr     error
 }
 
 // New opens the data directory (every topic, partition and producer state
