@@ -19,6 +19,14 @@ import (
 //     librdkafka 2.0.2 keeps compressing (it stops when the advertised
 //     minimum is 3); a request at those versions gets UNSUPPORTED_VERSION on
 //     every partition.
+//   - acks=-1 with the partition's ISR below min.insync.replicas:
+//     NOT_ENOUGH_REPLICAS, nothing appended; once appended, a batch whose
+//     ISR shrank below it while waiting: NOT_ENOUGH_REPLICAS_AFTER_APPEND;
+//     at a broker that does not lead the partition: NOT_LEADER_OR_FOLLOWER,
+//     and a leader that loses its leadership while a batch waits fails it
+//     with NOT_LEADER_OR_FOLLOWER (the producer retries at the new leader,
+//     which has the producer state: a batch that made it is answered with
+//     its offsets, not stored twice).
 //   - The ordering phase, on the connection's reader, appends each
 //     partition's records in request order (Partition.Append returns once
 //     the batch has its offsets), so a pipelined idempotent producer's
@@ -134,6 +142,14 @@ func (s *Server) appendPartition(req *kmsg.ProduceRequest, topic string, rp kmsg
 	if err != nil {
 		setErr(err)
 		return produceWait{}, false
+	}
+	if req.Acks == -1 {
+		// NOT_ENOUGH_REPLICAS before anything is appended when the ISR is
+		// below min.insync.replicas.
+		if err := p.CheckProduce(-1); err != nil {
+			setErr(err)
+			return produceWait{}, false
+		}
 	}
 	app, err := p.Append(rp.Records)
 	if err != nil {

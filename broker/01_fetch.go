@@ -12,7 +12,7 @@ import (
 	"github.com/minikafka/minikafka/broker/partition"
 )
 
-// Fetch: v4-12
+// Fetch: v4-15
 //
 // Behaviour:
 //   - The whole fetch runs in the waiting phase, so a long poll never holds
@@ -36,14 +36,20 @@ import (
 //     FENCED_LEADER_EPOCH (-1 skips the check).
 //   - read_committed reads the same as read_uncommitted: without
 //     transactions the last stable offset is the high watermark.
+//   - A fetch with a replica id (ReplicaID, or ReplicaState from v15) is a
+//     follower's (fetch_replica.go): served up to the leader's durable end,
+//     not the high watermark, with a diverging epoch when its log parts
+//     from the leader's; it counts toward the ISR and the high watermark.
 //
 // Version notes:
 //   - v4: LastStableOffset, AbortedTransactions (always null here);
 //     v5: LogStartOffset; v7: sessions; v9: CurrentLeaderEpoch;
 //     v11: PreferredReadReplica (-1); v12: flexible, LastFetchedEpoch
-//     (ignored: no divergence detection on a single broker).
+//     (a follower's, checked against the leader's epochs); v13: topics by
+//     id (UNKNOWN_TOPIC_ID for one that does not exist); v14: no change;
+//     v15: ReplicaState (a follower's id and broker epoch, KIP-903).
 
-func init() { register(1, 4, 12, handleFetch) }
+func init() { register(1, 4, 15, handleFetch) }
 
 func handleFetch(r *request) reply {
 	req := r.body.(*kmsg.FetchRequest)
@@ -53,7 +59,8 @@ func handleFetch(r *request) reply {
 
 // fetchTarget is one requested partition, resolved.
 type fetchTarget struct {
-	topic string
+	topic   string
+	topicID [16]byte
 	req   *kmsg.FetchRequestTopicPartition
 	part  *partition.Partition // nil when the partition is unknown
 	err   error                // resolving error, sticky for the request
@@ -67,16 +74,17 @@ func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest, charge *int6
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return resp
 	}
-	var targets []fetchTarget
-	for ti := range req.Topics {
-		rt := &req.Topics[ti]
-		for pi := range rt.Partitions {
-			t := fetchTarget{topic: rt.Topic, req: &rt.Partitions[pi]}
-			t.part, t.err = s.leaderOf(rt.Topic, t.req.Partition)
-			if t.err == nil {
-				t.err = checkEpoch(req.Version >= 9, t.req.CurrentLeaderEpoch, t.part)
-			}
-			targets = append(targets, t)
+	targets := s.fetchTargets(req)
+	if replica, epoch := replicaOf(req); replica >= 0 {
+		return s.fetchForFollower(ctx, req, resp, targets, replica, epoch, charge)
+	}
+	for i := range targets {
+		t := &targets[i]
+		if t.err == nil {
+			t.part, t.err = s.leaderOf(t.topic, t.req.Partition)
+		}
+		if t.err == nil {
+			t.err = checkEpoch(req.Version >= 9, t.req.CurrentLeaderEpoch, t.part)
 		}
 	}
 	maxBytes := int(s.cfg.FetchMaxBytes)
@@ -121,6 +129,40 @@ func (s *Server) chargedReadFetch(ctx context.Context, resp *kmsg.FetchResponse,
 	}
 	*charge = int64(got)
 	return got, stop
+}
+
+// fetchTargets resolves the requested partitions' topics, by name before
+// v13 and by id from v13 (a topic id no topic has gets UNKNOWN_TOPIC_ID).
+func (s *Server) fetchTargets(req *kmsg.FetchRequest) []fetchTarget {
+	img := s.store.Image()
+	var targets []fetchTarget
+	for ti := range req.Topics {
+		rt := &req.Topics[ti]
+		name, id := rt.Topic, rt.TopicID
+		var err error
+		if req.Version >= 13 {
+			if t, ok := img.TopicByID(id); ok {
+				name = t.Name
+			} else {
+				err = kerr.UnknownTopicID
+			}
+		} else if t, ok := img.Topic(name); ok {
+			id = t.ID
+		}
+		for pi := range rt.Partitions {
+			targets = append(targets, fetchTarget{topic: name, topicID: id, req: &rt.Partitions[pi], err: err})
+		}
+	}
+	return targets
+}
+
+// replicaOf is the replica id and broker epoch of a follower's fetch: -1 for
+// a consumer's.
+func replicaOf(req *kmsg.FetchRequest) (int32, int64) {
+	if req.Version >= 15 {
+		return req.ReplicaState.ID, req.ReplicaState.Epoch
+	}
+	return req.ReplicaID, -1
 }
 
 // checkEpoch fences a request by the leader epoch it names (KIP-320).
@@ -170,10 +212,10 @@ func (s *Server) readFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, tar
 	var st *kmsg.FetchResponseTopic
 	for i := range targets {
 		t := &targets[i]
-		if st == nil || st.Topic != t.topic {
+		if st == nil || st.Topic != t.topic || st.TopicID != t.topicID {
 			resp.Topics = append(resp.Topics, kmsg.NewFetchResponseTopic())
 			st = &resp.Topics[len(resp.Topics)-1]
-			st.Topic = t.topic
+			st.Topic, st.TopicID = t.topic, t.topicID
 		}
 		if !parallel {
 			room := maxBytes - total

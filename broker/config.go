@@ -45,6 +45,10 @@ const (
 	// DefaultOffsetsTopicReplicationFactor is offsets.topic.replication.factor,
 	// lowered to the brokers there are when __consumer_offsets is created.
 	DefaultOffsetsTopicReplicationFactor = 3
+	// DefaultReplicaLagTime is replica.lag.time.max.ms (Kafka's is 30 s;
+	// 10 s, its old default, frees acks=all producers from a stuck
+	// follower sooner).
+	DefaultReplicaLagTime = 10 * time.Second
 )
 
 // Voter is one member of the controller quorum.
@@ -160,6 +164,9 @@ type ClusterConfig struct {
 	OffsetsTopicReplicationFactor int16
 	// TickInterval is the controller quorum's raft tick.
 	TickInterval time.Duration
+	// ReplicaLagTime is replica.lag.time.max.ms: a follower that has not
+	// caught up with its leader for that long leaves the ISR.
+	ReplicaLagTime time.Duration
 }
 
 // GroupConfig tunes the consumer group coordinator. Zero fields take the
@@ -227,6 +234,7 @@ func (c Config) withDefaults() Config {
 	}
 	c.Cluster.SessionTimeout = orDefault(c.Cluster.SessionTimeout, cluster.DefaultSessionTimeout)
 	c.Cluster.HeartbeatInterval = orDefault(c.Cluster.HeartbeatInterval, DefaultHeartbeatInterval)
+	c.Cluster.ReplicaLagTime = orDefault(c.Cluster.ReplicaLagTime, DefaultReplicaLagTime)
 	if c.Cluster.OffsetsTopicPartitions <= 0 {
 		c.Cluster.OffsetsTopicPartitions = DefaultOffsetsTopicPartitions
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/minikafka/minikafka/broker/partition"
 	"github.com/minikafka/minikafka/cluster"
+	"github.com/minikafka/minikafka/replication"
 )
 
 // The reconciler makes this broker hold what the metadata says: every
@@ -29,8 +30,9 @@ import (
 type reconciled struct {
 	topics map[uuid.UUID]*cluster.Topic
 	lead   bool
-	epoch  int64
-	offset uint64 // the image's
+	epoch    int64
+	offset   uint64 // the image's
+	eligible []replication.ISRMember
 }
 
 func (s *Server) reconcileLoop() {
@@ -66,9 +68,11 @@ func (s *Server) reconcile(img *cluster.Metadata, last reconciled) reconciled {
 	lead := current && !b.Fenced
 	next := reconciled{topics: make(map[uuid.UUID]*cluster.Topic, img.TopicCount()), lead: lead, epoch: epoch, offset: img.Offset()}
 	wanted := map[partition.Key]bool{}
+	eligible := eligibleOf(img)
+	next.eligible = eligible
 	for _, t := range img.Topics() {
 		next.topics[t.ID] = t
-		same := last.topics[t.ID] == t && last.lead == lead && last.epoch == epoch
+		same := last.topics[t.ID] == t && last.lead == lead && last.epoch == epoch && slices.Equal(last.eligible, eligible)
 		for i, p := range t.Partitions {
 			if !slices.Contains(p.Replicas, self) {
 				continue
@@ -78,7 +82,12 @@ func (s *Server) reconcile(img *cluster.Metadata, last reconciled) reconciled {
 			if same {
 				continue
 			}
-			s.reconcilePartition(t, int32(i), p, lead)
+			s.reconcilePartition(t, int32(i), p, partition.ReplicaState{
+				Self: self, BrokerEpoch: epoch, Lead: lead, Leader: p.Leader,
+				LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+				Replicas: p.Replicas, ISR: p.ISR, ELR: p.ELR,
+				MinISR: s.ctl.Settings().MinISR(t), Eligible: eligible, Now: s.cfg.Clock.Now(),
+			})
 		}
 	}
 	if current {
@@ -105,16 +114,31 @@ func (s *Server) reconcile(img *cluster.Metadata, last reconciled) reconciled {
 }
 
 // reconcilePartition opens partition i of t here and gives it its role.
-func (s *Server) reconcilePartition(t *cluster.Topic, i int32, p cluster.Partition, lead bool) {
+func (s *Server) reconcilePartition(t *cluster.Topic, i int32, p cluster.Partition, st partition.ReplicaState) {
 	part, err := s.parts.Ensure(partition.Spec{Topic: t.Name, TopicID: t.ID, Index: i, Configs: t.Configs})
 	if err != nil {
 		s.log.Error("opening a partition assigned to this broker", "topic", t.Name, "partition", i, "err", err)
 		return
 	}
-	role := partition.Role{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, Local: lead && p.Leader == s.cfg.NodeID}
-	if part.SetRole(role) {
-		s.log.Debug("partition role", "topic", t.Name, "partition", i, "leader", p.Leader, "epoch", p.LeaderEpoch, "local", role.Local)
+	changed, err := part.SetState(st)
+	if err != nil {
+		s.log.Error("partition role", "topic", t.Name, "partition", i, "err", err)
+		return
 	}
+	if changed {
+		s.log.Debug("partition role", "topic", t.Name, "partition", i, "leader", p.Leader, "epoch", p.LeaderEpoch)
+		s.fetchers.follow(part, p.Leader)
+	}
+}
+
+// eligibleOf lists the brokers that may join an ISR (registered, unfenced,
+// not shutting down) with their epochs, by id.
+func eligibleOf(img *cluster.Metadata) []replication.ISRMember {
+	var out []replication.ISRMember
+	for _, b := range img.ActiveBrokers() {
+		out = append(out, replication.ISRMember{ID: b.ID, BrokerEpoch: b.Epoch})
+	}
+	return out
 }
 
 // notifier is a value that only grows, and a channel closed at each change:

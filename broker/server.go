@@ -43,6 +43,7 @@ type Server struct {
 	ctlClient      *controllerClient
 	life           *lifecycle
 	groups         *groupSet
+	fetchers       *fetchers
 	pids           *producerIDs
 	kick           chan struct{} // wakes the reconciler; capacity 1
 	reconciled     notifier      // the image offset the reconciler last applied
@@ -98,6 +99,7 @@ func New(cfg Config) (*Server, error) {
 	s.ctlClient = &controllerClient{s: s}
 	s.life = newLifecycle(s)
 	s.groups = newGroupSet(s)
+	s.fetchers = newFetchers(s)
 	s.pids = &producerIDs{s: s}
 	s.connCtx, s.hardStop = context.WithCancel(context.Background())
 	s.metrics = newMetrics(s)
@@ -108,6 +110,7 @@ func New(cfg Config) (*Server, error) {
 		EngineOptions: s.observeEngine(cfg.EngineOptions),
 		Clock:         cfg.Clock,
 		Logger:        s.log,
+		Replication:   partition.Replication{ProposeISR: s.proposeISR, LagTime: cfg.Cluster.ReplicaLagTime},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: open %s: %w", cfg.Dir, err)
@@ -372,6 +375,7 @@ func (s *Server) shutdown() error {
 		s.stopLife()
 	}
 	s.groups.close()
+	s.fetchers.close()
 	s.closeCluster()
 	s.bg.Wait()
 	s.ctlClient.close()

@@ -318,6 +318,26 @@ func Split(records []byte) ([][]byte, error) {
 	return out, nil
 }
 
+// SplitWhole is Split for a fetched record set: a partial batch at the end
+// (a leader cuts a response at its byte limit, as Kafka's do) is dropped,
+// not an error, and an empty set is no batches.
+func SplitWhole(records []byte) ([][]byte, error) {
+	var out [][]byte
+	for rest := records; len(rest) >= LengthOverhead; {
+		length := int64(int32(binary.BigEndian.Uint32(rest[offLength:])))
+		if length < HeaderSize-LengthOverhead {
+			return nil, corrupt("batch %d: batchLength %d is below the %d-byte header", len(out), length, HeaderSize)
+		}
+		size := LengthOverhead + length
+		if size > int64(len(rest)) {
+			break
+		}
+		out = append(out, rest[:size:size])
+		rest = rest[size:]
+	}
+	return out, nil
+}
+
 // SetBaseOffset writes the base offset into batch b in place. The field lies
 // outside the CRC, so the batch stays valid. b must hold at least a header.
 func SetBaseOffset(b []byte, off int64) {

@@ -91,7 +91,15 @@ type Config struct {
 	// state snapshots (a crash replays at most about that much of the log
 	// to rebuild the state); 0 means DefaultSnapshotBytes.
 	SnapshotBytes int64
+	// Replication is what the partitions need of the broker to replicate.
+	Replication Replication
+	// TickInterval is how often leaders check their followers' lag and
+	// retry ISR changes; 0 means DefaultTickInterval.
+	TickInterval time.Duration
 }
+
+// DefaultTickInterval is Config.TickInterval's default.
+const DefaultTickInterval = 250 * time.Millisecond
 
 // Key names one partition: its topic's id and its index.
 type Key struct {
@@ -126,8 +134,9 @@ type Manager struct {
 	names  map[string]uuid.UUID // topic name -> the id its partitions here have
 	closed bool
 
-	quit chan struct{} // closed by Close: background work stops
-	done chan struct{} // closed when the retention loop has exited
+	quit   chan struct{} // closed by Close: background work stops
+	done   chan struct{} // closed when the retention loop has exited
+	ticked chan struct{} // closed when the tick loop has exited
 
 	// lock is held on Dir/LOCK while the manager is open: a second broker
 	// on the same directory would interleave appends with this one's.
@@ -157,6 +166,9 @@ func OpenManager(cfg Config) (*Manager, error) {
 	if cfg.RetentionCheckInterval == 0 {
 		cfg.RetentionCheckInterval = DefaultRetentionCheckInterval
 	}
+	if cfg.TickInterval <= 0 {
+		cfg.TickInterval = DefaultTickInterval
+	}
 	if cfg.EngineOptions.Clock == nil {
 		cfg.EngineOptions.Clock = cfg.Clock
 	}
@@ -169,7 +181,7 @@ func OpenManager(cfg Config) (*Manager, error) {
 	}
 	m := &Manager{
 		cfg: cfg, fs: fs, parts: map[Key]*Partition{}, names: map[string]uuid.UUID{},
-		quit: make(chan struct{}), done: make(chan struct{}),
+		quit: make(chan struct{}), done: make(chan struct{}), ticked: make(chan struct{}),
 	}
 	if err := m.open(); err != nil {
 		m.closePartitions()
@@ -177,7 +189,42 @@ func OpenManager(cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	go m.retentionLoop()
+	go m.tickLoop()
 	return m, nil
+}
+
+// hwCheckpointEvery is how often each partition's high watermark
+// checkpoint is written when it moved.
+const hwCheckpointEvery = 2 * time.Second
+
+// tickLoop ticks every partition's leader each TickInterval (ISR shrink,
+// AlterPartition retries) and writes the high watermark checkpoints every
+// hwCheckpointEvery, until Close.
+func (m *Manager) tickLoop() {
+	defer close(m.ticked)
+	every := m.cfg.TickInterval
+	t := m.cfg.Clock.NewTimer(every)
+	defer t.Stop()
+	lastSave := m.cfg.Clock.Now()
+	for {
+		select {
+		case <-m.quit:
+			return
+		case <-t.C():
+		}
+		now := m.cfg.Clock.Now()
+		save := now.Sub(lastSave) >= hwCheckpointEvery
+		for _, p := range m.allPartitions() {
+			p.Tick(now)
+			if save {
+				p.saveHW()
+			}
+		}
+		if save {
+			lastSave = now
+		}
+		t.Reset(every)
+	}
 }
 
 func (m *Manager) open() error {
@@ -410,6 +457,7 @@ func (m *Manager) Close() error {
 	m.mu.Unlock()
 	close(m.quit)
 	<-m.done
+	<-m.ticked
 	err := m.closePartitions()
 	m.unlock()
 	return err

@@ -16,6 +16,7 @@ import (
 	"github.com/minikafka/minikafka/clock"
 	"github.com/minikafka/minikafka/cluster"
 	"github.com/minikafka/minikafka/engine"
+	"github.com/minikafka/minikafka/replication"
 )
 
 // logDirName is the engine's directory inside the partition's; producer
@@ -78,6 +79,19 @@ type Partition struct {
 	epoch     int32 // the leader epoch of the current role
 	leader    bool  // this broker leads the partition (at epoch)
 	leaderID  int32 // who leads it, as the metadata says (-1: nobody)
+	// leaderGone is closed when this broker's leadership ends: produces
+	// waiting for the high watermark fail with NOT_LEADER_OR_FOLLOWER.
+	leaderGone chan struct{}
+
+	// repMu guards the replication state machine (replica.go); taken after mu.
+	repMu  sync.Mutex
+	role   role
+	epochs *replication.EpochCache
+	repl   Replication
+	savedHW int64 // the high watermark checkpoint's value
+	// fetchable wakes followers' fetches parked at this leader when the
+	// durable end moves or the role changes; its value is unused.
+	fetchable watermark
 	sinceSnap int64 // bytes appended since the last producer snapshot
 	snapEvery int64 // Config.SnapshotBytes
 
@@ -109,7 +123,7 @@ func openPartition(m *Manager, spec Spec) (*Partition, error) {
 		return nil, fmt.Errorf("partition %s-%d: open %s engine: %w", topic, index, m.cfg.Engine, err)
 	}
 	p := &Partition{
-		topic: topic, index: index, key: spec.Key(), dir: dir, fs: fs, log: log,
+		topic: topic, index: index, key: spec.Key(), dir: dir, fs: fs, log: log, repl: m.cfg.Replication,
 		internal:  cluster.Internal(topic),
 		always:    opts.Sync == engine.SyncAlways,
 		clock:     m.cfg.Clock,
@@ -135,8 +149,13 @@ func openPartition(m *Manager, spec Spec) (*Partition, error) {
 			return nil, fmt.Errorf("partition %s-%d: sync recovered log: %w", topic, index, err)
 		}
 	}
-	p.wm.init(end)
 	p.durable.init(end)
+	p.fetchable.init(0)
+	p.wm.init(p.loadHW(end))
+	if err := p.loadEpochs(); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("partition %s-%d: %w", topic, index, err)
+	}
 	go p.loop()
 	return p, nil
 }
@@ -238,8 +257,18 @@ func (p *Partition) validate(records []byte) ([][]byte, []batch.Header, error) {
 // at once when durability is not awaited, otherwise the background loop
 // syncs; a snapshot is requested when enough was written.
 func (p *Partition) afterAppend(end int64) {
+	p.repMu.Lock()
+	defer p.repMu.Unlock()
+	p.afterAppendLocked(end)
+}
+
+// afterAppendLocked is afterAppend for a caller that holds repMu too.
+func (p *Partition) afterAppendLocked(end int64) {
+	if l := p.role.leader; l != nil {
+		p.applyLocked(l.Step(replication.LocalAppended{End: end}))
+	}
 	if !p.always {
-		p.advanceHighWatermark(end)
+		p.localDurableLocked(end)
 	}
 	if p.always || p.sinceSnap >= p.snapEvery {
 		select {
@@ -319,19 +348,6 @@ type Role struct {
 	Local bool
 }
 
-// SetRole makes the partition a leader or a follower at a leader epoch, as
-// the metadata says. A role of an older epoch than the current one is
-// ignored: epochs never go back. It reports whether the role changed.
-func (p *Partition) SetRole(r Role) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if r.LeaderEpoch < p.epoch || (r.LeaderEpoch == p.epoch && r.Local == p.leader && r.Leader == p.leaderID) {
-		return false
-	}
-	p.epoch, p.leader, p.leaderID = r.LeaderEpoch, r.Local, r.Leader
-	return true
-}
-
 // Role is the partition's current role.
 func (p *Partition) Role() Role {
 	p.mu.Lock()
@@ -385,6 +401,13 @@ func (p *Partition) close() error {
 	}
 	p.closed = true
 	p.gone.Store(true)
+	p.repMu.Lock()
+	if p.leader {
+		p.endLeadership()
+	}
+	p.role = role{gen: p.role.gen + 1}
+	p.leader = false
+	p.repMu.Unlock()
 	p.mu.Unlock()
 	close(p.stop)
 	<-p.done
@@ -393,8 +416,12 @@ func (p *Partition) close() error {
 	if err == nil {
 		err = p.writeSnapshot(p.producers, end)
 	}
+	if err == nil {
+		p.saveHW()
+	}
 	p.wm.close(p.closedErr())
 	p.durable.close(p.closedErr())
+	p.fetchable.close(p.closedErr())
 	if err != nil {
 		return fmt.Errorf("partition %s-%d: close: %w", p.topic, p.index, err)
 	}

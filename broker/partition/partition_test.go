@@ -61,7 +61,7 @@ func createTopicID(t *testing.T, m *partition.Manager, id uuid.UUID, name string
 	for i := range n {
 		p, err := m.Ensure(partition.Spec{Topic: name, TopicID: id, Index: i, Configs: configs})
 		require.NoError(t, err)
-		p.SetRole(partition.Role{Leader: 1, Local: true})
+		leadAlone(t, p)
 	}
 	return id
 }
@@ -73,8 +73,18 @@ func lead(t *testing.T, m *partition.Manager, topic string, n int32) {
 	for i := range n {
 		p, err := m.Partition(topic, i)
 		require.NoError(t, err)
-		p.SetRole(partition.Role{Leader: 1, Local: true})
+		leadAlone(t, p)
 	}
+}
+
+// leadAlone makes p led by broker 1, its only replica, as the metadata of a
+// one-node cluster says.
+func leadAlone(t testing.TB, p *partition.Partition) {
+	t.Helper()
+	_, err := p.SetState(partition.ReplicaState{
+		Self: 1, BrokerEpoch: 1, Lead: true, Leader: 1, Replicas: []int32{1}, ISR: []int32{1}, MinISR: 1, Now: time.Now(),
+	})
+	require.NoError(t, err)
 }
 
 // removeTopic removes partitions [0, n) of topic id.

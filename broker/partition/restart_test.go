@@ -91,7 +91,7 @@ func writeProducer(t *testing.T, p *partition.Partition) {
 // starting at offset base.
 func checkProducer(t *testing.T, p *partition.Partition, base int64) {
 	t.Helper()
-	p.SetRole(partition.Role{Leader: 1, Local: true})
+	leadAlone(t, p)
 	runProduces(t, p, 5, []produce{
 		{seq: 10, n: 2, dup: true, base: base + 10},
 		{seq: 4, n: 2, dup: true, base: base + 4},
@@ -147,6 +147,7 @@ func TestRestartKeepsProducerState(t *testing.T) {
 			defer m2.Close()
 			p, err := m2.Partition("t", 0)
 			require.NoError(t, err)
+			leadAlone(t, p) // as the broker does once the metadata says so
 			assert.Equal(t, int64(12), p.HighWatermark(), "every durable batch survived the crash")
 			checkProducer(t, p, 0)
 		})
@@ -219,6 +220,7 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 			defer m2.Close()
 			p2, err := m2.Partition("t", 0)
 			require.NoError(t, err)
+			leadAlone(t, p2)
 			assert.GreaterOrEqual(t, p2.HighWatermark(), acked)
 			recs := readAll(t, p2, 0)
 			require.GreaterOrEqual(t, int64(len(recs)), acked)

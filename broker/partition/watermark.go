@@ -2,7 +2,10 @@ package partition
 
 import (
 	"context"
+	"fmt"
 	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // watermark holds the high watermark and wakes whoever waits on it. Every
@@ -35,6 +38,25 @@ func (w *watermark) advance(to int64) {
 	w.hw = to
 	close(w.ch)
 	w.ch = make(chan struct{})
+}
+
+// poke wakes every waiter without a change of value, so that they check
+// their other conditions (the ISR, the role).
+func (w *watermark) poke() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	close(w.ch)
+	w.ch = make(chan struct{})
+}
+
+// lower moves the HW down to to: a follower truncated below it (see
+// truncateLocked). Nothing else moves a high watermark back.
+func (w *watermark) lower(to int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if to < w.hw {
+		w.hw = to
+	}
 }
 
 // close makes every current and future wait that is not yet satisfied
@@ -85,16 +107,6 @@ func (w *watermark) wait(ctx context.Context, ok func(hw int64) bool) error {
 	}
 }
 
-// advanceHighWatermark is the one place that decides the high watermark.
-// Today there is one replica, the leader, and the HW is simply how far its
-// log is durable under the sync policy: called with durableEnd when every
-// batch below durableEnd is durable. With replication the HW becomes the
-// minimum end offset over the in-sync replicas, and this function is where
-// that rule goes (the followers' fetch offsets come in beside durableEnd).
-func (p *Partition) advanceHighWatermark(durableEnd int64) {
-	p.wm.advance(durableEnd)
-}
-
 // WaitDurable (acks=1) returns once every batch below end is durable under
 // the engine's sync policy, sharing the engine's group commit with every
 // other waiter. It returns ctx.Err() if ctx ends first and
@@ -122,9 +134,40 @@ func (p *Partition) WaitDurable(ctx context.Context, end int64) error {
 
 // WaitHighWatermark (acks=all) returns once the high watermark reaches end,
 // ctx.Err() if ctx ends first, kerr.KafkaStorageError if the partition's log
-// failed, or kerr.NotLeaderForPartition if the partition was closed.
+// failed, kerr.NotLeaderForPartition if the partition was closed or this
+// broker's leadership ended, or kerr.NotEnoughReplicasAfterAppend once the
+// ISR the batch counts on shrank below min.insync.replicas.
 func (p *Partition) WaitHighWatermark(ctx context.Context, end int64) error {
-	return p.wm.wait(ctx, func(hw int64) bool { return hw >= end })
+	p.mu.Lock()
+	gone := p.leaderGone
+	p.mu.Unlock()
+	if gone == nil {
+		if p.wm.get() >= end {
+			return nil
+		}
+		return p.wrap(fmt.Errorf("not the leader: %w", kerr.NotLeaderForPartition))
+	}
+	var after error
+	err := p.wm.wait(ctx, func(hw int64) bool {
+		if hw >= end {
+			return true
+		}
+		select {
+		case <-gone:
+			after = p.wrap(fmt.Errorf("leadership lost while waiting: %w", kerr.NotLeaderForPartition))
+			return true
+		default:
+		}
+		if e := p.afterAppendCheck(); e != nil {
+			after = p.wrap(e)
+			return true
+		}
+		return false
+	})
+	if err != nil {
+		return err
+	}
+	return after
 }
 
 // WaitForData (Fetch long polling) returns once the high watermark is past
@@ -172,8 +215,9 @@ func (p *Partition) loop() {
 				p.wm.close(err)
 				return
 			}
-			p.durable.advance(end)
-			p.advanceHighWatermark(end)
+			p.mu.Lock()
+			p.localDurable(end)
+			p.mu.Unlock()
 		}
 		p.maybeSnapshot(ctx)
 	}

@@ -1,0 +1,471 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/minikafka/minikafka/broker/batch"
+	"github.com/minikafka/minikafka/engine"
+	"github.com/minikafka/minikafka/replication"
+)
+
+// A partition's part in replication: package replication's state machines
+// (a Leader while this broker leads, a Follower while it follows) hosted
+// here, with their events fed from the log (appends, syncs, truncations)
+// and their actions done on it. The broker's shell feeds the rest: the
+// metadata (SetState), the followers' fetches (ServeFollower), the leader's
+// answers (HandleFetch), the controller's (AlterPartitionResult), the time
+// (Tick).
+//
+// Locks: p.mu (the append lock) is taken before p.repMu. Leader events need
+// repMu alone; follower events change the log and take both.
+
+// ReplicaState is what the metadata says of a partition, and of this
+// broker's place in it.
+type ReplicaState struct {
+	// Self is this broker's id, BrokerEpoch its registered epoch.
+	Self        int32
+	BrokerEpoch int64
+	// Lead: this broker may lead (registered with its current epoch and
+	// unfenced). A partition whose Leader is Self leads only then.
+	Lead           bool
+	Leader         int32 // -1: none
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	Replicas       []int32
+	ISR, ELR       []int32
+	MinISR         int
+	// Eligible are the brokers that may join the ISR, with their epochs.
+	Eligible []replication.ISRMember
+	Now      time.Time
+}
+
+// Replication is what the manager's partitions need of the broker for
+// replication. The zero value serves a partition whose replicas are this
+// broker alone.
+type Replication struct {
+	// ProposeISR sends a leader's ISR change to the controller
+	// (AlterPartition) and answers with p.AlterPartitionResult. It must
+	// not block: it runs under the partition's replication lock.
+	ProposeISR func(p *Partition, prop replication.ProposeISR)
+	// LagTime is replica.lag.time.max.ms; 0: replication.DefaultLagTime.
+	LagTime time.Duration
+}
+
+// role is the state machine a partition runs.
+type role struct {
+	leader   *replication.Leader
+	follower *replication.Follower
+	// gen counts roles, so that an answer to an earlier Leader's proposal
+	// is not given to a later one.
+	gen uint64
+}
+
+// SetState applies the metadata's view of the partition: this broker
+// becomes its leader, a follower, or neither, at the state's leader epoch.
+// A state of an older leader epoch than the current one is ignored (epochs
+// never go back); one of the same epoch updates the role in place. It
+// reports whether the role changed.
+func (p *Partition) SetState(st ReplicaState) (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false, p.closedErr()
+	}
+	p.repMu.Lock()
+	defer p.repMu.Unlock()
+	if st.LeaderEpoch < p.epoch {
+		return false, nil
+	}
+	lead := st.Lead && st.Leader == st.Self
+	follow := !lead && st.Leader >= 0 && st.Leader != st.Self && slices.Contains(st.Replicas, st.Self)
+	same := st.LeaderEpoch == p.epoch && st.Leader == p.leaderID && lead == p.leader && (follow == (p.role.follower != nil))
+	if same {
+		if l := p.role.leader; l != nil {
+			p.applyLocked(l.Step(replication.MetadataUpdate{
+				LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch,
+				ISR: st.ISR, ELR: st.ELR, Eligible: st.Eligible, Now: st.Now,
+			}))
+			p.wm.poke() // the ISR may have shrunk below min.insync.replicas
+		}
+		return false, nil
+	}
+	if p.leader {
+		p.endLeadership()
+	}
+	p.role = role{gen: p.role.gen + 1}
+	p.epoch, p.leaderID, p.leader = st.LeaderEpoch, st.Leader, lead
+	switch {
+	case lead:
+		l, acts, err := replication.NewLeader(replication.LeaderConfig{
+			Self: st.Self, BrokerEpoch: st.BrokerEpoch, Replicas: st.Replicas, ISR: st.ISR, ELR: st.ELR,
+			LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch, MinISR: st.MinISR,
+			LagTime: p.repl.LagTime, LogStart: p.log.StartOffset(), LogEnd: p.log.EndOffset(),
+			DurableEnd: p.durable.get(), HW: p.wm.get(), Epochs: p.epochs, Eligible: st.Eligible, Now: st.Now,
+		})
+		if err != nil {
+			p.leader = false
+			return true, p.wrap(fmt.Errorf("become leader at epoch %d: %w", st.LeaderEpoch, err))
+		}
+		p.role.leader = l
+		p.leaderGone = make(chan struct{})
+		p.applyLocked(acts)
+	case follow:
+		f, acts, err := replication.NewFollower(replication.FollowerConfig{
+			Self: st.Self, BrokerEpoch: st.BrokerEpoch, Leader: st.Leader, LeaderEpoch: st.LeaderEpoch,
+			SyncAlways: p.always, LogStart: p.log.StartOffset(), LogEnd: p.log.EndOffset(),
+			DurableEnd: p.durable.get(), HW: p.wm.get(), Epochs: p.epochs,
+		})
+		if err != nil {
+			return true, p.wrap(fmt.Errorf("become follower of %d at epoch %d: %w", st.Leader, st.LeaderEpoch, err))
+		}
+		p.role.follower = f
+		p.applyLocked(acts)
+	}
+	p.fetchable.poke()
+	return true, nil
+}
+
+// endLeadership fails every produce waiting for this leadership: its
+// batches may still be committed by the next leader, and the producer's
+// retry finds them there (the producer state is replicated).
+func (p *Partition) endLeadership() {
+	close(p.leaderGone)
+	p.leaderGone = nil
+	p.wm.poke()
+}
+
+// applyLocked performs a state machine's actions; the caller holds repMu,
+// and p.mu too for a follower's actions on the log. It returns the
+// follower's fetch outcome: the first Backoff or NeedMetadata reason.
+func (p *Partition) applyLocked(acts []replication.Action) error {
+	var outcome error
+	for _, a := range acts {
+		switch a := a.(type) {
+		case replication.AdvanceHW:
+			p.wm.advance(a.To)
+		case replication.ProposeISR:
+			if p.repl.ProposeISR != nil {
+				p.repl.ProposeISR(p, a)
+			}
+		case replication.SaveEpochs:
+			if err := writeCheckpoint(p.fs, p.fs.PathJoin(p.dir, epochsCheckpointFile), epochsMagic, p.epochs.Marshal()); err != nil {
+				p.logger.Warn("leader epoch checkpoint failed; a restart rebuilds it from the log", "err", err)
+			}
+		case replication.Truncate:
+			if err := p.truncateLocked(a.To); err != nil {
+				outcome = err
+			}
+		case replication.ResetLog:
+			if err := p.resetLocked(a.Start); err != nil {
+				outcome = err
+			}
+		case replication.DeleteBefore:
+			if a.Offset <= p.wm.get() {
+				if err := p.log.DeleteBefore(a.Offset); err != nil {
+					outcome = p.storageErr("delete before", err)
+				}
+				p.ti.reset()
+			}
+		case replication.Backoff:
+			if outcome == nil {
+				outcome = errBackoff{a.Err}
+			}
+		case replication.NeedMetadata:
+			if outcome == nil {
+				outcome = errNeedMetadata{a.Err}
+			}
+		case replication.Append, replication.FetchAnswer:
+			// Done by the caller, which holds the bytes and the answer.
+		}
+	}
+	return outcome
+}
+
+// errBackoff and errNeedMetadata carry a follower's fetch outcome to the
+// fetcher: retry after a backoff, or stop until new metadata.
+type errBackoff struct{ err error }
+
+func (e errBackoff) Error() string { return fmt.Sprintf("fetch again after a backoff: %v", e.err) }
+func (e errBackoff) Unwrap() error { return e.err }
+
+type errNeedMetadata struct{ err error }
+
+func (e errNeedMetadata) Error() string { return fmt.Sprintf("stale leader epoch, waiting for metadata: %v", e.err) }
+func (e errNeedMetadata) Unwrap() error { return e.err }
+
+// IsBackoff and IsNeedMetadata tell the fetch outcomes of HandleFetch apart.
+func IsBackoff(err error) bool      { var e errBackoff; return errors.As(err, &e) }
+func IsNeedMetadata(err error) bool { var e errNeedMetadata; return errors.As(err, &e) }
+
+// stepLeader feeds ev to the Leader, if this broker leads, and performs
+// its actions.
+func (p *Partition) stepLeader(ev replication.Event) {
+	p.repMu.Lock()
+	defer p.repMu.Unlock()
+	if l := p.role.leader; l != nil {
+		p.applyLocked(l.Step(ev))
+	}
+}
+
+// localDurable reports that the log is durable up to end: to the role's
+// state machine, and to fetches waiting for data. The caller holds p.mu.
+func (p *Partition) localDurable(end int64) {
+	p.repMu.Lock()
+	defer p.repMu.Unlock()
+	p.localDurableLocked(end)
+}
+
+// localDurableLocked is localDurable for a caller that holds repMu too.
+func (p *Partition) localDurableLocked(end int64) {
+	p.durable.advance(end)
+	switch {
+	case p.role.leader != nil:
+		p.applyLocked(p.role.leader.Step(replication.LocalDurable{End: end}))
+	case p.role.follower != nil:
+		p.applyLocked(p.role.follower.Step(replication.LocalDurable{End: end}))
+	}
+	p.fetchable.poke()
+}
+
+// Tick lets the leader shrink the ISR and retry its proposals.
+func (p *Partition) Tick(now time.Time) { p.stepLeader(replication.Tick{Now: now}) }
+
+// AlterPartitionResult gives the controller's answer to prop, which the
+// Leader of role generation gen made (the ProposeISR hook gets it with
+// ProposalGen right when it runs).
+func (p *Partition) AlterPartitionResult(gen uint64, res replication.AlterPartitionResult) {
+	p.repMu.Lock()
+	defer p.repMu.Unlock()
+	if l := p.role.leader; l != nil && p.role.gen == gen {
+		p.applyLocked(l.Step(res))
+	}
+	p.wm.poke()
+}
+
+// ProposalGen is the generation of the current role, for the ProposeISR
+// hook, which runs under the replication lock, to hand back with its
+// answer.
+func (p *Partition) ProposalGen() uint64 { return p.role.gen }
+
+// CheckProduce refuses an acks=all produce with NOT_ENOUGH_REPLICAS when the
+// ISR is below min.insync.replicas, before anything is appended.
+func (p *Partition) CheckProduce(acks int16) error {
+	p.repMu.Lock()
+	defer p.repMu.Unlock()
+	if l := p.role.leader; l != nil {
+		if err := l.CheckProduce(acks); err != nil {
+			return p.wrap(fmt.Errorf("ISR below min.insync.replicas: %w", err))
+		}
+	}
+	return nil
+}
+
+// afterAppendCheck is NOT_ENOUGH_REPLICAS_AFTER_APPEND once the ISR a
+// waiting acks=all batch counts on shrank below min.insync.replicas.
+func (p *Partition) afterAppendCheck() error {
+	p.repMu.Lock()
+	defer p.repMu.Unlock()
+	if l := p.role.leader; l != nil {
+		return l.AfterAppendCheck()
+	}
+	return nil
+}
+
+// ReplicaRead is a leader's answer to a follower's fetch.
+type ReplicaRead struct {
+	Records        []byte
+	HighWatermark  int64
+	LogStartOffset int64
+	Diverging      *replication.EpochEnd
+	// To is the leader's durable end: what a follower may fetch up to.
+	To int64
+}
+
+// ServeFollower answers a follower's fetch: the batches from its fetch
+// offset up to this leader's durable end (not capped by the high
+// watermark), about maxBytes of them but at least one, or a diverging
+// epoch for it to truncate to. The fetch counts toward the ISR and the high
+// watermark. Errors wrap kerr values: NOT_LEADER_OR_FOLLOWER,
+// FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, OFFSET_OUT_OF_RANGE.
+func (p *Partition) ServeFollower(ev replication.FollowerFetch, maxBytes int) (ReplicaRead, error) {
+	if p.gone.Load() {
+		return ReplicaRead{}, p.closedErr()
+	}
+	p.repMu.Lock()
+	l := p.role.leader
+	if l == nil {
+		p.repMu.Unlock()
+		return ReplicaRead{}, p.wrap(fmt.Errorf("not the leader: %w", kerr.NotLeaderForPartition))
+	}
+	acts := l.Step(ev)
+	answer := acts[0].(replication.FetchAnswer)
+	p.applyLocked(acts[1:])
+	p.repMu.Unlock()
+	rd := ReplicaRead{HighWatermark: answer.HighWatermark, LogStartOffset: answer.LogStartOffset, Diverging: answer.Diverging, To: answer.To, Records: []byte{}}
+	if answer.Err != nil {
+		return rd, p.wrap(answer.Err)
+	}
+	if answer.Diverging != nil || answer.From >= answer.To {
+		return rd, nil
+	}
+	bs, err := p.log.Read(answer.From, maxBytes)
+	if err != nil {
+		return rd, p.storageErr("read for a follower", err)
+	}
+	rd.Records = concat(bs, answer.To)
+	return rd, nil
+}
+
+// WaitFollowerData returns once a follower at offset has something to
+// fetch: this leader's durable end passed it, or the role changed (the
+// follower is answered at once), or ctx ends.
+func (p *Partition) WaitFollowerData(done <-chan struct{}, offset int64) {
+	for {
+		ch := p.fetchable.changed()
+		if p.gone.Load() || p.durable.get() > offset || !p.Role().Local {
+			return
+		}
+		select {
+		case <-ch:
+		case <-done:
+			return
+		}
+	}
+}
+
+type engineBatch = engine.Batch
+
+// concat joins whole batches below end into one record set.
+func concat(bs []engineBatch, end int64) []byte {
+	n, size := 0, 0
+	for _, b := range bs {
+		if b.NextOffset() > end {
+			break
+		}
+		n++
+		size += len(b.Data)
+	}
+	switch n {
+	case 0:
+		return []byte{}
+	case 1:
+		return bs[0].Data
+	}
+	out := make([]byte, 0, size)
+	for _, b := range bs[:n] {
+		out = append(out, b.Data...)
+	}
+	return out
+}
+
+// NextFetch is the fetch this follower should send its leader now; false
+// when it should not fetch (not a follower, stale, or, under sync=always,
+// what it appended is not synced yet).
+func (p *Partition) NextFetch() (replication.FetchRequest, bool) {
+	p.repMu.Lock()
+	defer p.repMu.Unlock()
+	if f := p.role.follower; f != nil {
+		return f.NextFetch()
+	}
+	return replication.FetchRequest{}, false
+}
+
+// FetchResult is the leader's answer for this partition, as a follower's
+// fetcher got it.
+type FetchResult struct {
+	FetchOffset    int64
+	Err            error // kerr value of the partition's error code
+	HighWatermark  int64
+	LogStartOffset int64
+	Diverging      *replication.EpochEnd
+	Records        []byte
+}
+
+// HandleFetch applies the leader's answer: appends the fetched batches
+// with the leader's offsets and epochs unchanged, truncates on a diverging
+// epoch, follows the leader's log start and high watermark. A corrupt batch
+// is refused, never stored; the next fetch asks for it again. The error is
+// a fetch outcome (IsBackoff, IsNeedMetadata) or a storage failure.
+func (p *Partition) HandleFetch(r FetchResult) error {
+	batches, infos, err := splitFetched(r.Records)
+	if err != nil {
+		return p.wrap(err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return p.closedErr()
+	}
+	p.repMu.Lock()
+	defer p.repMu.Unlock()
+	f := p.role.follower
+	if f == nil {
+		return nil
+	}
+	acts := f.Step(replication.FetchResponse{
+		FetchOffset: r.FetchOffset, Err: r.Err, HighWatermark: r.HighWatermark,
+		LogStartOffset: r.LogStartOffset, DivergingEpoch: r.Diverging, Batches: infos,
+	})
+	outcome := p.applyLocked(acts)
+	for _, a := range acts {
+		if ap, ok := a.(replication.Append); ok {
+			if err := p.appendReplicatedLocked(ap.Batches, batches); err != nil {
+				return err
+			}
+		}
+	}
+	return outcome
+}
+
+// splitFetched splits a fetched record set into batches and their headers,
+// dropping a partial batch at the end (a leader cuts at maxBytes), and
+// marking a corrupt one (the follower refuses the response).
+func splitFetched(records []byte) (map[int64][]byte, []replication.BatchInfo, error) {
+	parts, err := batch.SplitWhole(records)
+	if err != nil {
+		return nil, nil, err
+	}
+	bytesAt := make(map[int64][]byte, len(parts))
+	infos := make([]replication.BatchInfo, 0, len(parts))
+	for _, b := range parts {
+		h, err := batch.Parse(b)
+		if err != nil {
+			hh, herr := batch.ParseHeader(b)
+			infos = append(infos, replication.BatchInfo{BaseOffset: hh.BaseOffset, LastOffset: hh.BaseOffset + int64(hh.LastOffsetDelta), Corrupt: true})
+			if herr != nil {
+				return bytesAt, infos, nil
+			}
+			continue
+		}
+		info := replication.BatchInfo{BaseOffset: h.BaseOffset, LastOffset: h.BaseOffset + int64(h.LastOffsetDelta), Epoch: h.PartitionLeaderEpoch}
+		bytesAt[info.BaseOffset] = b
+		infos = append(infos, info)
+	}
+	return bytesAt, infos, nil
+}
+
+// appendReplicatedLocked appends fetched batches as they are: the leader's
+// offsets and epochs, engine.Append with the caller's offsets. The producer
+// state records each, so that a failover keeps idempotence.
+func (p *Partition) appendReplicatedLocked(infos []replication.BatchInfo, bytesAt map[int64][]byte) error {
+	nowMs := p.clock.Now().UnixMilli()
+	for _, info := range infos {
+		b := bytesAt[info.BaseOffset]
+		h, err := batch.ParseHeader(b)
+		if err != nil {
+			return p.wrap(fmt.Errorf("replicated batch at %d: %w", info.BaseOffset, err))
+		}
+		if err := p.log.Append(engineBatch{BaseOffset: info.BaseOffset, Records: h.Offsets(), Data: b}); err != nil {
+			return p.storageErr("append replicated", err)
+		}
+		p.producers.Record(h, info.BaseOffset, nowMs)
+		p.sinceSnap += int64(len(b))
+	}
+	p.afterAppendLocked(p.log.EndOffset())
+	return nil
+}

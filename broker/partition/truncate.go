@@ -1,0 +1,138 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+
+	"github.com/minikafka/minikafka/broker/batch"
+	"github.com/minikafka/minikafka/replication"
+)
+
+// truncateLocked drops the log from offset on, as a follower does where its
+// log parts from its leader's (a diverging epoch): the engine's suffix, and
+// consistently with it the producer state (rebuilt from the newest snapshot
+// at or below the cut and the batches after it), the time index, the high
+// watermark when it was above the cut. The epoch cache is the Follower's to
+// cut (it did). The caller holds mu and repMu.
+func (p *Partition) truncateLocked(offset int64) error {
+	if offset >= p.log.EndOffset() {
+		return nil
+	}
+	if hw := p.wm.get(); offset < hw {
+		// The leader says this replica holds records above its committed
+		// prefix that the leader lacks: the local HW ran ahead of the log
+		// the cluster kept (it can, under sync=never after a power loss).
+		p.logger.Warn("truncating below the high watermark", "hw", hw, "to", offset)
+		p.wm.lower(offset)
+	}
+	if err := p.log.Truncate(offset); err != nil {
+		return p.storageErr("truncate", err)
+	}
+	p.ti.reset()
+	p.logger.Info("log truncated to where it parts from the leader's", "offset", offset)
+	return p.rebuildProducers()
+}
+
+// resetLocked empties the log and starts it at start, for a follower whose
+// log ends below its leader's log start. The caller holds mu and repMu.
+func (p *Partition) resetLocked(start int64) error {
+	if start <= p.log.EndOffset() {
+		return p.truncateLocked(start)
+	}
+	if err := p.log.DeleteBefore(start); err != nil {
+		return p.storageErr("reset log", err)
+	}
+	p.ti.reset()
+	p.durable.advance(start)
+	p.wm.advance(start)
+	p.logger.Info("log reset to start at the leader's log start", "start", start)
+	return p.rebuildProducers()
+}
+
+// rebuildProducers drops the producer snapshots past the log end and
+// rebuilds the state from the newest one left and the log after it.
+func (p *Partition) rebuildProducers() error {
+	if err := p.restoreProducers(); err != nil {
+		return p.wrap(fmt.Errorf("rebuild producer state after a truncation: %w", err))
+	}
+	return nil
+}
+
+// loadHW reads the high watermark checkpoint, clamped to the log.
+func (p *Partition) loadHW(end int64) int64 {
+	body, found, err := readCheckpoint(p.fs, p.fs.PathJoin(p.dir, hwCheckpointFile), hwMagic)
+	hw := int64(0)
+	if err == nil && found {
+		hw, err = decodeOffset(body)
+	}
+	if err != nil {
+		p.logger.Warn("high watermark checkpoint unreadable; starting from the log start", "err", err)
+		hw = 0
+	}
+	return max(min(hw, end), p.log.StartOffset())
+}
+
+// saveHW writes the high watermark checkpoint when it moved.
+func (p *Partition) saveHW() {
+	hw := p.wm.get()
+	if hw == p.savedHW {
+		return
+	}
+	if err := writeCheckpoint(p.fs, p.fs.PathJoin(p.dir, hwCheckpointFile), hwMagic, encodeOffset(hw)); err != nil {
+		p.logger.Warn("high watermark checkpoint failed", "err", err)
+		return
+	}
+	p.savedHW = hw
+}
+
+// loadEpochs reads the leader epoch cache, or rebuilds it from the batches'
+// partition leader epochs when its checkpoint is missing or damaged, and
+// cuts it to the log (a crash may have taken a tail the checkpoint saw).
+func (p *Partition) loadEpochs() error {
+	body, found, err := readCheckpoint(p.fs, p.fs.PathJoin(p.dir, epochsCheckpointFile), epochsMagic)
+	if err == nil && found {
+		if p.epochs, err = replication.UnmarshalEpochCache(body); err == nil {
+			p.epochs.TruncateFromEnd(p.log.EndOffset())
+			p.epochs.TruncateFromStart(p.log.StartOffset())
+			return nil
+		}
+	}
+	if err != nil && !errors.Is(err, errBadCheckpoint) && !errors.Is(err, replication.ErrBadEpochs) {
+		return err
+	}
+	if found {
+		p.logger.Warn("leader epoch checkpoint damaged; rebuilding it from the log", "err", err)
+	}
+	var scanErr error
+	p.epochs = replication.RebuildEpochCache(p.batchInfos(&scanErr))
+	return scanErr
+}
+
+// batchInfos iterates the headers of the log's batches; a read error ends
+// the iteration and lands in *errp.
+func (p *Partition) batchInfos(errp *error) iter.Seq[replication.BatchInfo] {
+	return func(yield func(replication.BatchInfo) bool) {
+		for off, end := p.log.StartOffset(), p.log.EndOffset(); off < end; {
+			bs, err := p.log.Read(off, scanChunkBytes)
+			if err != nil {
+				*errp = fmt.Errorf("rebuild the leader epoch cache at %d: %w", off, err)
+				return
+			}
+			if len(bs) == 0 {
+				return
+			}
+			for _, b := range bs {
+				h, err := batch.ParseHeader(b.Data)
+				if err != nil {
+					*errp = fmt.Errorf("rebuild the leader epoch cache: batch at %d: %w", b.BaseOffset, err)
+					return
+				}
+				if !yield(replication.BatchInfo{BaseOffset: b.BaseOffset, LastOffset: b.LastOffset(), Epoch: h.PartitionLeaderEpoch}) {
+					return
+				}
+			}
+			off = bs[len(bs)-1].NextOffset()
+		}
+	}
+}
