@@ -61,9 +61,9 @@ func handleFetch(r *request) reply {
 type fetchTarget struct {
 	topic   string
 	topicID [16]byte
-	req   *kmsg.FetchRequestTopicPartition
-	part  *partition.Partition // nil when the partition is unknown
-	err   error                // resolving error, sticky for the request
+	req     *kmsg.FetchRequestTopicPartition
+	part    *partition.Partition // nil when the partition is unknown
+	err     error                // resolving error, sticky for the request
 }
 
 // fetch serves req; *charge is what the response holds of the server's

@@ -28,8 +28,8 @@ import (
 // reconciled is what the reconciler applied last, so that an image that
 // changed one topic costs one topic's work.
 type reconciled struct {
-	topics map[uuid.UUID]*cluster.Topic
-	lead   bool
+	topics   map[uuid.UUID]*cluster.Topic
+	lead     bool
 	epoch    int64
 	offset   uint64 // the image's
 	eligible []replication.ISRMember

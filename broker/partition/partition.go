@@ -84,10 +84,10 @@ type Partition struct {
 	leaderGone chan struct{}
 
 	// repMu guards the replication state machine (replica.go); taken after mu.
-	repMu  sync.Mutex
-	role   role
-	epochs *replication.EpochCache
-	repl   Replication
+	repMu   sync.Mutex
+	role    role
+	epochs  *replication.EpochCache
+	repl    Replication
 	savedHW int64 // the high watermark checkpoint's value
 	// fetchable wakes followers' fetches parked at this leader when the
 	// durable end moves or the role changes; its value is unused.

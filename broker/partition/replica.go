@@ -195,7 +195,9 @@ func (e errBackoff) Unwrap() error { return e.err }
 
 type errNeedMetadata struct{ err error }
 
-func (e errNeedMetadata) Error() string { return fmt.Sprintf("stale leader epoch, waiting for metadata: %v", e.err) }
+func (e errNeedMetadata) Error() string {
+	return fmt.Sprintf("stale leader epoch, waiting for metadata: %v", e.err)
+}
 func (e errNeedMetadata) Unwrap() error { return e.err }
 
 // IsBackoff and IsNeedMetadata tell the fetch outcomes of HandleFetch apart.
