@@ -50,6 +50,9 @@ func (c *controllerClient) request(ctx context.Context, req kmsg.Request) (kmsg.
 func (c *controllerClient) once(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	s := c.s
 	if s.quorum.Active() {
+		if dq, ok := req.(*kmsg.DescribeQuorumRequest); ok {
+			return s.describeQuorum(dq), nil
+		}
 		return s.ctl.Handle(ctx, req)
 	}
 	target, known := s.activeController()
@@ -145,6 +148,8 @@ func copyRequest(dst, src kmsg.Request) {
 		*d = *src.(*kmsg.DeleteTopicsRequest)
 	case *kmsg.CreatePartitionsRequest:
 		*d = *src.(*kmsg.CreatePartitionsRequest)
+	case *kmsg.DescribeQuorumRequest:
+		*d = *src.(*kmsg.DescribeQuorumRequest)
 	default:
 		panic(fmt.Sprintf("broker: no controller request %T", dst))
 	}
@@ -162,6 +167,8 @@ func notController(resp kmsg.Response) bool {
 	case *kmsg.AlterPartitionResponse:
 		return r.ErrorCode == nc
 	case *kmsg.AllocateProducerIDsResponse:
+		return r.ErrorCode == nc
+	case *kmsg.DescribeQuorumResponse:
 		return r.ErrorCode == nc
 	case *kmsg.CreateTopicsResponse:
 		for _, t := range r.Topics {

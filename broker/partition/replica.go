@@ -278,6 +278,15 @@ func (p *Partition) afterAppendCheck() error {
 	return nil
 }
 
+// EndOffsetForEpoch answers OffsetForLeaderEpoch from the leader epoch
+// cache: the largest epoch at or below epoch and the offset where it ends
+// here (the log end for the latest), or (-1, -1) when nothing is known.
+func (p *Partition) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	p.repMu.Lock()
+	defer p.repMu.Unlock()
+	return p.epochs.EndOffsetFor(epoch, p.log.EndOffset())
+}
+
 // ReplicaRead is a leader's answer to a follower's fetch.
 type ReplicaRead struct {
 	Records        []byte

@@ -5,14 +5,16 @@ import (
 	"flag"
 	"fmt"
 	"text/tabwriter"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() {
 	register(command{
 		name:    "meta",
-		summary: "meta: cluster id, brokers, controller and topics with their partition counts",
+		summary: "meta: cluster id, the controller quorum and its leader, every broker and its state, topics with their partition counts",
 		run:     runMeta,
 	})
 }
@@ -40,20 +42,59 @@ func runMeta(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("metadata: %w", err)
 	}
 	m.Topics.FilterInternal()
-	return printMeta(e, m)
+	// The brokers with their state (fenced ones too) and the quorum; a
+	// broker that serves neither API leaves them out.
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	dc.IncludeFencedBrokers = true
+	cluster, _ := dc.RequestWith(ctx, cl)
+	dq := kmsg.NewPtrDescribeQuorumRequest()
+	qt := kmsg.NewDescribeQuorumRequestTopic()
+	qt.Topic = "__cluster_metadata"
+	qt.Partitions = append(qt.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
+	dq.Topics = append(dq.Topics, qt)
+	quorum, _ := dq.RequestWith(ctx, cl)
+	return printMeta(e, m, cluster, quorum)
 }
 
-func printMeta(e *env, m kadm.Metadata) error {
+func printMeta(e *env, m kadm.Metadata, cluster *kmsg.DescribeClusterResponse, quorum *kmsg.DescribeQuorumResponse) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "cluster\t%s\n", m.Cluster)
 	fmt.Fprintf(tw, "controller\t%d\n", m.Controller)
-	fmt.Fprintln(tw, "\nBROKER\tHOST:PORT\tRACK")
-	for _, b := range m.Brokers {
-		rack := ""
-		if b.Rack != nil {
-			rack = *b.Rack
+	if quorum != nil && quorum.ErrorCode == 0 && len(quorum.Topics) == 1 && len(quorum.Topics[0].Partitions) == 1 {
+		q := quorum.Topics[0].Partitions[0]
+		fmt.Fprintf(tw, "quorum\tleader %d, term %d, committed %d\n", q.LeaderID, q.LeaderEpoch, q.HighWatermark)
+		fmt.Fprintln(tw, "\nVOTER\tREPLICATED\tLAST CONTACT")
+		for _, v := range q.CurrentVoters {
+			contact := "-"
+			if v.LastFetchTimestamp >= 0 {
+				contact = time.UnixMilli(v.LastFetchTimestamp).Format(time.RFC3339Nano)
+			}
+			if v.ReplicaID == q.LeaderID {
+				contact = "leader"
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%s\n", v.ReplicaID, v.LogEndOffset, contact)
 		}
-		fmt.Fprintf(tw, "%d\t%s:%d\t%s\n", b.NodeID, b.Host, b.Port, rack)
+	}
+	fmt.Fprintln(tw, "\nBROKER\tHOST:PORT\tRACK\tSTATE")
+	if cluster != nil && cluster.ErrorCode == 0 {
+		for _, b := range cluster.Brokers {
+			rack, state := "", "active"
+			if b.Rack != nil {
+				rack = *b.Rack
+			}
+			if b.IsFenced {
+				state = "fenced"
+			}
+			fmt.Fprintf(tw, "%d\t%s:%d\t%s\t%s\n", b.NodeID, b.Host, b.Port, rack, state)
+		}
+	} else {
+		for _, b := range m.Brokers {
+			rack := ""
+			if b.Rack != nil {
+				rack = *b.Rack
+			}
+			fmt.Fprintf(tw, "%d\t%s:%d\t%s\t%s\n", b.NodeID, b.Host, b.Port, rack, "active")
+		}
 	}
 	fmt.Fprintln(tw, "\nTOPIC\tPARTITIONS\tLEADERS\tERROR")
 	for _, td := range m.Topics.Sorted() {
