@@ -180,6 +180,15 @@ func (f *Follower) diverged(d EpochEnd) []Action {
 	}
 	to = max(to, f.logStart)
 	if to >= f.logEnd {
+		// Nothing of the log to drop, but the cache may end with epochs
+		// that start at the log end: leaderships in which this replica
+		// wrote nothing. The last of them is what it fetched with, and the
+		// leader, which never had it, answers diverging again and again.
+		// Truncating the log to its end drops them, as in Kafka, and the
+		// next fetch carries the epoch of the last batch.
+		if f.epochs.TruncateFromEnd(f.logEnd) {
+			return []Action{SaveEpochs{}}
+		}
 		return []Action{Backoff{Err: fmt.Errorf("%w: leader answered %d/%d at end %d", errNoTruncation, d.Epoch, d.EndOffset, f.logEnd)}}
 	}
 	return f.truncate(to)
