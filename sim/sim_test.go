@@ -1,0 +1,29 @@
+package sim
+
+import (
+	"flag"
+	"testing"
+)
+
+var (
+	flagSeeds = flag.Int("sim.seeds", 1000, "sim: schedules of the CI profile")
+	flagSeed  = flag.Uint64("sim.seed", 0, "sim: run this seed only")
+)
+
+// TestSchedules is the CI profile: -sim.seeds short schedules from seed 1,
+// each with its own cluster size, fault mix and workload, and none may
+// break a property. A failure prints the command that replays it.
+func TestSchedules(t *testing.T) {
+	first, n := uint64(1), uint64(*flagSeeds)
+	if *flagSeed != 0 {
+		first, n = *flagSeed, 1
+	}
+	failed := 0
+	for seed := first; seed < first+n && failed < 3; seed++ {
+		r := Run(Derive(seed, ProfileCI))
+		if r.Failed() {
+			failed++
+			t.Errorf("seed %d failed:\n%s", seed, FormatFailure(r, 60))
+		}
+	}
+}
