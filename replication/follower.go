@@ -234,7 +234,7 @@ func (f *Follower) appendBatches(r FetchResponse) []Action {
 			why = "ends before it starts"
 		case b.BaseOffset != next:
 			why = fmt.Sprintf("not contiguous with %d", next)
-		case b.Epoch > f.leaderEpoch:
+		case b.Epoch > f.leaderEpoch && !f.mut.noEpochFencing:
 			why = fmt.Sprintf("epoch %d above the leader's %d", b.Epoch, f.leaderEpoch)
 		case b.Epoch < latest:
 			why = fmt.Sprintf("epoch %d below the log's %d", b.Epoch, latest)

@@ -38,6 +38,7 @@ type broker struct {
 	rng  *rand.Rand // disk crash choices, incarnation ids
 	gen  int        // incarnation number: events of an earlier one are void
 	up   bool
+	lost bool // crashed for good (Options.LostBroker)
 
 	// The controller quorum and the metadata.
 	node     *quorum.Node
@@ -164,7 +165,7 @@ func (b *broker) cleanStop() {
 	b.stop()
 	b.s.stats.Faults["controlled-shutdown"]++
 	b.s.at(200+b.s.faults.Int64N(1000), "restart", func() {
-		if !b.up {
+		if !b.up && !b.lost {
 			b.start()
 		}
 	})

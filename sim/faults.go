@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/minikafka/minikafka/cluster"
@@ -29,6 +30,20 @@ func (s *Sim) scheduleFaults() {
 		s.at(300+s.faults.Int64N(mean), kind, next)
 	}
 	every(o.CrashEvery, "fault-crash", s.crashOne)
+	if o.LostBroker > 0 {
+		var lose func()
+		lose = func() {
+			if len(s.admin.pending) > 0 { // the topics need every broker to be created
+				s.at(100, "fault-lose", lose)
+				return
+			}
+			b := s.brokers[o.LostBroker-1]
+			s.stats.Faults["broker-lost"]++
+			b.crash("lost for good")
+			b.lost = true
+		}
+		s.at(o.SafetyTicks/3+s.faults.Int64N(o.SafetyTicks/2), "fault-lose", lose)
+	}
 	every(o.PartitionEvery, "fault-partition", s.net.partition)
 	every(o.DiskEvery, "fault-disk", s.diskFault)
 	if o.ControlledStop {
@@ -50,7 +65,7 @@ func (s *Sim) crashOne() {
 	s.stats.Faults["crash"]++
 	b.crash("power loss")
 	s.at(100+s.faults.Int64N(1500), "restart", func() {
-		if !b.up && s.phase == "safety" {
+		if !b.up && !b.lost && s.phase == "safety" {
 			b.start()
 		}
 	})
@@ -98,7 +113,12 @@ func (s *Sim) notConverged() string {
 	if len(s.admin.pending) > 0 {
 		return fmt.Sprintf("topic %s not created", s.admin.pending[0])
 	}
+	var live []*broker
 	for _, b := range s.brokers {
+		if b.lost {
+			continue
+		}
+		live = append(live, b)
 		if !b.up {
 			return fmt.Sprintf("b%d down", b.id)
 		}
@@ -106,10 +126,10 @@ func (s *Sim) notConverged() string {
 			return fmt.Sprintf("b%d not registered and unfenced", b.id)
 		}
 	}
-	img := s.brokers[0].store.Image()
-	for _, b := range s.brokers[1:] {
+	img := live[0].store.Image()
+	for _, b := range live[1:] {
 		if b.store.Image().Offset() != img.Offset() {
-			return fmt.Sprintf("b%d metadata at %d, b1 at %d", b.id, b.store.Image().Offset(), img.Offset())
+			return fmt.Sprintf("b%d metadata at %d, b%d at %d", b.id, b.store.Image().Offset(), live[0].id, img.Offset())
 		}
 	}
 	for i := range s.opts.Topics {
@@ -118,7 +138,11 @@ func (s *Sim) notConverged() string {
 			return fmt.Sprintf("t%d missing", i)
 		}
 		for pi, p := range t.Partitions {
-			if p.Leader == cluster.NoLeader || len(p.ISR) != len(p.Replicas) {
+			want := len(p.Replicas)
+			if s.opts.LostBroker > 0 && slices.Contains(p.Replicas, s.opts.LostBroker) {
+				want--
+			}
+			if p.Leader == cluster.NoLeader || len(without(p.ISR, s.opts.LostBroker)) != want {
 				return fmt.Sprintf("%s-%d leader %d epoch %d isr %v replicas %v;%s", t.Name, pi, p.Leader, p.LeaderEpoch, p.ISR, p.Replicas, s.describeReplicas(tp{t.ID, int32(pi)}))
 			}
 			r := s.brokers[p.Leader-1].replicas[tp{t.ID, int32(pi)}]
@@ -153,4 +177,14 @@ func (s *Sim) describeReplicas(k tp) string {
 		b.WriteString("]")
 	}
 	return b.String()
+}
+
+func without(ids []int32, drop int32) []int32 {
+	var out []int32
+	for _, id := range ids {
+		if id != drop {
+			out = append(out, id)
+		}
+	}
+	return out
 }

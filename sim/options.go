@@ -41,12 +41,18 @@ type Options struct {
 	// Phases, in ticks (1 tick = 1 ms of simulated time).
 	SafetyTicks   int64
 	LivenessTicks int64 // the bound for the liveness phase
+	// LostBroker, when set, crashes once during the safety phase and never
+	// comes back (a machine lost for good): the liveness phase then asks
+	// for leaders and full ISRs among the others only.
+	LostBroker int32
 	// Settings of the product that scenarios and mutations switch.
 	Unclean    bool
 	DisableELR bool
 	// Mutation names a test-only protection switched off (see
 	// mutations.go); "" for the real build.
 	Mutation string
+	// Scenario names the regression scenario that tuned these options.
+	Scenario string
 }
 
 // Profile is a preset of run lengths.
@@ -112,11 +118,17 @@ func (o Options) String() string {
 	fmt.Fprintf(&b, " drop=%d%% dup=%d%% delay=%d-%dms crash-every=%d partition-every=%d disk-every=%d unsynced-kept=%d%% torn=%d%% safety=%dms liveness<=%dms",
 		o.DropPct, o.DupPct, o.DelayMin, o.DelayMax, o.CrashEvery, o.PartitionEvery, o.DiskEvery, o.UnsyncedKeepPct, o.TornPct,
 		o.SafetyTicks, o.LivenessTicks)
+	if o.LostBroker > 0 {
+		fmt.Fprintf(&b, " lost-broker=%d", o.LostBroker)
+	}
 	if o.Unclean {
 		b.WriteString(" unclean=true")
 	}
 	if o.DisableELR {
 		b.WriteString(" elr=false")
+	}
+	if o.Scenario != "" {
+		b.WriteString(" scenario=" + o.Scenario)
 	}
 	if o.Mutation != "" {
 		b.WriteString(" mutation=" + o.Mutation)

@@ -51,7 +51,7 @@ type replica struct {
 	parked    []*parkedFetch
 	syncBusy  bool
 	fetchBusy bool
-	role      int // bumped at every change of role: answers to an older one are void
+	role      int   // bumped at every change of role: answers to an older one are void
 	backoff   int64 // no fetch before this tick
 }
 

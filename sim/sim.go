@@ -67,9 +67,16 @@ func (r Result) Failed() bool { return len(r.Violations) > 0 }
 // Replay is the command that replays the run.
 func (r Result) Replay() string {
 	o := r.Options
-	cmd := fmt.Sprintf("go run ./cmd/sim -seed %d", o.Seed)
+	cmd := "go run ./cmd/sim"
 	if o.Mutation != "" {
-		cmd = fmt.Sprintf("go run -tags mutations ./cmd/sim -seed %d -mutation %s", o.Seed, o.Mutation)
+		cmd = "go run -tags mutations ./cmd/sim"
+	}
+	cmd += fmt.Sprintf(" -seed %d", o.Seed)
+	if o.Scenario != "" {
+		cmd += " -scenario " + o.Scenario
+	}
+	if o.Mutation != "" {
+		cmd += " -mutation " + o.Mutation
 	}
 	return cmd
 }
@@ -88,6 +95,7 @@ func (s *Sim) sub(stream uint64) *rand.Rand {
 // run for the safety phase, then everything is healed and the liveness
 // phase runs until the cluster has converged, or its bound passes.
 func Run(o Options) Result {
+	o.applySettings()
 	s := &Sim{opts: o, trace: fnv.New64a(), stats: Stats{Faults: map[string]int{}}}
 	s.net = newNetwork(s, s.sub(subSeedNet))
 	s.faults = s.sub(subSeedFaults)
@@ -154,7 +162,7 @@ func (s *Sim) heal() {
 		b.disk.full = false
 		b.disk.fail = false
 		b.slowSync = false
-		if !b.up {
+		if !b.up && !b.lost {
 			b.start()
 		}
 	}

@@ -27,3 +27,17 @@ func TestSchedules(t *testing.T) {
 		}
 	}
 }
+
+// TestScenarios runs every named regression scenario on the real build:
+// none may break a property.
+func TestScenarios(t *testing.T) {
+	for _, sc := range Scenarios {
+		t.Run(sc.Name, func(t *testing.T) {
+			for seed := uint64(1); seed <= 60; seed++ {
+				if r := Run(ScenarioOptions(sc, seed, false)); r.Failed() {
+					t.Fatalf("%s (%s) on the real build:\n%s", sc.Name, sc.Why, FormatFailure(r, 60))
+				}
+			}
+		})
+	}
+}
