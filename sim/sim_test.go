@@ -33,7 +33,7 @@ func TestSchedules(t *testing.T) {
 func TestScenarios(t *testing.T) {
 	for _, sc := range Scenarios {
 		t.Run(sc.Name, func(t *testing.T) {
-			for seed := uint64(1); seed <= 60; seed++ {
+			for seed := uint64(1); seed <= 40; seed++ {
 				if r := Run(ScenarioOptions(sc, seed, false)); r.Failed() {
 					t.Fatalf("%s (%s) on the real build:\n%s", sc.Name, sc.Why, FormatFailure(r, 60))
 				}
