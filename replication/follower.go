@@ -224,7 +224,7 @@ func (f *Follower) truncate(to int64) []Action {
 // appendBatches checks a response's batches whole, appends them, and
 // follows the leader's HW and log start.
 func (f *Follower) appendBatches(r FetchResponse) []Action {
-	next, latest := f.logEnd, f.epochs.LatestEpoch()
+	next, latest := f.logEnd, f.lastBatchEpoch()
 	for _, b := range r.Batches {
 		var why string
 		switch {
@@ -310,3 +310,17 @@ func (f *Follower) State() FollowerState {
 
 // HW is the follower's high watermark.
 func (f *Follower) HW() int64 { return f.hw }
+
+// lastBatchEpoch is the epoch of the last batch in the log: the latest
+// cache entry that starts below the log end. Entries at the end are
+// epochs this replica led without writing; a fetched batch of an older
+// epoch replaces them (Assign drops them), it is not out of order.
+func (f *Follower) lastBatchEpoch() int32 {
+	es := f.epochs.Entries()
+	for i := len(es) - 1; i >= 0; i-- {
+		if es[i].StartOffset < f.logEnd {
+			return es[i].Epoch
+		}
+	}
+	return -1
+}

@@ -258,3 +258,14 @@ func TestFollowerDropsEmptyEpochsAtItsEnd(t *testing.T) {
 	require.Len(t, acts, 1)
 	require.IsType(t, Backoff{}, acts[0])
 }
+
+// A replica that led epoch 4 without writing follows a leader whose next
+// batch, at its log end, is of epoch 3: the batch is appended and the
+// empty epoch dropped, not refused as out of order. Found by the
+// simulator (seeds 4723 and 5731): the follower refused it forever.
+func TestFollowerAppendsBelowAnEmptyEpoch(t *testing.T) {
+	f := newTestFollower(t, func(c *FollowerConfig) { c.Epochs = cache(t, 1, 0, 3, 10, 4, 20) })
+	acts := f.Step(FetchResponse{FetchOffset: 20, HighWatermark: 20, Batches: []BatchInfo{{20, 22, 3, false}}})
+	require.Equal(t, []Action{Append{Batches: []BatchInfo{{20, 22, 3, false}}}, SaveEpochs{}, AdvanceHW{To: 20}}, acts)
+	require.Equal(t, int32(3), f.epochs.LatestEpoch())
+}

@@ -82,7 +82,7 @@ func (p *producerClient) step() {
 		n := 1 + s.work.IntN(3)
 		p.values = nil
 		for i := range n {
-			p.values = append(p.values, []byte(fmt.Sprintf("p%d-b%d-r%d", p.id, p.sent, i)))
+			p.values = append(p.values, []byte(fmt.Sprintf("p%d-e%d-b%d-r%d", p.id, p.epoch, p.sent, i)))
 		}
 		p.build()
 	}
@@ -115,10 +115,14 @@ func (p *producerClient) step() {
 			p.wake(int64(1 + s.work.IntN(20)))
 		case errors.Is(r.err, kerr.OutOfOrderSequenceNumber), errors.Is(r.err, kerr.InvalidProducerEpoch):
 			// The leader lacks what came before (an acks=1 batch lost):
-			// start a new epoch, as the Java producer resets its sequence.
+			// start a new epoch, as the Java producer resets its sequence
+			// (KIP-360). The batch in flight failed as far as the
+			// application knows; it sends its records again as new ones, so
+			// an earlier copy that was stored is an unacknowledged write,
+			// not a duplicate of the producer's.
 			p.epoch++
 			p.seq = 0
-			p.build()
+			p.data = nil
 			p.wake(20)
 		default:
 			p.wake(50)
