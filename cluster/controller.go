@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -67,35 +66,19 @@ const (
 	DefaultRebalanceInterval = 2 * time.Second
 )
 
-// Controller is the shell around the decisions of this package on a
-// controller node: it serializes them, proposes their records to the Log,
-// keeps the brokers' sessions (in memory, on the active controller only,
-// as Kafka does) and answers the controller APIs (Handle).
+// Controller is the blocking shell around a ControllerCore on a controller
+// node: it runs one operation at a time, proposes the records each asks for
+// to the Log and waits until they are applied to the Store, and drives the
+// session checks on the injected clock (Run). The simulator drives the same
+// core without it.
 type Controller struct {
-	cfg ControllerConfig
-	log *slog.Logger
+	cfg  ControllerConfig
+	log  *slog.Logger
+	core *ControllerCore
 
-	// mu serializes decisions: each is made on the image that every
-	// decision before it has produced.
-	mu        sync.Mutex
-	rnd       *rand.Rand
-	readyTerm uint64 // the term whose barrier is applied
-	sessions  map[int32]*session
-	rebalance time.Time // next preferred-leader run
-}
-
-// session is what the active controller knows of a broker's liveness.
-type session struct {
-	epoch int64
-	seen  time.Time
-	// heard: a heartbeat of this incarnation reached this controller. Only
-	// then does the session prove a live process, for the duplicate check
-	// of a registration: the grace a new controller gives every broker
-	// proves nothing.
-	heard bool
-	// shutdownOffset is the offset of the batch that started the broker's
-	// controlled shutdown: once its metadata reaches it, it may exit.
-	shutdownOffset uint64
+	// mu serializes operations: each is decided on the image that every
+	// operation before it has produced.
+	mu sync.Mutex
 }
 
 // NewController returns a controller; Run drives its timers.
@@ -106,22 +89,19 @@ func NewController(cfg ControllerConfig) *Controller {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	cfg.SessionTimeout = orDefault(cfg.SessionTimeout, DefaultSessionTimeout)
-	cfg.FailoverGrace = orDefault(cfg.FailoverGrace, DefaultFailoverGrace)
 	cfg.TickInterval = orDefault(cfg.TickInterval, DefaultTickInterval)
-	cfg.RebalanceInterval = orDefault(cfg.RebalanceInterval, DefaultRebalanceInterval)
-	cfg.Settings = cfg.Settings.WithDefaults()
 	for cfg.Seed == 0 {
 		var b [8]byte
 		_, _ = crand.Read(b[:])
 		cfg.Seed = binary.LittleEndian.Uint64(b[:])
 	}
-	return &Controller{
-		cfg:      cfg,
-		log:      cfg.Logger.With("component", "controller"),
-		rnd:      rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.NodeID))),
-		sessions: map[int32]*session{},
-	}
+	core := NewControllerCore(CoreConfig{
+		NodeID: cfg.NodeID, ClusterID: cfg.ClusterID, Settings: cfg.Settings, Seed: cfg.Seed,
+		SessionTimeout: cfg.SessionTimeout, FailoverGrace: cfg.FailoverGrace,
+		RebalanceInterval: cfg.RebalanceInterval, Logger: cfg.Logger,
+	})
+	cfg.Settings = core.Settings()
+	return &Controller{cfg: cfg, log: cfg.Logger.With("component", "controller"), core: core}
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -156,95 +136,16 @@ func (c *Controller) Run(ctx context.Context) {
 // Tick fences brokers whose session expired and moves leaderships back to
 // preferred replicas when it is time.
 func (c *Controller) Tick(ctx context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.ready(ctx); err != nil {
-		return err
-	}
-	now := c.cfg.Clock.Now()
-	for _, b := range c.cfg.Store.Image().Brokers() {
-		s := c.sessionOf(b.ID, b.Epoch)
-		if b.Fenced || now.Sub(s.seen) <= c.cfg.SessionTimeout {
-			continue
-		}
-		c.log.Info("broker session expired; fencing it", "broker", b.ID, "epoch", b.Epoch, "silent", now.Sub(s.seen))
-		if _, err := c.commit(ctx, c.cfg.Settings.Fence(c.cfg.Store.Image(), b.ID)); err != nil {
-			return err
-		}
-	}
-	if now.Before(c.rebalance) {
-		return nil
-	}
-	c.rebalance = now.Add(c.cfg.RebalanceInterval)
-	_, err := c.commit(ctx, c.cfg.Settings.Rebalance(c.cfg.Store.Image()))
-	return err
+	op := c.run(ctx, func(q Quorum, img *Metadata, now time.Time) *Op { return c.core.Tick(q, img, now) })
+	return op.Err()
 }
 
-// sessionOf is broker id's session at epoch, started now if there is none
-// for that epoch.
-func (c *Controller) sessionOf(id int32, epoch int64) *session {
-	s, ok := c.sessions[id]
-	if !ok || s.epoch != epoch {
-		s = &session{epoch: epoch, seen: c.cfg.Clock.Now()}
-		c.sessions[id] = s
-	}
-	return s
-}
-
-// ready makes sure this node may decide: it is the active controller, and
-// its own barrier of this term is applied, so the image holds every entry
-// an earlier controller committed. The first controller of a cluster also
-// writes the bootstrap record. The caller holds mu.
-func (c *Controller) ready(ctx context.Context) error {
-	if !c.cfg.Log.Active() {
-		return ErrNotController
-	}
-	_, term := c.cfg.Log.Leader()
-	if term == c.readyTerm {
-		return nil
-	}
-	recs := []Record{{Barrier: &Barrier{}}}
-	if c.cfg.Store.Image().ClusterID() == "" {
-		recs = append(recs, Record{Bootstrap: &Bootstrap{ClusterID: c.cfg.ClusterID}})
-	}
-	if _, err := c.commit(ctx, recs); err != nil {
-		return err
-	}
-	if id := c.cfg.Store.Image().ClusterID(); id != c.cfg.ClusterID {
-		return fmt.Errorf("cluster: the metadata log is of cluster %q, this controller of %q: %w", id, c.cfg.ClusterID, kerr.InconsistentClusterID)
-	}
-	// Sessions start over: heartbeats went to the previous controller. A
-	// broker gets FailoverGrace, not a whole session, to show it is alive.
-	c.sessions = map[int32]*session{}
-	start := c.cfg.Clock.Now().Add(c.cfg.FailoverGrace - c.cfg.SessionTimeout)
-	for _, b := range c.cfg.Store.Image().Brokers() {
-		c.sessions[b.ID] = &session{epoch: b.Epoch, seen: start}
-	}
-	c.readyTerm = term
-	c.log.Info("active controller", "node", c.cfg.NodeID, "term", term, "offset", c.cfg.Store.Image().Offset())
-	return nil
-}
-
-// commit proposes recs as one batch and waits until it is applied. It
-// returns the batch's offset, or the reason it was refused. No records:
-// nothing to do.
-func (c *Controller) commit(ctx context.Context, recs []Record) (uint64, error) {
-	if len(recs) == 0 {
-		return 0, nil
-	}
-	payload, err := EncodeBatch(recs)
-	if err != nil {
-		return 0, err
-	}
-	index, err := c.cfg.Log.Propose(ctx, payload)
-	if err != nil {
-		return 0, fmt.Errorf("%w: %w", err, kerr.NotController)
-	}
-	if err := c.cfg.Store.Refusal(index); err != nil {
-		c.log.Warn("a decision was refused by the metadata", "err", err)
-		return index, fmt.Errorf("%w: %w", err, kerr.RequestTimedOut)
-	}
-	return index, nil
+// ConnectionLost fences broker id at epoch when its heartbeat connection
+// to this controller closed (see ControllerCore.ConnectionLost).
+func (c *Controller) ConnectionLost(ctx context.Context, id int32, epoch int64) {
+	c.run(ctx, func(q Quorum, img *Metadata, now time.Time) *Op {
+		return c.core.ConnectionLost(q, img, now, id, epoch)
+	})
 }
 
 // Handle serves one controller API request: BrokerRegistration,
@@ -253,42 +154,47 @@ func (c *Controller) commit(ctx context.Context, recs []Record) (uint64, error) 
 // in the response; an error is returned only for a request type it does
 // not serve.
 func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	switch r := req.(type) {
-	case *kmsg.BrokerRegistrationRequest:
-		return c.register(ctx, r), nil
-	case *kmsg.BrokerHeartbeatRequest:
-		return c.heartbeat(ctx, r), nil
-	case *kmsg.AlterPartitionRequest:
-		return c.alterPartition(ctx, r), nil
-	case *kmsg.AllocateProducerIDsRequest:
-		return c.allocateProducerIDs(ctx, r), nil
-	case *kmsg.CreateTopicsRequest:
-		return c.createTopics(ctx, r), nil
-	case *kmsg.DeleteTopicsRequest:
-		return c.deleteTopics(ctx, r), nil
-	case *kmsg.CreatePartitionsRequest:
-		return c.createPartitions(ctx, r), nil
+	var herr error
+	op := c.run(ctx, func(q Quorum, img *Metadata, now time.Time) *Op {
+		op, err := c.core.Handle(q, img, now, req)
+		herr = err
+		return op
+	})
+	if herr != nil {
+		return nil, herr
 	}
-	return nil, fmt.Errorf("cluster: the controller does not serve %s", kmsg.NameForKey(req.Key()))
+	return op.Response(), nil
 }
 
-// code is the Kafka error code of err (0 for nil; UNKNOWN_SERVER_ERROR for
-// an error that names none).
-func code(err error) int16 {
-	if err == nil {
-		return 0
+// run starts an operation and commits what it asks, one batch at a time,
+// until it is done.
+func (c *Controller) run(ctx context.Context, start func(Quorum, *Metadata, time.Time) *Op) *Op {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q := Quorum{Active: c.cfg.Log.Active()}
+	_, q.Term = c.cfg.Log.Leader()
+	op := start(q, c.cfg.Store.Image(), c.cfg.Clock.Now())
+	for op != nil && !op.Done() {
+		recs := op.Proposal()
+		if recs == nil {
+			panic("cluster: an operation neither done nor proposing")
+		}
+		op.Applied(c.commit(ctx, recs))
 	}
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke.Code
-	}
-	return kerr.UnknownServerError.Code
+	return op
 }
 
-func message(err error) *string {
-	if err == nil {
-		return nil
+// commit proposes recs as one batch and waits until it is applied.
+func (c *Controller) commit(ctx context.Context, recs []Record) Outcome {
+	out := Outcome{}
+	payload, err := EncodeBatch(recs)
+	if err != nil {
+		out.Lost = err
+	} else if out.Offset, err = c.cfg.Log.Propose(ctx, payload); err != nil {
+		out.Lost = err
+	} else {
+		out.Refused = c.cfg.Store.Refusal(out.Offset)
 	}
-	s := err.Error()
-	return &s
+	out.Image, out.Now = c.cfg.Store.Image(), c.cfg.Clock.Now()
+	return out
 }

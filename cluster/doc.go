@@ -23,9 +23,12 @@
 // CreateTopics, AlterPartition, a session that expired) into records with
 // the functions of decide.go, elect.go and place.go: functions of an image,
 // the time and a random source passed in, with no I/O, clock or goroutine of
-// their own. The controller's shell (controller.go) proposes what they
-// return to the quorum (package quorum, etcd raft) and answers once the
-// batch is applied; the simulator calls the same functions.
+// their own. ControllerCore (core*.go) keeps the sessions and the barrier
+// of each term and turns a request into operations that ask for a batch to
+// commit and go on once it is applied, without waiting itself; Controller
+// (controller.go) is its blocking shell for the broker, proposing to the
+// quorum (package quorum, etcd raft), and the simulator (package sim)
+// drives the same core from one goroutine.
 //
 // # Epochs
 //

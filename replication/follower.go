@@ -180,6 +180,15 @@ func (f *Follower) diverged(d EpochEnd) []Action {
 	}
 	to = max(to, f.logStart)
 	if to >= f.logEnd {
+		// Nothing of the log to drop, but the cache may end with epochs
+		// that start at the log end: leaderships in which this replica
+		// wrote nothing. The last of them is what it fetched with, and the
+		// leader, which never had it, answers diverging again and again.
+		// Truncating the log to its end drops them, as in Kafka, and the
+		// next fetch carries the epoch of the last batch.
+		if f.epochs.TruncateFromEnd(f.logEnd) {
+			return []Action{SaveEpochs{}}
+		}
 		return []Action{Backoff{Err: fmt.Errorf("%w: leader answered %d/%d at end %d", errNoTruncation, d.Epoch, d.EndOffset, f.logEnd)}}
 	}
 	return f.truncate(to)
@@ -215,7 +224,7 @@ func (f *Follower) truncate(to int64) []Action {
 // appendBatches checks a response's batches whole, appends them, and
 // follows the leader's HW and log start.
 func (f *Follower) appendBatches(r FetchResponse) []Action {
-	next, latest := f.logEnd, f.epochs.LatestEpoch()
+	next, latest := f.logEnd, f.lastBatchEpoch()
 	for _, b := range r.Batches {
 		var why string
 		switch {
@@ -225,7 +234,7 @@ func (f *Follower) appendBatches(r FetchResponse) []Action {
 			why = "ends before it starts"
 		case b.BaseOffset != next:
 			why = fmt.Sprintf("not contiguous with %d", next)
-		case b.Epoch > f.leaderEpoch:
+		case b.Epoch > f.leaderEpoch && !f.mut.noEpochFencing:
 			why = fmt.Sprintf("epoch %d above the leader's %d", b.Epoch, f.leaderEpoch)
 		case b.Epoch < latest:
 			why = fmt.Sprintf("epoch %d below the log's %d", b.Epoch, latest)
@@ -301,3 +310,17 @@ func (f *Follower) State() FollowerState {
 
 // HW is the follower's high watermark.
 func (f *Follower) HW() int64 { return f.hw }
+
+// lastBatchEpoch is the epoch of the last batch in the log: the latest
+// cache entry that starts below the log end. Entries at the end are
+// epochs this replica led without writing; a fetched batch of an older
+// epoch replaces them (Assign drops them), it is not out of order.
+func (f *Follower) lastBatchEpoch() int32 {
+	es := f.epochs.Entries()
+	for i := len(es) - 1; i >= 0; i-- {
+		if es[i].StartOffset < f.logEnd {
+			return es[i].Epoch
+		}
+	}
+	return -1
+}

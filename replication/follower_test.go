@@ -236,3 +236,36 @@ func TestKIP279Converges(t *testing.T) {
 	require.Equal(t, entries(1, 0), f.epochs.Entries())
 	require.Equal(t, int64(6), f.HW(), "never below the HW in a clean run")
 }
+
+// A replica that led an epoch without writing in it keeps that epoch at its
+// log end; following a leader that never had it, it fetches with it, and
+// the leader's diverging epoch ends exactly at the follower's end. Found by
+// the simulator (go run ./cmd/sim -seed 73): the follower backed off
+// forever and never rejoined the ISR. It drops the empty epoch instead.
+func TestFollowerDropsEmptyEpochsAtItsEnd(t *testing.T) {
+	f := newTestFollower(t, func(c *FollowerConfig) { c.Epochs = cache(t, 1, 0, 3, 10, 4, 20) })
+	req, ok := f.NextFetch()
+	require.True(t, ok)
+	require.Equal(t, int32(4), req.LastFetchedEpoch)
+	acts := f.Step(FetchResponse{FetchOffset: 20, DivergingEpoch: &EpochEnd{Epoch: 3, EndOffset: 25}})
+	require.Equal(t, []Action{SaveEpochs{}}, acts)
+	req, ok = f.NextFetch()
+	require.True(t, ok)
+	require.Equal(t, int32(3), req.LastFetchedEpoch)
+	require.Equal(t, int64(20), req.FetchOffset)
+	// With nothing left to drop, a diverging answer at the end is a backoff.
+	acts = f.Step(FetchResponse{FetchOffset: 20, DivergingEpoch: &EpochEnd{Epoch: 3, EndOffset: 25}})
+	require.Len(t, acts, 1)
+	require.IsType(t, Backoff{}, acts[0])
+}
+
+// A replica that led epoch 4 without writing follows a leader whose next
+// batch, at its log end, is of epoch 3: the batch is appended and the
+// empty epoch dropped, not refused as out of order. Found by the
+// simulator (seeds 4723 and 5731): the follower refused it forever.
+func TestFollowerAppendsBelowAnEmptyEpoch(t *testing.T) {
+	f := newTestFollower(t, func(c *FollowerConfig) { c.Epochs = cache(t, 1, 0, 3, 10, 4, 20) })
+	acts := f.Step(FetchResponse{FetchOffset: 20, HighWatermark: 20, Batches: []BatchInfo{{20, 22, 3, false}}})
+	require.Equal(t, []Action{Append{Batches: []BatchInfo{{20, 22, 3, false}}}, SaveEpochs{}, AdvanceHW{To: 20}}, acts)
+	require.Equal(t, int32(3), f.epochs.LatestEpoch())
+}

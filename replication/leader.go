@@ -216,7 +216,7 @@ func (l *Leader) fetch(ev FollowerFetch) []Action {
 	switch {
 	case f == nil:
 		ans.Err = kerr.NotLeaderForPartition
-	case CheckLeaderEpoch(ev.CurrentLeaderEpoch, l.leaderEpoch) != nil:
+	case CheckLeaderEpoch(ev.CurrentLeaderEpoch, l.leaderEpoch) != nil && !l.mut.noEpochFencing:
 		ans.Err = CheckLeaderEpoch(ev.CurrentLeaderEpoch, l.leaderEpoch)
 	case l.staleIncarnation(f, ev.BrokerEpoch):
 		// A fetch from before the follower restarted, delivered late: its

@@ -33,6 +33,14 @@ type mutations struct {
 	// elected, the acknowledged record is gone).
 	countUnsynced bool
 
+	// Both.
+
+	// noEpochFencing: leader epochs are not compared (KIP-320 off): a
+	// Leader serves a fetch whatever leader epoch it carries, and a
+	// Follower appends batches of an epoch above its own. Meant to break
+	// the simulator's stale-leader scenario.
+	noEpochFencing bool
+
 	// Leader.
 
 	// expandBeforeEpochStart: a follower joins the ISR once its fetch offset

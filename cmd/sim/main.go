@@ -1,0 +1,215 @@
+// Command sim runs the deterministic cluster simulator (package sim) over
+// many seeds, or replays one.
+//
+//	go run ./cmd/sim -seeds 10000                 # schedules 1..10000, a progress bar, a summary
+//	go run ./cmd/sim -seed 73                     # replay one, with its trace on a failure
+//	go run ./cmd/sim -seeds 500 -brokers 5 -faults crash,partition
+//	go run -tags mutations ./cmd/sim -seeds 10000 -report results/sim.md
+//
+// -report writes the figures of results/sim.md: the schedules, their
+// violations, simulated time against wall time, faults by kind, and, in a
+// build with the mutations tag, how soon each named scenario's mutation
+// is caught.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/minikafka/minikafka/sim"
+)
+
+func main() {
+	seeds := flag.Int("seeds", 1000, "schedules to run, from -first")
+	first := flag.Uint64("first", 1, "first seed of -seeds")
+	seed := flag.Uint64("seed", 0, "replay this seed only")
+	long := flag.Bool("long", false, "the long profile: longer schedules with more work")
+	brokers := flag.Int("brokers", 0, "override the broker count (1..5)")
+	faults := flag.String("faults", "", "fault kinds to keep, comma separated: crash,partition,disk,shutdown,net (empty: as the seed draws; none: no faults)")
+	eng := flag.String("engine", "memory", "the storage under the simulation: memory (the crash-model log over memory)")
+	scenario := flag.String("scenario", "", "tune the options for a named scenario: "+scenarioNames())
+	mutation := flag.String("mutation", "", "switch a protection off (a build with -tags mutations): "+strings.Join(sim.Mutations(), ","))
+	report := flag.String("report", "", "write the figures to this markdown file")
+	flag.Parse()
+
+	if *eng != "memory" {
+		fatalf("-engine %s: only memory (the crash model) drives the simulation so far", *eng)
+	}
+	if *mutation != "" && !slices.Contains(append(sim.Mutations(), sim.MutationUnclean, sim.MutationNoELR), *mutation) {
+		fatalf("-mutation %s: not in this build (build with -tags mutations): %v", *mutation, sim.Mutations())
+	}
+	profile := sim.ProfileCI
+	if *long {
+		profile = sim.ProfileLong
+	}
+	options := func(s uint64) sim.Options {
+		o := sim.Derive(s, profile)
+		if *scenario != "" {
+			sc, ok := findScenario(*scenario)
+			if !ok {
+				fatalf("-scenario %s: none such (%s)", *scenario, scenarioNames())
+			}
+			o = sim.ScenarioOptions(sc, s, false)
+		}
+		if *brokers > 0 {
+			o.Brokers = *brokers
+			o.ReplicationFactor = min(o.ReplicationFactor, o.Brokers)
+			o.MinISR = min(o.MinISR, o.ReplicationFactor)
+		}
+		applyFaults(&o, *faults)
+		o.Mutation = *mutation
+		return o
+	}
+	if *seed != 0 {
+		o := options(*seed)
+		fmt.Println("options:", o)
+		r := sim.Run(o)
+		if r.Failed() {
+			fmt.Print(sim.FormatFailure(r, 200))
+			os.Exit(1)
+		}
+		fmt.Printf("ok: %d events, %.1fs simulated, trace %016x\n", r.Stats.Events, float64(r.Stats.Ticks)/1000, r.TraceHash)
+		return
+	}
+	sum := runMany(*first, *seeds, options)
+	fmt.Print(sum.text())
+	if *report != "" {
+		var caught []catch
+		if len(sim.Mutations()) > 0 {
+			caught = catchMutations(*seeds)
+		}
+		if err := writeReport(*report, sum, caught); err != nil {
+			fatalf("%v", err)
+		}
+		fmt.Println("wrote", *report)
+	}
+	if len(sum.failures) > 0 {
+		os.Exit(1)
+	}
+}
+
+// summary is what a batch of schedules did.
+type summary struct {
+	schedules int
+	simMs     int64
+	wall      time.Duration
+	events    int
+	faults    map[string]int
+	acked     [2]int
+	reads     int
+	failures  []sim.Result
+}
+
+func runMany(first uint64, n int, options func(uint64) sim.Options) summary {
+	s := summary{faults: map[string]int{}}
+	bar := progressbar.NewOptions(n, progressbar.OptionSetDescription("schedules"), progressbar.OptionShowCount(),
+		progressbar.OptionSetWriter(os.Stderr), progressbar.OptionThrottle(200*time.Millisecond))
+	start := time.Now()
+	for i := range n {
+		r := sim.Run(options(first + uint64(i)))
+		s.schedules++
+		s.simMs += r.Stats.Ticks
+		s.events += r.Stats.Events
+		s.acked[0] += r.Stats.AckedAll
+		s.acked[1] += r.Stats.AckedOne
+		s.reads += r.Stats.Reads
+		for k, v := range r.Stats.Faults {
+			s.faults[k] += v
+		}
+		s.faults["message-dropped"] += r.Stats.Dropped
+		s.faults["message-duplicated"] += r.Stats.Duplicated
+		s.faults["unsynced-batch-lost"] += r.Stats.LostBatches
+		s.faults["torn-write"] += r.Stats.Torn
+		if r.Failed() {
+			s.failures = append(s.failures, r)
+			fmt.Fprintf(os.Stderr, "\n%s", sim.FormatFailure(r, 0))
+		}
+		_ = bar.Add(1)
+	}
+	s.wall = time.Since(start)
+	_ = bar.Finish()
+	fmt.Fprintln(os.Stderr)
+	return s
+}
+
+func (s summary) text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "schedules: %d, violations: %d\n", s.schedules, len(s.failures))
+	fmt.Fprintf(&b, "simulated: %s in %s of wall time (%.0fx), %d events\n",
+		time.Duration(s.simMs)*time.Millisecond, s.wall.Round(time.Millisecond), float64(s.simMs)/float64(s.wall.Milliseconds()+1), s.events)
+	fmt.Fprintf(&b, "acknowledged batches: %d acks=all, %d acks=1; records read by consumers: %d\n", s.acked[0], s.acked[1], s.reads)
+	b.WriteString("faults injected:\n")
+	for _, k := range sortedKeys(s.faults) {
+		fmt.Fprintf(&b, "  %-22s %d\n", k, s.faults[k])
+	}
+	for _, f := range s.failures {
+		fmt.Fprintf(&b, "FAILED: %s\n  replay: %s\n", f.Violations[0], f.Replay())
+	}
+	return b.String()
+}
+
+func applyFaults(o *sim.Options, kinds string) {
+	if kinds == "" {
+		return
+	}
+	keep := map[string]bool{}
+	for _, k := range strings.Split(kinds, ",") {
+		keep[strings.TrimSpace(k)] = true
+	}
+	if !keep["crash"] {
+		o.CrashEvery = 0
+	} else if o.CrashEvery == 0 {
+		o.CrashEvery = 1500
+	}
+	if !keep["partition"] {
+		o.PartitionEvery = 0
+	} else if o.PartitionEvery == 0 {
+		o.PartitionEvery = 1500
+	}
+	if !keep["disk"] {
+		o.DiskEvery = 0
+	} else if o.DiskEvery == 0 {
+		o.DiskEvery = 1000
+	}
+	o.ControlledStop = keep["shutdown"]
+	if !keep["net"] {
+		o.DropPct, o.DupPct = 0, 0
+	}
+}
+
+func findScenario(name string) (sim.Scenario, bool) {
+	for _, sc := range sim.Scenarios {
+		if sc.Name == name {
+			return sc, true
+		}
+	}
+	return sim.Scenario{}, false
+}
+
+func scenarioNames() string {
+	var names []string
+	for _, sc := range sim.Scenarios {
+		names = append(names, sc.Name)
+	}
+	return strings.Join(names, ",")
+}
+
+func sortedKeys(m map[string]int) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "sim: "+format+"\n", args...)
+	os.Exit(2)
+}

@@ -1,0 +1,42 @@
+package sim
+
+import "github.com/minikafka/minikafka/broker/batch/batchtest"
+
+// duplicates looks for duplicate: an idempotent producer's record stored
+// twice, at two offsets of one partition, in what a consumer read or in a
+// leader's log at the end of the run. Every record value is unique to one
+// send of one producer, retries included, so a value at two offsets is a
+// retry stored twice.
+type duplicates struct {
+	seen map[tp]map[string]int64 // value -> offset, from reads
+}
+
+func (d *duplicates) init() { d.seen = map[tp]map[string]int64{} }
+
+func (d *duplicates) read(s *Sim, k tp, recs []batchtest.Record) {
+	m := d.seen[k]
+	if m == nil {
+		m = map[string]int64{}
+		d.seen[k] = m
+	}
+	for _, r := range recs {
+		if off, ok := m[string(r.Value)]; ok && off != r.Offset {
+			s.violate("duplicate", "%q read at %s offsets %d and %d", r.Value, k, off, r.Offset)
+			return
+		}
+		m[string(r.Value)] = r.Offset
+	}
+}
+
+func (d *duplicates) log(s *Sim, r *replica) {
+	at := map[string]int64{}
+	for _, bt := range r.log.l.batches {
+		for _, rec := range decode(s, [][]byte{bt.Data}) {
+			if off, ok := at[string(rec.Value)]; ok {
+				s.violate("duplicate", "%q stored at %s offsets %d and %d on leader %d", rec.Value, r.tp, off, rec.Offset, r.b.id)
+				return
+			}
+			at[string(rec.Value)] = rec.Offset
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package sim
+
+import (
+	"bytes"
+	"slices"
+
+	"github.com/minikafka/minikafka/broker/batch/batchtest"
+)
+
+// offsetHistory looks for inconsistent-offsets: one offset holding two
+// values. It keeps, per partition, what is committed: the batches below a
+// replica's high watermark, byte for byte, as the first replica to commit
+// them had them. Every replica whose high watermark passes a batch must
+// hold the same bytes (replicas are identical below the HW), and every
+// record a consumer reads must be the committed one.
+type offsetHistory struct {
+	batches map[tp]map[int64][]byte // base offset -> stored bytes
+	values  map[tp]map[int64][]byte // offset -> record value
+}
+
+func (h *offsetHistory) init() {
+	h.batches = map[tp]map[int64][]byte{}
+	h.values = map[tp]map[int64][]byte{}
+}
+
+func (h *offsetHistory) committed(s *Sim, r *replica, from, to int64) {
+	bm, vm := h.batches[r.tp], h.values[r.tp]
+	if bm == nil {
+		bm, vm = map[int64][]byte{}, map[int64][]byte{}
+		h.batches[r.tp], h.values[r.tp] = bm, vm
+	}
+	start := max(from, r.log.StartOffset())
+	if start >= to || start >= r.log.EndOffset() {
+		return
+	}
+	i := r.log.find(start)
+	for ; i < len(r.log.l.batches); i++ {
+		bt := r.log.l.batches[i]
+		if bt.NextOffset() > to {
+			break
+		}
+		if prev, ok := bm[bt.BaseOffset]; ok {
+			if !bytes.Equal(prev, bt.Data) {
+				s.violate("inconsistent-offsets", "replicas differ below the high watermark: broker %d holds another batch at %s offset %d than was committed before (HW %d -> %d)",
+					r.b.id, r.tp, bt.BaseOffset, from, to)
+				return
+			}
+			continue
+		}
+		bm[bt.BaseOffset] = bt.Data
+		for _, rec := range decode(s, [][]byte{bt.Data}) {
+			if prev, ok := vm[rec.Offset]; ok && !slices.Equal(prev, rec.Value) {
+				s.violate("inconsistent-offsets", "%s offset %d committed as %q, then as %q by broker %d", r.tp, rec.Offset, prev, rec.Value, r.b.id)
+				return
+			}
+			vm[rec.Offset] = rec.Value
+		}
+	}
+}
+
+func (h *offsetHistory) read(s *Sim, c *consumerClient, k tp, recs []batchtest.Record) {
+	vm := h.values[k]
+	for _, r := range recs {
+		prev, ok := vm[r.Offset]
+		if !ok {
+			s.violate("inconsistent-offsets", "consumer %d read %q at %s offset %d, which no replica committed", c.id, r.Value, k, r.Offset)
+			return
+		}
+		if !slices.Equal(prev, r.Value) {
+			s.violate("inconsistent-offsets", "consumer %d read %q at %s offset %d, committed as %q", c.id, r.Value, k, r.Offset, prev)
+			return
+		}
+	}
+}

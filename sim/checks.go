@@ -1,0 +1,115 @@
+package sim
+
+import (
+	"github.com/minikafka/minikafka/broker/batch/batchtest"
+	"github.com/minikafka/minikafka/cluster"
+)
+
+// checks holds every checker of a run. The simulator calls the hooks below
+// where the product would make the observation (a leader elected, a high
+// watermark moved, a record acknowledged, a poll answered); each hook hands
+// it to the checkers that care, one file each, named after the anomaly
+// they look for (Jepsen's names where there is one).
+type checks struct {
+	s          *Sim
+	violations []Violation
+
+	lost    lostWrites
+	dups    duplicates
+	offsets offsetHistory
+	leaders leaderEpochs
+	epochs  epochMonotony
+	hws     highWatermarks
+	polls   nonmonotonicPolls
+	skips   pollSkips
+	pids    producerIDBlocks
+}
+
+func newChecks(s *Sim) *checks {
+	c := &checks{s: s}
+	c.lost.init()
+	c.dups.init()
+	c.offsets.init()
+	c.leaders.init()
+	c.epochs.init()
+	c.hws.init()
+	c.polls.init()
+	c.skips.init()
+	return c
+}
+
+func (c *checks) brokerStarted(b *broker) { c.epochs.started(c.s, b) }
+func (c *checks) brokerStopped(b *broker) {}
+
+func (c *checks) imageApplied(b *broker, img *cluster.Metadata) {
+	c.epochs.image(c.s, b, img)
+	c.leaders.image(c.s, b, img)
+}
+
+func (c *checks) producerIDs(b *broker, first, n int64) { c.pids.block(c.s, b, first, n) }
+
+func (c *checks) leaderElected(r *replica, p cluster.Partition) {
+	c.leaders.elected(c.s, r, p)
+	c.lost.elected(c.s, r)
+}
+
+func (c *checks) hwAdvanced(r *replica, from, to int64) {
+	c.hws.advanced(c.s, r, from, to)
+	c.offsets.committed(c.s, r, from, to)
+}
+
+func (c *checks) truncated(r *replica, to int64) { c.hws.truncated(c.s, r, to) }
+
+func (c *checks) served(r *replica, offset int64, resp fetchResp) { c.hws.served(c.s, r, offset, resp) }
+
+func (c *checks) acked(p *producerClient, k tp, base int64, values [][]byte) {
+	if p.acks == -1 {
+		c.s.stats.AckedAll++
+	} else {
+		c.s.stats.AckedOne++
+	}
+	c.lost.acked(p, k, base, values)
+}
+
+func (c *checks) polled(cl *consumerClient, k tp, pos int64, batches [][]byte) {
+	recs := decode(c.s, batches)
+	c.s.stats.Reads += len(recs)
+	c.polls.polled(c.s, cl, k, recs)
+	c.skips.polled(c.s, cl, k, pos, recs)
+	c.offsets.read(c.s, cl, k, recs)
+	c.dups.read(c.s, k, recs)
+	var next int64 = pos
+	for _, r := range recs {
+		if r.Offset >= next {
+			next = r.Offset + 1
+		}
+	}
+	cl.pos = next
+}
+
+// final runs the end-of-run checks on the converged cluster.
+func (c *checks) final() {
+	for _, b := range c.s.brokers {
+		for _, r := range sortedReplicas(b.replicas) {
+			if r.leader != nil {
+				c.lost.elected(c.s, r)
+				c.dups.log(c.s, r)
+			}
+		}
+	}
+}
+
+// decode reads the records of stored batches; a batch that does not decode
+// is a violation (the product never stores one).
+func decode(s *Sim, batches [][]byte) []batchtest.Record {
+	var out []batchtest.Record
+	for _, b := range batches {
+		recs, err := batchtest.Decode(b)
+		if err != nil {
+			s.violate("corrupt-read", "a stored batch does not decode: %v", err)
+			return nil
+		}
+		out = append(out, recs...)
+	}
+	return out
+}

@@ -1,0 +1,271 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/minikafka/minikafka/engine"
+)
+
+// The crash model. A broker's disk is a crashable pebble MemFS, for the
+// quorum's small files (META, HARDSTATE, SNAPSHOT: written with fsync and
+// rename, so CrashClone keeps exactly what the product's atomic writes
+// promise), and crash-model logs for the raft log and the partitions. A log
+// keeps what was synced; a power loss keeps a seeded share of the unsynced
+// tail (a prefix: files are written in order), and the last write it keeps
+// may be torn, which the next open's recovery finds and cuts, as every
+// engine's does. Disk faults: a sync that fails (EIO: the broker halts, as
+// Kafka does when its log directory fails), a full disk (appends refused
+// with ENOSPC for a while) and slow syncs (the sync's completion is an
+// event the simulator schedules late).
+
+// EngineName is the engine the quorum's raft log opens through the
+// registry: a crash-model log of the broker whose FS it is given.
+const EngineName = "sim-crash"
+
+func init() {
+	engine.Register(engine.Driver{
+		Name: EngineName,
+		Caps: engine.Capabilities{CustomFS: true, Durable: true},
+		Open: func(dir string, opts engine.Options) (engine.LogEngine, error) {
+			fs, ok := opts.FS.(*diskFS)
+			if !ok {
+				return nil, fmt.Errorf("sim: engine %s needs a simulated disk, not %T", EngineName, opts.FS)
+			}
+			return fs.disk.open(dir), nil
+		},
+	})
+}
+
+// diskFS is the broker's MemFS, carrying its disk so that the registered
+// engine finds the logs that survived.
+type diskFS struct {
+	vfs.FS
+	disk *disk
+}
+
+var (
+	errDiskFull = errors.New("sim: no space left on device")
+	errDiskIO   = errors.New("sim: input/output error")
+)
+
+// disk is one broker's storage across its incarnations.
+type disk struct {
+	mem   *vfs.MemFS
+	logs  map[string]*logState // by directory
+	files map[string][]byte    // checkpoints beside the partition logs, written atomically
+	full  bool                 // appends fail with errDiskFull
+	fail  bool                 // the next sync fails with errDiskIO
+	stats *Stats
+}
+
+func newDisk(stats *Stats) *disk {
+	d := &disk{mem: vfs.NewCrashableMem(), logs: map[string]*logState{}, files: map[string][]byte{}, stats: stats}
+	_ = d.mem.MkdirAll("/", 0o755)
+	return d
+}
+
+func (d *disk) fs() vfs.FS { return &diskFS{FS: d.mem, disk: d} }
+
+// logState is what a log holds on the disk: batches in offset order, the
+// first synced of them durable.
+type logState struct {
+	start   int64
+	batches []engine.Batch
+	synced  int  // batches[:synced] are durable
+	torn    bool // the last batch is torn (after a crash, until the open cuts it)
+}
+
+func (l *logState) end() int64 {
+	if len(l.batches) == 0 {
+		return l.start
+	}
+	return l.batches[len(l.batches)-1].NextOffset()
+}
+
+func (l *logState) syncedEnd() int64 {
+	if l.synced == 0 {
+		return l.start
+	}
+	return l.batches[l.synced-1].NextOffset()
+}
+
+// crash is a power loss: the MemFS keeps what was synced plus a share of
+// the rest; every log keeps its synced batches and a prefix of the others,
+// the last of them torn with probability tornPct.
+func (d *disk) crash(rng *rand.Rand, unsyncedPct, tornPct int) {
+	d.mem = d.mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: unsyncedPct, RNG: rng})
+	for _, dir := range sortedKeys(d.logs) {
+		l := d.logs[dir]
+		unsynced := len(l.batches) - l.synced
+		keep := 0
+		for keep < unsynced && rng.IntN(100) < unsyncedPct {
+			keep++
+		}
+		l.batches = l.batches[:l.synced+keep]
+		if keep > 0 && rng.IntN(100) < tornPct {
+			l.torn = true
+			d.stats.Torn++
+		}
+		d.stats.LostBatches += unsynced - keep
+	}
+	d.full, d.fail = false, false
+}
+
+// open recovers the log in dir: a torn tail is cut, and what is kept is
+// synced (an engine fsyncs what it recovered before it says so).
+func (d *disk) open(dir string) *crashLog {
+	l, ok := d.logs[dir]
+	if !ok {
+		l = &logState{}
+		d.logs[dir] = l
+	}
+	if l.torn {
+		l.batches = l.batches[:len(l.batches)-1]
+		l.torn = false
+	}
+	l.synced = len(l.batches)
+	return &crashLog{d: d, l: l}
+}
+
+// remove deletes the log in dir (a partition of a deleted topic).
+func (d *disk) remove(dir string) {
+	delete(d.logs, dir)
+	for _, k := range sortedKeys(d.files) {
+		if len(k) > len(dir) && k[:len(dir)] == dir && k[len(dir)] == '/' {
+			delete(d.files, k)
+		}
+	}
+}
+
+// crashLog is an engine.LogEngine over a logState: the contract's offsets
+// and errors, with durability only at Sync. Single goroutine.
+type crashLog struct {
+	d         *disk
+	l         *logState
+	partition bool // a partition's log: a full disk refuses its appends
+	closed    bool
+}
+
+var _ engine.LogEngine = (*crashLog)(nil)
+
+func (c *crashLog) Append(b engine.Batch) error {
+	if err := b.Validate(engine.DefaultMaxBatchBytes); err != nil {
+		return err
+	}
+	switch {
+	case c.closed:
+		return engine.ErrClosed
+	case b.BaseOffset != c.l.end():
+		return fmt.Errorf("%w: base %d, end %d", engine.ErrNotContiguous, b.BaseOffset, c.l.end())
+	case c.d.full && c.partition:
+		c.d.stats.Faults["disk-full-refusal"]++
+		return errDiskFull
+	}
+	b.Data = append([]byte(nil), b.Data...)
+	c.l.batches = append(c.l.batches, b)
+	return nil
+}
+
+// Sync makes everything below end durable at once; the simulator decides
+// when it is called (a slow sync is a late call).
+func (c *crashLog) Sync(_ context.Context, end int64) error {
+	if c.closed {
+		return engine.ErrClosed
+	}
+	if c.d.fail {
+		c.d.fail = false
+		return errDiskIO
+	}
+	for c.l.synced < len(c.l.batches) && c.l.batches[c.l.synced].BaseOffset < end {
+		c.l.synced++
+	}
+	return nil
+}
+
+func (c *crashLog) find(offset int64) int {
+	return sort.Search(len(c.l.batches), func(i int) bool { return c.l.batches[i].NextOffset() > offset })
+}
+
+func (c *crashLog) Read(offset int64, maxBytes int) ([]engine.Batch, error) {
+	if c.closed {
+		return nil, engine.ErrClosed
+	}
+	if offset < c.l.start || offset > c.l.end() {
+		return nil, fmt.Errorf("%w: %d not in [%d, %d]", engine.ErrOffsetOutOfRange, offset, c.l.start, c.l.end())
+	}
+	var out []engine.Batch
+	size := 0
+	for i := c.find(offset); i < len(c.l.batches); i++ {
+		b := c.l.batches[i]
+		if len(out) > 0 && size+len(b.Data) > maxBytes {
+			break
+		}
+		size += len(b.Data)
+		b.Data = append([]byte(nil), b.Data...)
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// Truncate is durable when it returns, as the contract says.
+func (c *crashLog) Truncate(offset int64) error {
+	if c.closed {
+		return engine.ErrClosed
+	}
+	if offset < c.l.start || offset > c.l.end() {
+		return fmt.Errorf("%w: truncate to %d, log is [%d, %d]", engine.ErrOffsetOutOfRange, offset, c.l.start, c.l.end())
+	}
+	i := c.find(offset)
+	c.l.batches = c.l.batches[:i]
+	c.l.synced = min(c.l.synced, i)
+	return nil
+}
+
+func (c *crashLog) DeleteBefore(offset int64) error {
+	if c.closed {
+		return engine.ErrClosed
+	}
+	if offset <= c.l.start {
+		return nil
+	}
+	if offset > c.l.end() {
+		c.l.batches, c.l.synced, c.l.start = nil, 0, offset
+		return nil
+	}
+	i := c.find(offset)
+	c.l.batches = append([]engine.Batch(nil), c.l.batches[i:]...)
+	c.l.synced = max(0, c.l.synced-i)
+	c.l.start = offset
+	return nil
+}
+
+func (c *crashLog) StartOffset() int64 { return c.l.start }
+func (c *crashLog) EndOffset() int64   { return c.l.end() }
+
+// durableEnd is what a crash now would keep for sure.
+func (c *crashLog) durableEnd() int64 { return c.l.syncedEnd() }
+
+// Close syncs, as the contract says (a clean shutdown).
+func (c *crashLog) Close() error {
+	if c.closed {
+		return engine.ErrClosed
+	}
+	c.l.synced = len(c.l.batches)
+	c.closed = true
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

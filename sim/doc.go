@@ -1,0 +1,60 @@
+// Package sim is mini-kafka's deterministic cluster simulator, after
+// TigerBeetle's VOPR: N brokers (1 to 5, every one a controller voter, as
+// in the product) run in one goroutine on a simulated clock, driving the
+// real state machines — quorum.Node (etcd raft), cluster.Store and
+// Metadata.Apply, cluster.ControllerCore and the decisions of
+// cluster.Settings, replication.Leader and Follower, producer.State and the
+// RecordBatch code — with faults, from one seed.
+//
+// # The loop
+//
+// Time is in ticks of one simulated millisecond. A priority queue holds
+// (tick, sequence, event); Run pops the earliest, runs it on the node it
+// belongs to, and schedules what it causes: messages through the simulated
+// network, syncs through the crash-model disk, timers on the clock. The
+// messages are the product's: raftpb.Message between quorum nodes, the
+// kmsg requests and responses of the controller APIs (BrokerRegistration,
+// BrokerHeartbeat, AlterPartition, AllocateProducerIDs, CreateTopics,
+// DeleteTopics), and the replication package's FetchRequest with the
+// stored batch bytes in the answers. A run has a safety phase with faults,
+// then a liveness phase that heals everything and must, within a bound,
+// give every partition a leader and a full ISR and let every producer
+// finish.
+//
+// # Faults
+//
+// Per run, drawn from the seed (swarm testing: each seed its own mix):
+// message drop, duplication and delay (hence reordering); partitions,
+// symmetric, asymmetric and FoundationDB's swizzle-clog; broker crashes
+// (power loss: the disk keeps what was synced and a seeded share of the
+// rest, the last write maybe torn) and restarts through the same recovery
+// code the broker runs; a sync that fails (the broker halts), a full disk,
+// slow syncs; controlled shutdowns; a broker lost for good (scenarios).
+//
+// # Checkers
+//
+// One per file (check_*.go), named after Jepsen's anomalies: lost-write,
+// duplicate, inconsistent-offsets (also: replicas byte-identical below the
+// high watermark), nonmonotonic-poll, poll-skip; two-leaders (one leader
+// per partition per epoch), epoch-regression, hw-regression,
+// read-above-hw, duplicate-producer-id, and liveness.
+//
+// # Determinism and replay
+//
+// One master seed; each component draws from its own sub-seed (network,
+// faults, workload, each broker's disk and raft). Nothing else decides: no
+// goroutine, no real clock, no map iteration order. The same seed gives
+// the same trace hash (TestDeterminism). A failure prints the options, the
+// violation, the end of the trace and the one command that replays it:
+//
+//	go run ./cmd/sim -seed N
+//
+// # Mutations
+//
+// Each named scenario (scenarios.go) passes on the real build and must
+// fail with its protection off. The replication switches are reachable
+// only in a build with the mutations tag (replication/mutations_export.go,
+// sim/mutations_on.go); unclean election and ELR are product settings.
+// TestMutations runs the tagged test binary as a subprocess, so
+// `go test ./...` covers it.
+package sim

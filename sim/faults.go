@@ -1,0 +1,190 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/minikafka/minikafka/cluster"
+)
+
+// Faults of the safety phase, each kind at its own rate (Options): broker
+// crashes (power loss) and restarts, network partitions of three kinds,
+// disk faults (a failing sync, a full disk, slow syncs) and controlled
+// shutdowns. The liveness phase heals them all (Sim.heal).
+
+func (s *Sim) scheduleFaults() {
+	o := s.opts
+	every := func(mean int64, kind string, fn func()) {
+		if mean <= 0 {
+			return
+		}
+		var next func()
+		next = func() {
+			if s.phase != "safety" {
+				return
+			}
+			fn()
+			s.at(mean/2+s.faults.Int64N(mean), kind, next)
+		}
+		s.at(300+s.faults.Int64N(mean), kind, next)
+	}
+	every(o.CrashEvery, "fault-crash", s.crashOne)
+	if o.LostBroker > 0 {
+		var lose func()
+		lose = func() {
+			if len(s.admin.pending) > 0 { // the topics need every broker to be created
+				s.at(100, "fault-lose", lose)
+				return
+			}
+			b := s.brokers[o.LostBroker-1]
+			s.stats.Faults["broker-lost"]++
+			b.crash("lost for good")
+			b.lost = true
+		}
+		s.at(o.SafetyTicks/3+s.faults.Int64N(o.SafetyTicks/2), "fault-lose", lose)
+	}
+	every(o.PartitionEvery, "fault-partition", s.net.partition)
+	every(o.DiskEvery, "fault-disk", s.diskFault)
+	if o.ControlledStop {
+		every(2000, "fault-shutdown", func() {
+			b := s.brokers[s.faults.IntN(len(s.brokers))]
+			if b.up && b.epoch >= 0 {
+				s.stats.Faults["shutdown-requested"]++
+				b.beginShutdown()
+			}
+		})
+	}
+}
+
+func (s *Sim) crashOne() {
+	b := s.brokers[s.faults.IntN(len(s.brokers))]
+	if !b.up {
+		return
+	}
+	s.stats.Faults["crash"]++
+	b.crash("power loss")
+	s.at(100+s.faults.Int64N(1500), "restart", func() {
+		if !b.up && !b.lost && s.phase == "safety" {
+			b.start()
+		}
+	})
+}
+
+func (s *Sim) diskFault() {
+	b := s.brokers[s.faults.IntN(len(s.brokers))]
+	if !b.up {
+		return
+	}
+	gen := b.gen
+	switch s.faults.IntN(3) {
+	case 0:
+		s.stats.Faults["disk-sync-error"]++
+		s.tracef("b%d: the next sync fails", b.id)
+		b.disk.fail = true
+	case 1:
+		s.stats.Faults["disk-full"]++
+		s.tracef("b%d: disk full", b.id)
+		b.disk.full = true
+		s.at(200+s.faults.Int64N(800), "disk-free", func() {
+			if b.gen == gen {
+				b.disk.full = false
+			}
+		})
+	case 2:
+		s.stats.Faults["disk-slow"]++
+		s.tracef("b%d: slow syncs", b.id)
+		b.slowSync = true
+		s.at(200+s.faults.Int64N(800), "disk-fast", func() { b.slowSync = false })
+	}
+}
+
+// converged: the liveness goal after healing: every partition of the
+// workload's topics has a leader with its whole replica set in the ISR, as
+// every live broker's image says, and every producer has finished.
+func (s *Sim) converged() bool { return s.notConverged() == "" }
+
+func (s *Sim) notConverged() string {
+	for _, c := range s.clients {
+		if !c.done() {
+			return c.describe()
+		}
+	}
+	if len(s.admin.pending) > 0 {
+		return fmt.Sprintf("topic %s not created", s.admin.pending[0])
+	}
+	var live []*broker
+	for _, b := range s.brokers {
+		if b.lost {
+			continue
+		}
+		live = append(live, b)
+		if !b.up {
+			return fmt.Sprintf("b%d down", b.id)
+		}
+		if b.epoch < 0 || b.fenced || b.wantShutdown {
+			return fmt.Sprintf("b%d not registered and unfenced", b.id)
+		}
+	}
+	img := live[0].store.Image()
+	for _, b := range live[1:] {
+		if b.store.Image().Offset() != img.Offset() {
+			return fmt.Sprintf("b%d metadata at %d, b%d at %d", b.id, b.store.Image().Offset(), live[0].id, img.Offset())
+		}
+	}
+	for i := range s.opts.Topics {
+		t, ok := img.Topic(fmt.Sprintf("t%d", i))
+		if !ok {
+			return fmt.Sprintf("t%d missing", i)
+		}
+		for pi, p := range t.Partitions {
+			want := len(p.Replicas)
+			if s.opts.LostBroker > 0 && slices.Contains(p.Replicas, s.opts.LostBroker) {
+				want--
+			}
+			if p.Leader == cluster.NoLeader || len(without(p.ISR, s.opts.LostBroker)) != want {
+				return fmt.Sprintf("%s-%d leader %d epoch %d isr %v replicas %v;%s", t.Name, pi, p.Leader, p.LeaderEpoch, p.ISR, p.Replicas, s.describeReplicas(tp{t.ID, int32(pi)}))
+			}
+			r := s.brokers[p.Leader-1].replicas[tp{t.ID, int32(pi)}]
+			if r == nil || r.leader == nil || r.leaderEpoch != p.LeaderEpoch {
+				return fmt.Sprintf("%s-%d: broker %d does not lead it yet", t.Name, pi, p.Leader)
+			}
+		}
+	}
+	return ""
+}
+
+// describeReplicas says what each broker's replica of k is doing.
+func (s *Sim) describeReplicas(k tp) string {
+	var b strings.Builder
+	for _, br := range s.brokers {
+		r := br.replicas[k]
+		if r == nil {
+			continue
+		}
+		fmt.Fprintf(&b, " b%d[end %d durable %d hw %d epoch %d", br.id, r.log.EndOffset(), r.durable, r.hw, r.leaderEpoch)
+		if r.leader != nil {
+			st := r.leader.Status(s.time())
+			fmt.Fprintf(&b, " leader isr %v pending %v refused %v", st.ISR, st.Pending, st.PendingRefused)
+			for _, f := range st.Followers {
+				fmt.Fprintf(&b, " f%d@%d/%d", f.ID, f.FetchOffset, f.BrokerEpoch)
+			}
+		}
+		if r.follower != nil {
+			st := r.follower.State()
+			fmt.Fprintf(&b, " follower of %d busy %v stale %v sync-pending %v", st.Leader, r.fetchBusy, st.Stale, st.SyncPending)
+		}
+		b.WriteString("]")
+	}
+	return b.String()
+}
+
+func without(ids []int32, drop int32) []int32 {
+	var out []int32
+	for _, id := range ids {
+		if id != drop {
+			out = append(out, id)
+		}
+	}
+	return out
+}

@@ -1,0 +1,14 @@
+//go:build !mutations
+
+package sim
+
+import "github.com/minikafka/minikafka/replication"
+
+// Without the mutations build tag no protection can be switched off: a
+// run that names a mutation is refused (see Mutations).
+
+func mutateLeader(*replication.LeaderConfig, string)     {}
+func mutateFollower(*replication.FollowerConfig, string) {}
+
+// Mutations are the names this build can switch off: none.
+func Mutations() []string { return nil }

@@ -1,0 +1,162 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+)
+
+// The network carries every message between nodes (brokers 1..N, clients
+// from clientBase): each send is delivered after a delay drawn in
+// [DelayMin, DelayMax] (so messages reorder), or dropped, or delivered
+// twice, by the run's rates; a clogged link drops everything sent on it.
+// Partitions clog links: symmetric (two sides), asymmetric (one
+// direction), and swizzle-clog (FoundationDB: links clogged one by one,
+// then unclogged in random order).
+
+const clientBase = 100
+
+type link struct{ from, to int32 }
+
+type network struct {
+	s      *Sim
+	rng    *rand.Rand
+	clog   map[link]bool
+	nodes  []int32 // every node id, sorted
+	healed bool    // the liveness phase: no drops, no duplicates
+}
+
+func newNetwork(s *Sim, rng *rand.Rand) *network {
+	return &network{s: s, rng: rng, clog: map[link]bool{}}
+}
+
+func (n *network) clogged(from, to int32) bool { return n.clog[link{from, to}] }
+
+// send carries msg from one node to another; deliver runs at the receiver.
+func (n *network) send(from, to int32, kind string, deliver func()) bool {
+	o := &n.s.opts
+	if from == to {
+		n.s.at(0, kind, deliver)
+		return true
+	}
+	if n.clog[link{from, to}] || (!n.healed && n.rng.IntN(100) < o.DropPct) {
+		n.s.stats.Dropped++
+		return false
+	}
+	copies := 1
+	if !n.healed && n.rng.IntN(100) < o.DupPct {
+		copies = 2
+		n.s.stats.Duplicated++
+	}
+	for range copies {
+		d := o.DelayMin + n.rng.Int64N(o.DelayMax-o.DelayMin+1)
+		n.s.stats.Messages++
+		n.s.at(d, kind, func() {
+			// A message that arrives while its link is clogged is lost too.
+			if n.clog[link{from, to}] {
+				n.s.stats.Dropped++
+				return
+			}
+			deliver()
+		})
+	}
+	return true
+}
+
+// brokerIDs are 1..N.
+func (n *network) brokerIDs() []int32 {
+	var ids []int32
+	for _, id := range n.nodes {
+		if id < clientBase {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// partition applies one partition fault, drawn from the three kinds, and
+// schedules its healing.
+func (n *network) partition() {
+	ids := n.brokerIDs()
+	if len(ids) < 2 {
+		return
+	}
+	heal := 200 + n.rng.Int64N(2000)
+	switch n.rng.IntN(3) {
+	case 0: // symmetric: a random side against the rest, clients split too
+		side := n.randomSide(ids)
+		n.s.stats.Faults["partition-symmetric"]++
+		n.s.tracef("partition symmetric %v", side)
+		for _, a := range n.nodes {
+			for _, b := range n.nodes {
+				if slices.Contains(side, a) != slices.Contains(side, b) && (a < clientBase || b < clientBase) {
+					n.clog[link{a, b}] = true
+				}
+			}
+		}
+		n.s.at(heal, "heal", n.healAll)
+	case 1: // asymmetric: one side hears the other, not the other way
+		side := n.randomSide(ids)
+		n.s.stats.Faults["partition-asymmetric"]++
+		n.s.tracef("partition asymmetric %v", side)
+		for _, a := range side {
+			for _, b := range n.nodes {
+				if !slices.Contains(side, b) {
+					n.clog[link{a, b}] = true
+				}
+			}
+		}
+		n.s.at(heal, "heal", n.healAll)
+	case 2: // swizzle-clog
+		n.s.stats.Faults["partition-swizzle"]++
+		n.swizzle(ids)
+	}
+}
+
+// randomSide is a non-empty proper subset of ids.
+func (n *network) randomSide(ids []int32) []int32 {
+	for {
+		var side []int32
+		for _, id := range ids {
+			if n.rng.IntN(2) == 0 {
+				side = append(side, id)
+			}
+		}
+		if len(side) > 0 && len(side) < len(ids) {
+			return side
+		}
+	}
+}
+
+// swizzle clogs the links between brokers one at a time, then unclogs
+// them in another random order.
+func (n *network) swizzle(ids []int32) {
+	var links []link
+	for _, a := range ids {
+		for _, b := range ids {
+			if a != b {
+				links = append(links, link{a, b})
+			}
+		}
+	}
+	n.rng.Shuffle(len(links), func(i, j int) { links[i], links[j] = links[j], links[i] })
+	links = links[:1+n.rng.IntN(len(links))]
+	n.s.tracef("swizzle %d links", len(links))
+	var t int64
+	for _, l := range links {
+		t += 20 + n.rng.Int64N(100)
+		n.s.at(t, "clog", func() { n.clog[l] = true })
+	}
+	order := slices.Clone(links)
+	n.rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	for _, l := range order {
+		t += 20 + n.rng.Int64N(200)
+		n.s.at(t, "unclog", func() { delete(n.clog, l) })
+	}
+}
+
+func (n *network) healAll() {
+	clear(n.clog)
+}
+
+func (l link) String() string { return fmt.Sprintf("%d->%d", l.from, l.to) }

@@ -1,0 +1,150 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+)
+
+// Options are everything a run does, derived from its seed (swarm testing:
+// every seed draws its own cluster size, fault mix and workload) and then
+// overridden by flags or a scenario. String prints them first in every
+// report, so a run can be read without replaying it.
+type Options struct {
+	Seed    uint64
+	Brokers int // 1..5, every one a controller voter
+	// Replication and the topics the producers write.
+	ReplicationFactor int
+	MinISR            int
+	Topics            int
+	Partitions        int
+	// Workload.
+	Producers      int
+	AcksAllPct     int // share of producers with acks=all (the others acks=1)
+	BatchesEach    int // batches each producer sends
+	Consumers      int
+	TopicChurn     bool // create and delete extra topics while running
+	ControlledStop bool // controlled shutdowns among the faults
+	// Network, per message.
+	DropPct, DupPct int
+	DelayMin        int64 // ticks
+	DelayMax        int64
+	// Faults: the mean ticks between two of each kind during the safety
+	// phase (0: never).
+	CrashEvery     int64
+	PartitionEvery int64
+	DiskEvery      int64 // a disk fault: sync error, full disk, slow syncs
+	// Crash model: the share of unsynced data a power loss keeps, and how
+	// often the last write kept is torn.
+	UnsyncedKeepPct int
+	TornPct         int
+	// Phases, in ticks (1 tick = 1 ms of simulated time).
+	SafetyTicks   int64
+	LivenessTicks int64 // the bound for the liveness phase
+	// LostBroker, when set, crashes once during the safety phase and never
+	// comes back (a machine lost for good): the liveness phase then asks
+	// for leaders and full ISRs among the others only.
+	LostBroker int32
+	// Settings of the product that scenarios and mutations switch.
+	Unclean    bool
+	DisableELR bool
+	// Mutation names a test-only protection switched off (see
+	// mutations.go); "" for the real build.
+	Mutation string
+	// Scenario names the regression scenario that tuned these options.
+	Scenario string
+}
+
+// Profile is a preset of run lengths.
+type Profile int
+
+const (
+	// ProfileCI: short schedules, so that a thousand fit in the README's
+	// test command under -race.
+	ProfileCI Profile = iota
+	// ProfileLong: longer schedules with more work, for cmd/sim.
+	ProfileLong
+)
+
+// Derive draws a run's options from its seed.
+func Derive(seed uint64, p Profile) Options {
+	r := rand.New(rand.NewPCG(seed, subSeedOptions))
+	o := Options{Seed: seed}
+	o.Brokers = 1 + r.IntN(5)
+	if r.IntN(3) > 0 && o.Brokers < 3 { // most runs replicate
+		o.Brokers = 3
+	}
+	o.ReplicationFactor = min(o.Brokers, 1+r.IntN(3))
+	if o.Brokers >= 3 && o.ReplicationFactor < 3 && r.IntN(2) == 0 {
+		o.ReplicationFactor = 3
+	}
+	o.MinISR = 1
+	if o.ReplicationFactor >= 2 && r.IntN(3) > 0 {
+		o.MinISR = 2
+	}
+	o.Topics = 1 + r.IntN(2)
+	o.Partitions = 1 + r.IntN(2)
+	o.Producers = 1 + r.IntN(3)
+	o.AcksAllPct = []int{100, 100, 50, 0}[r.IntN(4)]
+	o.BatchesEach = 5 + r.IntN(10)
+	o.Consumers = r.IntN(3)
+	o.TopicChurn = r.IntN(3) == 0
+	o.ControlledStop = r.IntN(3) == 0
+	o.DropPct = []int{0, 0, 1, 5, 10}[r.IntN(5)]
+	o.DupPct = []int{0, 0, 1, 5}[r.IntN(4)]
+	o.DelayMin = 1
+	o.DelayMax = []int64{2, 5, 20, 50}[r.IntN(4)]
+	o.CrashEvery = []int64{0, 800, 1500, 3000}[r.IntN(4)]
+	o.PartitionEvery = []int64{0, 700, 1500, 3000}[r.IntN(4)]
+	o.DiskEvery = []int64{0, 0, 1000, 3000}[r.IntN(4)]
+	o.UnsyncedKeepPct = []int{0, 30, 70, 100}[r.IntN(4)]
+	o.TornPct = []int{0, 50}[r.IntN(2)]
+	o.SafetyTicks = 2000 + int64(r.IntN(2000))
+	o.LivenessTicks = 20000
+	if p == ProfileLong {
+		o.SafetyTicks = 5000 + int64(r.IntN(10000))
+		o.BatchesEach *= 4
+		o.LivenessTicks = 40000
+	}
+	return o
+}
+
+// String is the options as one line of key=value.
+func (o Options) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed=%d brokers=%d rf=%d min-isr=%d topics=%dx%d producers=%d acks-all=%d%% batches=%d consumers=%d churn=%v shutdowns=%v",
+		o.Seed, o.Brokers, o.ReplicationFactor, o.MinISR, o.Topics, o.Partitions, o.Producers, o.AcksAllPct, o.BatchesEach,
+		o.Consumers, o.TopicChurn, o.ControlledStop)
+	fmt.Fprintf(&b, " drop=%d%% dup=%d%% delay=%d-%dms crash-every=%d partition-every=%d disk-every=%d unsynced-kept=%d%% torn=%d%% safety=%dms liveness<=%dms",
+		o.DropPct, o.DupPct, o.DelayMin, o.DelayMax, o.CrashEvery, o.PartitionEvery, o.DiskEvery, o.UnsyncedKeepPct, o.TornPct,
+		o.SafetyTicks, o.LivenessTicks)
+	if o.LostBroker > 0 {
+		fmt.Fprintf(&b, " lost-broker=%d", o.LostBroker)
+	}
+	if o.Unclean {
+		b.WriteString(" unclean=true")
+	}
+	if o.DisableELR {
+		b.WriteString(" elr=false")
+	}
+	if o.Scenario != "" {
+		b.WriteString(" scenario=" + o.Scenario)
+	}
+	if o.Mutation != "" {
+		b.WriteString(" mutation=" + o.Mutation)
+	}
+	return b.String()
+}
+
+// Sub-seeds: each component draws from its own stream of the master seed,
+// so that a change in one (a new fault kind) does not reshuffle the others.
+const (
+	subSeedOptions uint64 = iota + 1
+	subSeedNet
+	subSeedFaults
+	subSeedWorkload
+	subSeedDisk // + broker id * 16
+	subSeedRaft
+	subSeedController
+	subSeedIDs
+)

@@ -1,0 +1,43 @@
+package sim
+
+import (
+	"flag"
+	"testing"
+)
+
+var (
+	flagSeeds = flag.Int("sim.seeds", 1000, "sim: schedules of the CI profile")
+	flagSeed  = flag.Uint64("sim.seed", 0, "sim: run this seed only")
+)
+
+// TestSchedules is the CI profile: -sim.seeds short schedules from seed 1,
+// each with its own cluster size, fault mix and workload, and none may
+// break a property. A failure prints the command that replays it.
+func TestSchedules(t *testing.T) {
+	first, n := uint64(1), uint64(*flagSeeds)
+	if *flagSeed != 0 {
+		first, n = *flagSeed, 1
+	}
+	failed := 0
+	for seed := first; seed < first+n && failed < 3; seed++ {
+		r := Run(Derive(seed, ProfileCI))
+		if r.Failed() {
+			failed++
+			t.Errorf("seed %d failed:\n%s", seed, FormatFailure(r, 60))
+		}
+	}
+}
+
+// TestScenarios runs every named regression scenario on the real build:
+// none may break a property.
+func TestScenarios(t *testing.T) {
+	for _, sc := range Scenarios {
+		t.Run(sc.Name, func(t *testing.T) {
+			for seed := uint64(1); seed <= 40; seed++ {
+				if r := Run(ScenarioOptions(sc, seed, false)); r.Failed() {
+					t.Fatalf("%s (%s) on the real build:\n%s", sc.Name, sc.Why, FormatFailure(r, 60))
+				}
+			}
+		})
+	}
+}
