@@ -172,7 +172,9 @@ func checkLoad(t *testing.T, c *cluster, topic string, acks map[string]acked, or
 		return ok
 	}
 	if !assert.Eventually(t, covered, 30*time.Second, 50*time.Millisecond, "the high watermarks cover every acknowledged offset") {
-		ends.Each(func(o kadmOffset) { t.Logf("partition %d: high watermark %d, acknowledged up to %d", o.Partition, o.Offset, need[o.Partition]) })
+		ends.Each(func(o kadmOffset) {
+			t.Logf("partition %d: high watermark %d, acknowledged up to %d", o.Partition, o.Offset, need[o.Partition])
+		})
 	}
 	remaining := 0
 	ends.Each(func(o kadmOffset) { remaining += int(o.Offset) })
@@ -296,4 +298,3 @@ func (c *cluster) waitISR(topic string, n int, d time.Duration) {
 		return true
 	}, d, 50*time.Millisecond, "every partition of %s has %d replicas in sync", topic, n)
 }
-
