@@ -15,7 +15,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/minikafka/minikafka/bench/proc"
+	"github.com/minikafka/minikafka/bench/server"
 )
 
 // childEnv makes the test binary act as a kfake server child, so the
@@ -33,14 +35,10 @@ func TestMain(m *testing.M) {
 func serveKfake() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
+	if err := server.ServeKfake(ctx, nil, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	defer c.Close()
-	fmt.Println(c.ListenAddrs()[0])
-	<-ctx.Done()
 }
 
 func kfakeChild(t *testing.T) Target {
@@ -51,62 +49,10 @@ func kfakeChild(t *testing.T) Target {
 	}}
 }
 
-func startChildEnv(ctx context.Context, self string) (*Child, error) {
+func startChildEnv(ctx context.Context, self string) (*proc.Child, error) {
 	os.Setenv(childEnv, "kfake")
 	defer os.Unsetenv(childEnv)
-	return StartChild(ctx, ChildConfig{Path: self, Args: []string{"-test.run=^$"}, Ready: 20 * time.Second})
-}
-
-func TestParseVmHWM(t *testing.T) {
-	cases := []struct {
-		name string
-		in   string
-		want int64
-		err  bool
-	}{
-		{"normal", "Name:\tx\nVmPeak:\t  100 kB\nVmHWM:\t   2048 kB\nVmRSS:\t 1 kB\n", 2048 << 10, false},
-		{"missing", "Name:\tx\n", 0, true},
-		{"bad unit", "VmHWM:\t 5 MB\n", 0, true},
-		{"bad number", "VmHWM:\t x kB\n", 0, true},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got, err := parseVmHWM(strings.NewReader(c.in))
-			if c.err {
-				assert.Error(t, err)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, c.want, got)
-		})
-	}
-}
-
-func TestChildStartMeasureStop(t *testing.T) {
-	self, err := os.Executable()
-	require.NoError(t, err)
-	c, err := startChildEnv(context.Background(), self)
-	require.NoError(t, err)
-	assert.NotEmpty(t, c.Addr())
-	rss, err := c.PeakRSS()
-	require.NoError(t, err)
-	assert.Positive(t, rss)
-	require.NoError(t, c.Stop(), "SIGTERM ends the child cleanly")
-	assert.Error(t, c.Stop(), "a second stop reports the child is gone")
-}
-
-func TestChildThatExitsIsAnError(t *testing.T) {
-	_, err := StartChild(context.Background(), ChildConfig{Path: "/bin/false", Ready: 5 * time.Second})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "no address")
-
-	addr, err := FreeAddr()
-	require.NoError(t, err)
-	_, err = StartChild(context.Background(), ChildConfig{Path: "/bin/sh", Args: []string{"-c", "echo no such engine >&2; exit 3"},
-		Addr: addr, Ready: 5 * time.Second})
-	require.Error(t, err, "a child that never listens")
-	assert.Contains(t, err.Error(), "exit status 3")
-	assert.Contains(t, err.Error(), "no such engine", "the child's last stderr words are in the error")
+	return proc.Start(ctx, proc.Config{Path: self, Args: []string{"-test.run=^$"}, Ready: 20 * time.Second})
 }
 
 // TestRunWritesReport runs the whole pipeline on tiny sizes: kfake as the

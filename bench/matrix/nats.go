@@ -5,12 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os/exec"
 	"strings"
 	"time"
 
-	"github.com/minikafka/minikafka/bench/broker"
 	"github.com/minikafka/minikafka/bench/load"
 )
 
@@ -114,13 +112,4 @@ func (n NATS) CatchUp(ctx context.Context, s *Server, records int64) (load.Consu
 func (n NATS) Records(ctx context.Context, s *Server) (int64, error) {
 	o, err := n.run(ctx, s, PeerCount, Spec{}, 0)
 	return o.Records, err
-}
-
-// NATSStarter starts the peers command's embedded JetStream server on dir
-// (file storage; sync=always is JetStream's sync_interval: always).
-func NATSStarter(bin string, syncInterval time.Duration, logs io.Writer) ChildStarter {
-	return func(dir, sync string) (broker.ChildConfig, string, error) {
-		return broker.ChildConfig{Path: bin, Args: []string{"nats-serve", "-dir", dir, "-sync", sync,
-			"-sync-interval", syncInterval.String()}, Log: logs, Ready: time.Minute}, "", nil
-	}
 }

@@ -1,14 +1,13 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
 
-	"github.com/minikafka/minikafka/bench/broker"
 	"github.com/minikafka/minikafka/bench/matrix"
+	"github.com/minikafka/minikafka/bench/server"
 	"github.com/minikafka/minikafka/engine"
 	// The registry tells which engines exist and what they declare
 	// (durable, instrumentable filesystem).
@@ -45,7 +44,7 @@ func buildTargets(names []string, bins binaries, partitions int32, logs io.Write
 			out = append(out, matrix.Target{
 				TargetInfo: matrix.TargetInfo{Name: n, Kind: matrix.KindPeer,
 					Note: "franz-go's in-memory fake cluster, never fsyncs: the protocol ceiling"},
-				Start:  matrix.StartChild(kfakeStarter(bins.self, partitions, logs)),
+				Start:  server.Kfake(bins.self, partitions, logs),
 				Driver: matrix.Kafka{},
 			})
 		case targetNATS:
@@ -57,12 +56,6 @@ func buildTargets(names []string, bins binaries, partitions int32, logs io.Write
 	return out
 }
 
-func kfakeStarter(self string, partitions int32, logs io.Writer) matrix.ChildStarter {
-	return func(string, string) (broker.ChildConfig, string, error) {
-		return broker.ChildConfig{Path: self, Args: []string{serveKfakeCmd, "-partitions", fmt.Sprint(partitions)}, Log: logs}, "", nil
-	}
-}
-
 func natsTarget(bins binaries, logs io.Writer) matrix.Target {
 	t := matrix.Target{
 		TargetInfo: matrix.TargetInfo{Name: targetNATS, Kind: matrix.KindPeer, Durable: true,
@@ -70,11 +63,10 @@ func natsTarget(bins binaries, logs io.Writer) matrix.Target {
 		Driver: matrix.NATS{Bin: bins.peers},
 	}
 	if bins.peersErr != nil {
-		err := bins.peersErr
-		t.Start = func(context.Context, string, string) (*matrix.Server, error) { return nil, err }
+		t.Start = server.Failing(bins.peersErr)
 		return t
 	}
-	t.Start = matrix.StartChild(matrix.NATSStarter(bins.peers, engine.DefaultSyncInterval, logs))
+	t.Start = server.NATS(bins.peers, engine.DefaultSyncInterval, logs)
 	return t
 }
 
@@ -96,11 +88,10 @@ func engineTarget(name string, bins binaries, partitions int32, logs io.Writer) 
 		t.Note = "not an engine of this build (" + err.Error() + ")"
 	}
 	if bins.brokerErr != nil {
-		err := bins.brokerErr
-		t.Start = func(context.Context, string, string) (*matrix.Server, error) { return nil, err }
+		t.Start = server.Failing(bins.brokerErr)
 		return t
 	}
-	t.Start = matrix.StartChild(matrix.BrokerStarter(bins.broker, name, partitions, logs))
+	t.Start = server.Broker(bins.broker, name, partitions, nil, logs)
 	return t
 }
 
@@ -108,7 +99,7 @@ func engineTarget(name string, bins binaries, partitions int32, logs io.Writer) 
 func setupLines(names []string, bins binaries, partitions int32) []string {
 	lines := []string{
 		fmt.Sprintf("broker: `%s %s` as a child process, fresh for every cell (built from ./cmd/broker)",
-			filepath.Base(bins.broker), strings.Join(matrix.BrokerArgs("ENGINE", "DIR", "ADDR", "METRICS_ADDR", "SYNC", partitions), " ")),
+			filepath.Base(bins.broker), strings.Join(server.BrokerArgs("ENGINE", "DIR", "ADDR", "METRICS_ADDR", "SYNC", partitions), " ")),
 		"Kafka client: franz-go " + bins.franzGo + " in the benchmark process; acks=all uses the idempotent producer (5 requests in flight), acks=1 the plain one with 5 in flight; unkeyed records, no compression",
 	}
 	for _, n := range names {

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/minikafka/minikafka/bench/broker"
+	"github.com/minikafka/minikafka/bench/proc"
+	"github.com/minikafka/minikafka/bench/server"
 )
 
 func init() {
@@ -178,18 +180,17 @@ func (f *benchFlags) brokerTarget(bin string, buildErr error, engine string, log
 		if buildErr != nil {
 			return nil, buildErr
 		}
-		addr, err := broker.FreeAddr()
+		addr, err := proc.FreeAddr()
 		if err != nil {
 			return nil, err
 		}
-		return broker.StartChild(ctx, broker.ChildConfig{Path: bin, Args: f.brokerArgv(engine, dir, addr), Addr: addr, Log: logs})
+		return proc.Start(ctx, proc.Config{Path: bin, Args: f.brokerArgv(engine, dir, addr), Addr: addr, Log: logs})
 	}}
 }
 
 func kfakeTarget(self string, partitions int32, logs io.Writer) broker.Target {
 	return broker.Target{Name: "kfake", Reference: true, Start: func(ctx context.Context, _ string) (broker.Server, error) {
-		return broker.StartChild(ctx, broker.ChildConfig{Path: self,
-			Args: []string{"serve-kfake", "-partitions", fmt.Sprint(partitions)}, Log: logs})
+		return proc.Start(ctx, proc.Config{Path: self, Args: server.KfakeArgs(partitions), Log: logs})
 	}}
 }
 

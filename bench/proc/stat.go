@@ -1,7 +1,8 @@
-package matrix
+package proc
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,14 +10,48 @@ import (
 	"strings"
 )
 
+// PeakRSS returns the peak resident set size (VmHWM) of process pid in
+// bytes.
+func PeakRSS(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("peak rss of %d: %w", pid, err)
+	}
+	defer f.Close()
+	return parseVmHWM(f)
+}
+
+func parseVmHWM(r io.Reader) (int64, error) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(rest)
+		if len(fields) != 2 || fields[1] != "kB" {
+			return 0, fmt.Errorf("peak rss: unexpected VmHWM line %q", sc.Text())
+		}
+		kb, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("peak rss: %w", err)
+		}
+		return kb << 10, nil
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("peak rss: %w", err)
+	}
+	return 0, errors.New("peak rss: no VmHWM line")
+}
+
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat:
 // 100 on every Linux architecture (the kernel converts to it whatever its
 // own tick rate).
 const clockTicks = 100
 
-// ProcCPU returns the user plus system CPU time, in seconds, that process
-// pid and its reaped children have used.
-func ProcCPU(pid int) (float64, error) {
+// CPU returns the user plus system CPU time, in seconds, that process pid
+// and its reaped children have used.
+func CPU(pid int) (float64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, fmt.Errorf("cpu of %d: %w", pid, err)
@@ -48,8 +83,8 @@ func parseStatCPU(line string) (float64, error) {
 	return float64(ticks) / clockTicks, nil
 }
 
-// ProcIO is the storage I/O a process caused, from /proc/<pid>/io.
-type ProcIO struct {
+// IO is the storage I/O a process caused, from /proc/<pid>/io.
+type IO struct {
 	// ReadBytes and WriteBytes are what the process caused to be read from
 	// and written to storage: a write counts when it dirties the page
 	// cache, whichever thread later writes it back.
@@ -60,18 +95,18 @@ type ProcIO struct {
 	CancelledWriteBytes int64 `json:"cancelled_write_bytes"`
 }
 
-// ReadProcIO reads /proc/<pid>/io (readable for our own children).
-func ReadProcIO(pid int) (ProcIO, error) {
+// ReadIO reads /proc/<pid>/io (readable for our own children).
+func ReadIO(pid int) (IO, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/io", pid))
 	if err != nil {
-		return ProcIO{}, fmt.Errorf("io of %d: %w", pid, err)
+		return IO{}, fmt.Errorf("io of %d: %w", pid, err)
 	}
 	defer f.Close()
-	return parseProcIO(f)
+	return parseIO(f)
 }
 
-func parseProcIO(r io.Reader) (ProcIO, error) {
-	var p ProcIO
+func parseIO(r io.Reader) (IO, error) {
+	var p IO
 	fields := map[string]*int64{
 		"read_bytes":            &p.ReadBytes,
 		"write_bytes":           &p.WriteBytes,
@@ -87,22 +122,22 @@ func parseProcIO(r io.Reader) (ProcIO, error) {
 		}
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		if err != nil {
-			return ProcIO{}, fmt.Errorf("io: %s: %w", k, err)
+			return IO{}, fmt.Errorf("io: %s: %w", k, err)
 		}
 		*dst = n
 		seen++
 	}
 	if err := sc.Err(); err != nil {
-		return ProcIO{}, fmt.Errorf("io: %w", err)
+		return IO{}, fmt.Errorf("io: %w", err)
 	}
 	if seen != len(fields) {
-		return ProcIO{}, fmt.Errorf("io: found %d of the %d byte counters (task I/O accounting off?)", seen, len(fields))
+		return IO{}, fmt.Errorf("io: found %d of the %d byte counters (task I/O accounting off?)", seen, len(fields))
 	}
 	return p, nil
 }
 
 // Written is the bytes that reached (or will reach) storage between o and
 // p: writes less the cancelled ones.
-func (p ProcIO) Written(o ProcIO) int64 {
+func (p IO) Written(o IO) int64 {
 	return (p.WriteBytes - o.WriteBytes) - (p.CancelledWriteBytes - o.CancelledWriteBytes)
 }
