@@ -216,7 +216,7 @@ func TestFormatting(t *testing.T) {
 		{bench.MB(1_500_000), "1.5"},
 		{bench.Bytes(512), "512 B"},
 		{bench.Bytes(3 << 20), "3.0 MiB"},
-		{bench.Ratio(0.971), "0.97×"},
+		{bench.Times(0.971), "0.97×"},
 		{bench.Millis(0.00841), "8.41 ms"},
 		{bench.Millis(1.034), "1.03 s"},
 	}

@@ -187,8 +187,8 @@ func Bytes(v int64) string {
 	return ""
 }
 
-// Ratio formats a dimensionless ratio: 0.97×.
-func Ratio(v float64) string {
+// Times formats a dimensionless ratio: 0.97×.
+func Times(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "–"
 	}

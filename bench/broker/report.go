@@ -70,7 +70,7 @@ func (r *Result) Checks() []Check {
 			c.Verdict, c.Measured, c.Value = Missing, "no figure", 0
 			return c
 		}
-		c.Measured = fmt.Sprintf("%s (%s vs %s records/s)", bench.Ratio(v),
+		c.Measured = fmt.Sprintf("%s (%s vs %s records/s)", bench.Times(v),
 			bench.Rate(seg.Spread(fig).Median), bench.Rate(r.reference().Spread(fig).Median))
 		c.Verdict = verdict(v >= goal)
 		return c
@@ -135,7 +135,7 @@ func (r *Result) throughputSection(rep *bench.Report) {
 		rss, _ := spreadText(c.Spread(func(x Rep) float64 { return float64(x.PeakRSS) }),
 			func(v float64) string { return bench.Bytes(int64(v)) })
 		ok := len(c.Reps) - len(c.Errors())
-		t.Row(c.Target, pm, pr, bench.Ratio(r.ratio(c, produceOf)), cm, cr, bench.Ratio(r.ratio(c, consumeOf)),
+		t.Row(c.Target, pm, pr, bench.Times(r.ratio(c, produceOf)), cm, cr, bench.Times(r.ratio(c, consumeOf)),
 			p50, p99, rss, fmt.Sprintf("%d/%d", ok, len(c.Reps)))
 	}
 	var failures []string

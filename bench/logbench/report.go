@@ -100,7 +100,7 @@ func ratioCell(sr, base *SubjectResult, workload string) string {
 	if base == nil || sr == base {
 		return "–"
 	}
-	return bench.Ratio(sr.Median(workload, RecordsPerSecond) / base.Median(workload, RecordsPerSecond))
+	return bench.Times(sr.Median(workload, RecordsPerSecond) / base.Median(workload, RecordsPerSecond))
 }
 
 // failures says how many repetitions of a workload failed, and the first

@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/matrix"
@@ -178,20 +177,9 @@ func (v *view) enginesRef(rep *bench.Report) {
 }
 
 func (v *view) setup(rep *bench.Report) {
-	s := rep.Section("Setup")
 	r := v.run
-	m := r.Machine
-	items := []string{
-		fmt.Sprintf("date: %s; the run took %s", r.Started.UTC().Format(time.RFC3339), (time.Duration(r.Duration * float64(time.Second))).Round(time.Second)),
-		"commit: " + r.Commit,
-		"command: `" + r.Command + "`",
-		fmt.Sprintf("profile %s: %d repetition(s) per cell, warm-up %v, measured phase %v, at most %s per phase, %d partitions",
-			r.Profile.Name, r.Profile.Reps, r.Profile.WarmUp, r.Profile.Duration, bench.Bytes(r.Profile.MaxPhaseBytes), r.Profile.Partitions),
-		fmt.Sprintf("machine: %d CPUs (%s), %s memory, kernel %s, %s/%s, %s", m.CPUs, m.CPUModel, bench.Bytes(m.MemoryBytes), m.Kernel, m.OS, m.Arch, m.GoVersion),
-		fmt.Sprintf("load average at the start: %s; at the end: %s", m.LoadAvg, r.LoadAfter),
-		fmt.Sprintf("data: %s on %s (%s, mounted %s), device %s (%s %s, %s, rotational=%s)", m.Dir, m.Filesystem, m.MountSource, m.MountOptions,
-			m.Disk.Device, m.Disk.Vendor, m.Disk.Model, m.Disk.Driver, m.Disk.Rotational),
-	}
-	items = append(items, r.Setup...)
-	s.List(items...)
+	p := r.Profile
+	items := append([]string{fmt.Sprintf("profile %s: %d repetition(s) per cell, warm-up %v, measured phase %v, at most %s per phase, %d partitions",
+		p.Name, p.Reps, p.WarmUp, p.Duration, bench.Bytes(p.MaxPhaseBytes), p.Partitions)}, r.List()...)
+	rep.Section("Setup").List(items...)
 }

@@ -119,7 +119,7 @@ const ReadmeHeading = "Benchmarks"
 func readmeSection(s *bench.Section, r *matrix.Run, resultsDir, dir, prefix string) {
 	s.Para("From run [%s](%s%s/%s) (%s profile, %s, commit %s).",
 		r.Name, prefix, dir, ReportFile, r.Profile.Name, r.Started.UTC().Format("2006-01-02"), shortCommit(r.Commit))
-	if note := busyNote(r.Machine.LoadAvg, r.LoadAfter, r.Machine.CPUs); note != "" {
+	if note := r.Busy(); note != "" {
 		s.Para("%s", note)
 	}
 	v := &view{run: r, charts: map[string]Chart{}}
@@ -182,9 +182,7 @@ func UpdateReadme(readme, resultsDir string) (changed bool, err error) {
 }
 
 // took is how long the run took, to the second.
-func took(r *matrix.Run) string {
-	return (time.Duration(r.Duration * float64(time.Second))).Round(time.Second).String()
-}
+func took(r *matrix.Run) string { return r.Took().Round(time.Second).String() }
 
 func cellsOK(r *matrix.Run) string {
 	ok, all := 0, 0

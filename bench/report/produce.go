@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 
 	"github.com/minikafka/minikafka/bench"
@@ -20,29 +19,12 @@ func (v *view) intro(rep *bench.Report) {
 	s.Para("Targets: %s.", strings.Join(ts, "; "))
 	s.Para("Every cell starts its server fresh, as a child process on an empty data directory, warms up for %v, then produces for %v in closed loop (franz-go from the benchmark process for the Kafka-protocol servers, nats.go for JetStream) keeping a fixed number of records in flight, from one producer client unless the workload says otherwise, to a topic of %d partitions (JetStream: one stream). Figures are medians over %d repetition(s), with [min–max] when there were more; repetitions interleave the cells, so a slow spell of the machine hits every target alike. Plan: %s.",
 		r.Profile.WarmUp, r.Profile.Duration, r.Profile.Partitions, r.Profile.Reps, r.Profile.DescribePlan())
-	if busy := busyNote(r.Machine.LoadAvg, r.LoadAfter, r.Machine.CPUs); busy != "" {
+	if busy := r.Busy(); busy != "" {
 		s.Para("**%s**", busy)
 	}
 	if r.Interrupted != "" {
 		s.Para("**The run was interrupted (%s): cells after that point are missing.**", r.Interrupted)
 	}
-}
-
-// busyNote warns when the 1-minute load average exceeded the CPU count at
-// the start or the end of the run: other work shared the machine.
-func busyNote(before, after string, cpus int) string {
-	worst := 0.0
-	for _, la := range []string{before, after} {
-		if f := strings.Fields(la); len(f) > 0 {
-			if x, err := strconv.ParseFloat(f[0], 64); err == nil {
-				worst = max(worst, x)
-			}
-		}
-	}
-	if cpus <= 0 || worst <= float64(cpus) {
-		return ""
-	}
-	return fmt.Sprintf("The machine was busy (1-minute load average up to %.1f on %d CPUs): absolute figures are noisy; compare targets within this run, and read the [min–max] ranges.", worst, cpus)
 }
 
 // summary is the table at the top: the fastest engine per workload and

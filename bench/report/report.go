@@ -143,7 +143,7 @@ func spreadText(s bench.Spread, format func(float64) string) string {
 // Formats; a figure not measured (NaN) reads "–".
 func rate(x float64) string   { return bench.Rate(x) }
 func millis(x float64) string { return bench.Millis(x) }
-func ratio(x float64) string  { return bench.Ratio(x) }
+func ratio(x float64) string  { return bench.Times(x) }
 func mbps(x float64) string   { return orDash(x, "%.1f") }
 func amp(x float64) string    { return orDash(x, "%.2f") }
 func plain(x float64) string  { return orDash(x, "%.3g") }

@@ -39,6 +39,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/matrix"
 	"github.com/minikafka/minikafka/bench/report"
 )
@@ -103,7 +104,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "new:  %s (%s profile, commit %s)\nbase: %s (%s profile, commit %s)\n\n",
 		next.Name, next.Profile.Name, next.Commit, baseName, base.Profile.Name, base.Commit)
-	changes, drops := report.Compare(report.Ratios(base), report.Ratios(next), o.tolerance, o.all)
+	changes, drops := bench.Compare(report.Ratios(base), report.Ratios(next), o.tolerance, o.all)
 	if err := printChanges(stdout, changes); err != nil {
 		return err
 	}
@@ -209,7 +210,7 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 	return string(out), nil
 }
 
-func printChanges(w io.Writer, changes []report.Change) error {
+func printChanges(w io.Writer, changes []bench.Change) error {
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "status\tratio\tbase\tnew\tchange")
 	num := func(x float64) string {

@@ -20,7 +20,7 @@ import (
 // runWith makes a run where segment, pebble and kfake produce at the given
 // rates at the reference point.
 func runWith(name string, started time.Time, seg, peb, kf float64) *matrix.Run {
-	r := &matrix.Run{Name: name, Profile: matrix.Profiles["quick"], Started: started,
+	r := &matrix.Run{Name: name, Profile: matrix.Profiles["quick"], Facts: bench.Facts{Started: started},
 		Targets: []matrix.TargetInfo{{Name: "segment", Kind: matrix.KindEngine}, {Name: "pebble", Kind: matrix.KindEngine}, {Name: "kfake", Kind: matrix.KindPeer}},
 		Points:  []matrix.Point{{Workload: matrix.Reference, Slices: []string{matrix.SliceConcurrency}}},
 	}
@@ -29,7 +29,7 @@ func runWith(name string, started time.Time, seg, peb, kf float64) *matrix.Run {
 		rate float64
 	}{{"segment", seg}, {"pebble", peb}, {"kfake", kf}} {
 		rep := matrix.Rep{Produce: load.ProduceResult{Records: 100, RecordsPerSec: c.rate, Latency: bench.Summary{Count: 1}}}
-		r.Cells = append(r.Cells, &matrix.Cell{Target: c.name, Workload: matrix.Reference, Reps: []matrix.Rep{rep}})
+		r.Cells = append(r.Cells, &matrix.Cell{Cell: bench.Cell[matrix.Rep]{Target: c.name, Reps: []matrix.Rep{rep}}, Workload: matrix.Reference})
 	}
 	return r
 }
