@@ -225,6 +225,11 @@ func TestFormatting(t *testing.T) {
 	}
 }
 
+func TestSplitList(t *testing.T) {
+	assert.Equal(t, []string{"a:1", "b:2"}, bench.SplitList(" a:1, ,b:2 "))
+	assert.Empty(t, bench.SplitList(""))
+}
+
 func TestWriteJSONAndFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "out", "r.json")
 	require.NoError(t, bench.WriteJSON(path, map[string]int{"a": 1}))

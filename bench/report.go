@@ -151,6 +151,18 @@ func WriteJSON(path string, v any) error {
 	return WriteFile(path, append(data, '\n'))
 }
 
+// SplitList splits a comma-separated flag value (" a:1, ,b:2 ") into its
+// items, dropping empty ones.
+func SplitList(s string) []string {
+	var out []string
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // Rate formats a per-second figure with a k or M suffix: 135k, 2.21M.
 func Rate(v float64) string {
 	switch {

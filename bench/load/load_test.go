@@ -226,11 +226,6 @@ func TestEnsureTopic(t *testing.T) {
 	assert.Equal(t, map[int32]int64{0: 0, 1: 0, 2: 0}, ends)
 }
 
-func TestSplitBrokers(t *testing.T) {
-	assert.Equal(t, []string{"a:1", "b:2"}, SplitBrokers(" a:1, ,b:2 "))
-	assert.Empty(t, SplitBrokers(""))
-}
-
 // TestOpenLoopCountsStallsFromIntendedTime: the broker stalls its first
 // produce request. With only 5 records allowed in flight the producer itself
 // blocks, so the records due during the stall are sent late; their latency

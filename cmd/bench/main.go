@@ -60,7 +60,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// like the broker, so that both are measured the same way.
 		err = server.ServeKfake(ctx, args[1:], stdout, stderr)
 	} else {
-		err = runBench(ctx, args, stderr)
+		var e *env
+		var pl plan
+		if e, pl, err = parse(args, stderr); err == nil {
+			err = e.run(ctx, pl)
+		}
 	}
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):

@@ -25,48 +25,60 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func TestParseOptions(t *testing.T) {
+func TestParse(t *testing.T) {
 	cases := []struct {
-		name string
-		args []string
-		ok   bool
+		name    string
+		args    []string
+		profile string
+		ok      bool
 	}{
-		{"defaults", nil, true},
-		{"full", []string{"-profile", "full"}, true},
-		{"unknown profile", []string{"-profile", "huge"}, false},
-		{"no targets", []string{"-targets", " , "}, false},
-		{"stray argument", []string{"now"}, false},
+		{"defaults", nil, "quick", true},
+		{"full", []string{"-profile", "full"}, "full", true},
+		{"full with =", []string{"-reps=2", "--profile=full"}, "full", true},
+		{"unknown profile", []string{"-profile", "huge"}, "", false},
+		{"another profile's flag", []string{"-profile", "quick", "-rss-records", "5"}, "", false},
+		{"stray argument", []string{"now"}, "", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var stderr strings.Builder
-			o, err := parseOptions(c.args, &stderr)
+			e, _, err := parse(c.args, &stderr)
 			if !c.ok {
-				assert.Error(t, err)
+				assert.ErrorIs(t, err, errUsage)
 				return
 			}
 			require.NoError(t, err)
-			assert.True(t, strings.HasPrefix(o.commandLine, "go run ./cmd/bench"))
+			assert.Equal(t, c.profile, e.profile)
+			assert.True(t, strings.HasPrefix(e.command, "go run ./cmd/bench"))
 		})
 	}
-	o, err := parseOptions([]string{"-reps", "5", "-duration", "2s", "-warm-up", "0"}, &strings.Builder{})
+	_, pl, err := parse([]string{"-reps", "5", "-duration", "2s", "-warm-up", "0"}, &strings.Builder{})
 	require.NoError(t, err)
-	p := o.profileWithOverrides()
+	p := pl.(*matrixPlan).profile()
 	assert.Equal(t, 5, p.Reps)
 	assert.Equal(t, 2*time.Second, p.Duration)
 	assert.Zero(t, p.WarmUp)
 }
 
+func TestHelpListsEveryProfile(t *testing.T) {
+	var stderr strings.Builder
+	assert.Equal(t, 0, run(context.Background(), []string{"-help"}, &strings.Builder{}, &stderr))
+	for _, n := range profileNames() {
+		assert.Contains(t, stderr.String(), "  "+n+" ")
+	}
+	assert.Contains(t, stderr.String(), "-targets", "the default profile's flags")
+}
+
 func TestRunNameDoesNotOverwrite(t *testing.T) {
 	out := t.TempDir()
-	o := options{out: out}
+	o := &matrixPlan{}
 	p := matrix.Profiles["quick"]
-	first := o.runName(p)
+	first := o.runName(out, p)
 	assert.True(t, strings.HasSuffix(first, "-quick"))
 	require.NoError(t, os.MkdirAll(filepath.Join(out, first), 0o755))
-	assert.Equal(t, first+"-2", o.runName(p))
+	assert.Equal(t, first+"-2", o.runName(out, p))
 	o.name = "mine"
-	assert.Equal(t, "mine", o.runName(p))
+	assert.Equal(t, "mine", o.runName(out, p))
 }
 
 func TestBuildTargets(t *testing.T) {
@@ -117,5 +129,5 @@ func TestBenchEndToEnd(t *testing.T) {
 	assert.Contains(t, string(idx), "[e2e](e2e/report.md)")
 
 	var stderr2 strings.Builder
-	require.Equal(t, 0, run(ctx, []string{"-render", filepath.Join(out, "e2e")}, &strings.Builder{}, &stderr2), stderr2.String())
+	require.Equal(t, 0, run(ctx, []string{"-render", filepath.Join(out, "e2e"), "-readme", ""}, &strings.Builder{}, &stderr2), stderr2.String())
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/broker"
 	"github.com/minikafka/minikafka/bench/proc"
 	"github.com/minikafka/minikafka/bench/server"
@@ -54,7 +55,7 @@ func runBenchBroker(ctx context.Context, stdout, stderr io.Writer, args []string
 	fs.IntVar(&f.cfg.Reps, "reps", broker.DefaultReps, "repetitions per server")
 	fs.IntVar(&f.cfg.InFlight, "in-flight", 0, "producer records in flight (0: franz-go's default)")
 	fs.BoolVar(&f.quick, "quick", false, "smoke run: 50k records, 100k for RSS, 1 repetition (explicit flags win)")
-	fs.BoolVar(&f.progress, "progress", isTerminal(stderr), "progress bars on stderr")
+	fs.BoolVar(&f.progress, "progress", bench.IsTerminal(stderr), "progress bars on stderr")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
