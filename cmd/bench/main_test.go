@@ -104,6 +104,32 @@ func TestRequireVersion(t *testing.T) {
 	assert.Empty(t, requireVersion(path, "github.com/e/f"))
 }
 
+// TestBrokerKfakeOnly runs the broker profile end to end with kfake
+// alone (no broker build): the report says the targets are missing, and
+// renders again from its JSON.
+func TestBrokerKfakeOnly(t *testing.T) {
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stderr strings.Builder
+	code := run(ctx, []string{"-profile", "broker", "-quick", "-records", "2000", "-engines", "", "-rss-engines", "",
+		"-dir", t.TempDir(), "-out", out, "-progress=false"}, &strings.Builder{}, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	assert.Contains(t, stderr.String(), "MISSING")
+	md, err := os.ReadFile(filepath.Join(out, "broker.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "| kfake |")
+	assert.Contains(t, string(md), "2000 records of 100 B", "-records wins over -quick")
+	assert.Contains(t, string(md), "command: `go run ./cmd/bench -profile broker -quick -records 2000")
+
+	again := t.TempDir()
+	require.Equal(t, 0, run(ctx, []string{"-profile", "broker", "-render", filepath.Join(out, "broker.json"), "-out", again},
+		&strings.Builder{}, &stderr), stderr.String())
+	md2, err := os.ReadFile(filepath.Join(again, "broker.md"))
+	require.NoError(t, err)
+	assert.Equal(t, string(md), string(md2))
+}
+
 // TestBenchEndToEnd runs the command on kfake alone with tiny phases: it
 // measures, writes the report with its charts and the index, and a
 // target whose binary is missing fails its cells, not the run.

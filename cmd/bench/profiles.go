@@ -69,6 +69,9 @@ type env struct {
 	// command is the command line as the reports quote it.
 	command string
 	stderr  io.Writer
+	// given are the flags set on the command line (a smoke flag changes
+	// only the others).
+	given map[string]bool
 	// cleanups run when the command ends (built binaries, data).
 	cleanups []func()
 }
@@ -99,6 +102,8 @@ func parse(args []string, stderr io.Writer) (*env, plan, error) {
 	if fs.NArg() > 0 {
 		return nil, nil, usageErr("unexpected arguments %q", fs.Args())
 	}
+	e.given = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { e.given[f.Name] = true })
 	e.command = strings.TrimSpace("go run ./cmd/bench " + strings.Join(args, " "))
 	return e, pl, nil
 }

@@ -1,4 +1,4 @@
-package broker
+package brokerbench
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/proc"
 	"github.com/minikafka/minikafka/bench/server"
 )
@@ -44,8 +45,12 @@ func serveKfake() {
 func kfakeChild(t *testing.T) Target {
 	self, err := os.Executable()
 	require.NoError(t, err)
-	return Target{Name: "kfake", Reference: true, Start: func(ctx context.Context, dir string) (Server, error) {
-		return startChildEnv(ctx, self)
+	return Target{Name: "kfake", Reference: true, Start: func(ctx context.Context, _, _ string) (*server.Server, error) {
+		c, err := startChildEnv(ctx, self)
+		if err != nil {
+			return nil, err
+		}
+		return &server.Server{Child: c}, nil
 	}}
 }
 
@@ -62,9 +67,7 @@ func TestRunWritesReport(t *testing.T) {
 	ref := kfakeChild(t)
 	seg := ref
 	seg.Name, seg.Reference = TargetEngine, false
-	broken := Target{Name: "broken", Start: func(context.Context, string) (Server, error) {
-		return nil, errors.New("no such binary")
-	}}
+	broken := Target{Name: "broken", Start: server.Failing(errors.New("no such binary"))}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var log strings.Builder
@@ -75,18 +78,21 @@ func TestRunWritesReport(t *testing.T) {
 		Dir: t.TempDir(), Log: &log, Command: "go test", Setup: []string{"servers: test children"},
 	})
 	require.NoError(t, err)
-	require.Len(t, res.Cells, 3)
+	require.Len(t, res.Cells, 4)
 	assert.Len(t, res.Cells[0].Reps, 2)
-	assert.True(t, res.Cells[0].Spread(produceOf).OK(), log.String())
+	assert.True(t, res.Cells[0].Spread(ProduceRate).OK(), log.String())
 	assert.Len(t, res.Cells[2].Errors(), 2, "the broken target failed in both repetitions")
-	require.Len(t, res.RSS, 1)
-	assert.Positive(t, res.RSS[0].PeakRSS)
+	mem := res.Cell(TargetEngine, Memory)
+	require.NotNil(t, mem)
+	assert.Positive(t, mem.Reps[0].PeakRSS)
 
-	checks := res.Checks()
-	require.Len(t, checks, 3)
-	for _, c := range checks {
-		assert.Contains(t, []string{Pass, Fail}, c.Verdict, "%s has a figure: %+v", c.Name, c)
+	require.Len(t, res.Checks, 3)
+	for _, c := range res.Checks {
+		assert.Contains(t, []string{bench.Pass, bench.Fail}, c.Verdict, "%s has a figure: %+v", c.Name, c)
 	}
+	ratios := res.Ratios()
+	require.Len(t, ratios, 2, "segment's produce and consume against kfake; the broken target has none")
+	assert.True(t, ratios[0].Gate)
 
 	out := t.TempDir()
 	require.NoError(t, res.Write(out))
@@ -100,11 +106,14 @@ func TestRunWritesReport(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(data, &js))
 	assert.Contains(t, js, "checks")
+	again, err := Load(filepath.Join(out, ResultsFile))
+	require.NoError(t, err)
+	assert.Equal(t, string(md), string(again.Report()), "the JSON holds everything the report shows")
 }
 
 func TestChecksMissingWithoutTargetEngine(t *testing.T) {
-	r := &Result{Cells: []*Cell{{Target: "kfake", Reference: true, Reps: []Rep{{Produce: 1, Consume: 1}}}}}
-	for _, c := range r.Checks() {
-		assert.Equal(t, Missing, c.Verdict, c.Name)
+	r := &Result{Cells: []*Cell{{Cell: bench.Cell[Rep]{Target: "kfake", Reps: []Rep{{Produce: 1, Consume: 1}}}, Workload: Throughput, Reference: true}}}
+	for _, c := range r.Judge() {
+		assert.Equal(t, bench.Missing, c.Verdict, c.Name)
 	}
 }
