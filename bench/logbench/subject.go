@@ -166,6 +166,12 @@ func (l *engineLog) Scan() (records, bytes int64, err error) {
 
 func (l *engineLog) Close() error { return l.e.Close() }
 
+// Lends reports whether Scan reads into one lent buffer.
+func (l *engineLog) Lends() bool {
+	_, ok := l.e.(engine.BufferReader)
+	return ok
+}
+
 func reopenFirstRead(name, dir string) (time.Duration, error) {
 	start := time.Now()
 	e, err := engine.Open(name, dir, engine.Options{Sync: engine.SyncAlways})

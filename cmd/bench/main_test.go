@@ -104,6 +104,31 @@ func TestRequireVersion(t *testing.T) {
 	assert.Empty(t, requireVersion(path, "github.com/e/f"))
 }
 
+// TestEnginesQuickRun runs the engines profile on two cheap subjects and
+// renders it again from its JSON.
+func TestEnginesQuickRun(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "results")
+	var stderr strings.Builder
+	code := run(context.Background(), []string{"-profile", "engines", "-quick", "-engines", "memory,raw", "-records", "3000",
+		"-append-time", "10ms", "-progress=false", "-dir", t.TempDir(), "-out", out}, &strings.Builder{}, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	md, err := os.ReadFile(filepath.Join(out, "engines.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "-engines memory,raw", "the report names its command line")
+	assert.Contains(t, string(md), "| memory |")
+	assert.Contains(t, stderr.String(), "MISSING segment", "targets are printed")
+
+	again := filepath.Join(t.TempDir(), "again")
+	require.Equal(t, 0, run(context.Background(), []string{"-profile", "engines", "-render", filepath.Join(out, "engines.json"), "-out", again},
+		&strings.Builder{}, &stderr), stderr.String())
+	md2, err := os.ReadFile(filepath.Join(again, "engines.md"))
+	require.NoError(t, err)
+	assert.Equal(t, string(md), string(md2), "the JSON holds everything the report shows")
+
+	assert.Equal(t, 1, run(context.Background(), []string{"-profile", "engines", "-quick", "-engines", "nope", "-out", t.TempDir(),
+		"-dir", t.TempDir(), "-progress=false"}, &strings.Builder{}, &strings.Builder{}), "an unknown engine fails the run")
+}
+
 // TestBrokerKfakeOnly runs the broker profile end to end with kfake
 // alone (no broker build): the report says the targets are missing, and
 // renders again from its JSON.
