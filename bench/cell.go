@@ -44,10 +44,12 @@ type Rep interface {
 }
 
 // Cell is one target (an engine, a server) measured under one workload on
-// one topology, over its repetitions. Profiles embed it beside the
-// workload they vary.
+// one topology, over its repetitions. A profile whose workload is more
+// than a name embeds it beside its own workload type.
 type Cell[R Rep] struct {
-	Target   string   `json:"target"`
+	Target string `json:"target"`
+	// Workload names what the target was asked to do.
+	Workload string   `json:"workload,omitempty"`
 	Topology Topology `json:"topology,omitzero"`
 	Reps     []R      `json:"reps"`
 }

@@ -132,9 +132,8 @@ func figure(f func(Rep) float64) func(Rep) float64 {
 // Cell is one target under one workload.
 type Cell struct {
 	bench.Cell[Rep]
-	Workload  string `json:"workload"`
-	Records   int64  `json:"records"`
-	Reference bool   `json:"reference"`
+	Records   int64 `json:"records"`
+	Reference bool  `json:"reference"`
 }
 
 // Result is everything a run measured.
@@ -202,7 +201,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Config.RecordBytes, res.Config.Partitions = cfg.RecordBytes, cfg.Partitions
 	res.Config.Reps, res.Config.InFlight, res.Config.Sync = cfg.Reps, cfg.InFlight, cfg.Sync
 	for _, t := range cfg.Targets {
-		res.Cells = append(res.Cells, &Cell{Cell: bench.Cell[Rep]{Target: t.Name}, Workload: Throughput,
+		res.Cells = append(res.Cells, &Cell{Cell: bench.Cell[Rep]{Target: t.Name, Workload: Throughput},
 			Records: cfg.Records, Reference: t.Reference})
 	}
 	err := measureAll(ctx, &cfg, res)
@@ -231,7 +230,7 @@ func measureAll(ctx context.Context, cfg *Config, res *Result) error {
 		}
 		fmt.Fprintf(cfg.Log, "memory %s: %d records\n", t.Name, cfg.RSSRecords)
 		r := measure(ctx, cfg, t, cfg.RSSRecords, t.Name+"-rss")
-		res.Cells = append(res.Cells, &Cell{Cell: bench.Cell[Rep]{Target: t.Name, Reps: []Rep{r}}, Workload: Memory,
+		res.Cells = append(res.Cells, &Cell{Cell: bench.Cell[Rep]{Target: t.Name, Workload: Memory, Reps: []Rep{r}},
 			Records: cfg.RSSRecords, Reference: t.Reference})
 		fmt.Fprintf(cfg.Log, "  %s\n", summary(r))
 	}

@@ -112,7 +112,7 @@ func TestRunWritesReport(t *testing.T) {
 }
 
 func TestChecksMissingWithoutTargetEngine(t *testing.T) {
-	r := &Result{Cells: []*Cell{{Cell: bench.Cell[Rep]{Target: "kfake", Reps: []Rep{{Produce: 1, Consume: 1}}}, Workload: Throughput, Reference: true}}}
+	r := &Result{Cells: []*Cell{{Cell: bench.Cell[Rep]{Target: "kfake", Workload: Throughput, Reps: []Rep{{Produce: 1, Consume: 1}}}, Reference: true}}}
 	for _, c := range r.Judge() {
 		assert.Equal(t, bench.Missing, c.Verdict, c.Name)
 	}

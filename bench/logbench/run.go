@@ -121,10 +121,7 @@ type SubjectInfo struct {
 }
 
 // Cell is one subject under one workload, over the repetitions.
-type Cell struct {
-	bench.Cell[Sample]
-	Workload string `json:"workload"`
-}
+type Cell = bench.Cell[Sample]
 
 // Subject returns what the subject called name is, or nil.
 func (r *Results) Subject(name string) *SubjectInfo {
@@ -157,11 +154,7 @@ func (r *Results) Samples(subject, workload string) []Sample {
 // Spread summarises a metric of one subject's workload over the
 // repetitions that succeeded.
 func (r *Results) Spread(subject, workload string, m Metric) bench.Spread {
-	c := r.Cell(subject, workload)
-	if c == nil {
-		return bench.SpreadOf(nil)
-	}
-	return c.Spread(m)
+	return r.Cell(subject, workload).Spread(m)
 }
 
 // Median is the median of a metric, NaN when missing (also for a subject
@@ -174,7 +167,7 @@ func (r *Results) Median(subject, workload string, m Metric) float64 {
 func (r *Results) add(subject string, s Sample) {
 	c := r.Cell(subject, s.Workload)
 	if c == nil {
-		c = &Cell{Cell: bench.Cell[Sample]{Target: subject}, Workload: s.Workload}
+		c = &Cell{Target: subject, Workload: s.Workload}
 		r.Cells = append(r.Cells, c)
 	}
 	c.Reps = append(c.Reps, s)

@@ -46,7 +46,7 @@ func results(subjects ...subject) *logbench.Results {
 	for _, s := range subjects {
 		r.Subjects = append(r.Subjects, logbench.SubjectInfo{Name: s.name, Durable: true})
 		for _, smp := range s.samples {
-			r.Cells = append(r.Cells, &logbench.Cell{Cell: bench.Cell[logbench.Sample]{Target: s.name, Reps: []logbench.Sample{smp}}, Workload: smp.Workload})
+			r.Cells = append(r.Cells, &logbench.Cell{Target: s.name, Reps: []logbench.Sample{smp}, Workload: smp.Workload})
 		}
 	}
 	return r

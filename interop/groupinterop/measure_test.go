@@ -8,13 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/minikafka/minikafka/broker/group/groupbench"
+	"github.com/minikafka/minikafka/bench/groupbench"
 	"github.com/minikafka/minikafka/interop/interoptest"
 )
 
 // TestChurn: 12 partitions, 3 members, a 4th joins with franz-go's
 // cooperative-sticky balancer: exactly the 3 partitions the newcomer needs
-// change owner (the issue's bound is at most 3). cmd/groupbench reports the
+// change owner (the bound is at most 3). `cmd/bench -profile groups` reports the
 // same measurement in results/groups.md.
 func TestChurn(t *testing.T) {
 	s := interoptest.Broker("memory").Start(t, 1)
@@ -32,7 +32,7 @@ func TestChurn(t *testing.T) {
 
 // TestSettle: ten members started at once end up in one Stable
 // generation owning every partition. The time it takes is reported, not
-// asserted (cmd/groupbench measures it against the 1 s target).
+// asserted (`cmd/bench -profile groups` measures it against the 1 s target).
 func TestSettle(t *testing.T) {
 	s := interoptest.Broker("memory").Start(t, 1)
 	b := &groupbench.Bench{Addrs: []string{s.Addr}, Topic: "settle", Partitions: 12, Poll: 5 * time.Millisecond}

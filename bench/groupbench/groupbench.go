@@ -1,7 +1,9 @@
-// Package groupbench measures consumer groups on a running broker with
-// franz-go group consumers: how many partitions change owner when a member
-// joins (churn), and how long a group takes to settle after its last member
-// joins. cmd/groupbench writes results/groups.md from it; the groupinterop
+// Package groupbench measures consumer groups with franz-go group
+// consumers: how many partitions change owner when a member joins (churn),
+// how long a group takes to settle after its last member joins, and what
+// the heartbeats and commits of many groups cost produce throughput. Run
+// is the groups profile of cmd/bench, which writes results/groups.md and
+// groups.json; Bench measures any running broker, and the groupinterop
 // tests check the churn bound with it.
 package groupbench
 

@@ -12,9 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/minikafka/minikafka/bench/groupbench"
 	"github.com/minikafka/minikafka/broker"
 	"github.com/minikafka/minikafka/broker/brokertest"
-	"github.com/minikafka/minikafka/broker/group/groupbench"
 	"github.com/minikafka/minikafka/engine"
 	"github.com/minikafka/minikafka/interop/interoptest"
 )
