@@ -24,6 +24,8 @@ type Driver struct {
 	Name string
 	Caps Capabilities
 	Open OpenFunc
+	// Notes describe the design for the benchmark reports.
+	Notes Notes
 }
 
 var (
