@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka/broker/group"
+	"github.com/minikafka/minikafka/interop/interoptest"
 )
 
 // TestBadGroupRequestsOverTheWire sends malformed group requests through a
@@ -27,7 +28,7 @@ func TestBadGroupRequestsOverTheWire(t *testing.T) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr))
 	require.NoError(t, err)
 	defer cl.Close()
-	ctx := testCtx(t)
+	ctx := interoptest.Context(t)
 	huge := strings.Repeat("g", 100<<10)
 
 	fc := kmsg.NewPtrFindCoordinatorRequest()

@@ -3,7 +3,6 @@ package groupinterop
 import (
 	"bufio"
 	"context"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -15,6 +14,8 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minikafka/minikafka/interop/interoptest"
 )
 
 // franzClient is franz-go's group consumer with its default balancer,
@@ -147,22 +148,9 @@ type kcatConsumer struct {
 	once sync.Once
 }
 
-func kcatPath(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("kcat")
-	if err == nil {
-		return p
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("kcat is not installed but CI is set: .ci/run installs it (apt-get install kcat)")
-	}
-	t.Skip("kcat is not installed (apt-get install kcat); set CI to make this a failure")
-	return ""
-}
-
 func startKcat(t *testing.T, addr, group, topic string, session time.Duration, out chan<- rec) consumer {
 	t.Helper()
-	cmd := exec.Command(kcatPath(t), "-b", addr, "-G", group, "-q", "-u",
+	cmd := exec.Command(interoptest.KcatPath(t), "-b", addr, "-G", group, "-q", "-u",
 		"-f", "%p\t%o\t%s\n",
 		"-X", "auto.offset.reset=earliest",
 		"-X", "partition.assignment.strategy=cooperative-sticky",

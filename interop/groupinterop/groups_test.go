@@ -110,7 +110,7 @@ func waitCommitted(t *testing.T, addr, group, topic string, recs []rec) {
 		want[r.Partition] = max(want[r.Partition], r.Offset+1)
 	}
 	adm := admin(t, addr)
-	ctx := testCtx(t)
+	ctx := interoptest.Context(t)
 	for {
 		got, err := adm.FetchOffsets(ctx, group)
 		done := err == nil

@@ -41,12 +41,6 @@ type rec struct {
 	Value     string
 }
 
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // client is one Kafka client library driven as a group consumer.
 type client struct {
 	name string
@@ -123,7 +117,7 @@ func admin(t *testing.T, addr string) *kadm.Client {
 
 func createTopic(t *testing.T, addr, topic string, partitions int32) {
 	t.Helper()
-	_, err := admin(t, addr).CreateTopic(testCtx(t), partitions, 1, nil, topic)
+	_, err := admin(t, addr).CreateTopic(interoptest.Context(t), partitions, 1, nil, topic)
 	require.NoError(t, err, "create %s", topic)
 }
 
@@ -135,7 +129,7 @@ func produce(t *testing.T, addr, topic, prefix string, n int) []rec {
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
 	require.NoError(t, err)
 	defer cl.Close()
-	ctx := testCtx(t)
+	ctx := interoptest.Context(t)
 	var mu sync.Mutex
 	var out []rec
 	var wg sync.WaitGroup
@@ -162,7 +156,7 @@ func collect(t *testing.T, out <-chan rec, want []rec) {
 		wanted[r] = true
 	}
 	seen := map[rec]bool{}
-	ctx := testCtx(t)
+	ctx := interoptest.Context(t)
 	for len(seen) < len(want) {
 		select {
 		case r := <-out:
@@ -198,7 +192,7 @@ type assignment = groupbench.Assignment
 func waitAssigned(t *testing.T, addr, group, topic string, members, partitions int) assignment {
 	t.Helper()
 	adm := admin(t, addr)
-	ctx := testCtx(t)
+	ctx := interoptest.Context(t)
 	var last string
 	for {
 		a, state, err := groupbench.Describe(ctx, adm, group, topic)

@@ -19,7 +19,7 @@ import (
 func TestChurn(t *testing.T) {
 	s := interoptest.Broker("memory").Start(t, 1)
 	b := &groupbench.Bench{Addrs: []string{s.Addr}, Topic: "churn", Partitions: 12, Poll: 10 * time.Millisecond}
-	ctx := testCtx(t)
+	ctx := interoptest.Context(t)
 	require.NoError(t, b.Prepare(ctx))
 	res, err := b.Churn(ctx, 3, kgo.CooperativeStickyBalancer())
 	require.NoError(t, err)
@@ -36,7 +36,7 @@ func TestChurn(t *testing.T) {
 func TestSettle(t *testing.T) {
 	s := interoptest.Broker("memory").Start(t, 1)
 	b := &groupbench.Bench{Addrs: []string{s.Addr}, Topic: "settle", Partitions: 12, Poll: 5 * time.Millisecond}
-	ctx := testCtx(t)
+	ctx := interoptest.Context(t)
 	require.NoError(t, b.Prepare(ctx))
 	d, err := b.Settle(ctx, 10)
 	require.NoError(t, err)

@@ -70,7 +70,7 @@ func TestStaticMemberRestartKeepsPartitions(t *testing.T) {
 func byInstance(t *testing.T, addr string) map[string][]int32 {
 	t.Helper()
 	a := waitAssigned(t, addr, "g", "t", 3, partitions)
-	gs, err := admin(t, addr).DescribeGroups(testCtx(t), "g")
+	gs, err := admin(t, addr).DescribeGroups(interoptest.Context(t), "g")
 	require.NoError(t, err)
 	out := map[string][]int32{}
 	for _, m := range gs["g"].Members {
