@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/minikafka/minikafka/bench"
+	"github.com/minikafka/minikafka/bench/progress"
 )
 
 // profile is one plan of the command: what it measures and the report it
@@ -89,7 +90,7 @@ func parse(args []string, stderr io.Writer) (*env, plan, error) {
 	fs.StringVar(&e.profile, "profile", defaultProfile, "what to measure: "+strings.Join(profileNames(), "|"))
 	fs.StringVar(&e.out, "out", "results", "results directory the report goes under")
 	fs.StringVar(&e.dir, "dir", "", "parent of the data directories (default: a temporary directory in the current one, on this checkout's disk, which is the disk measured)")
-	fs.BoolVar(&e.progress, "progress", bench.IsTerminal(stderr), "progress bars on stderr")
+	fs.BoolVar(&e.progress, "progress", progress.IsTerminal(stderr), "progress bars on stderr")
 	fs.StringVar(&e.renderAt, "render", "", "measure nothing: write the profile's report again from this earlier results file (or run directory)")
 	pl := p.flags(fs)
 	fs.Usage = func() { usage(fs, p) }
@@ -191,7 +192,7 @@ func (e *env) bar(bytes bool) bench.Bar {
 	if !e.progress {
 		return bench.NoBar
 	}
-	return bench.NewBar(e.stderr, bytes)
+	return progress.NewBar(e.stderr, bytes)
 }
 
 // binDir is a temporary directory for built programs, removed at the end.

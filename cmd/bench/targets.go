@@ -9,6 +9,7 @@ import (
 	"github.com/minikafka/minikafka/bench/matrix"
 	"github.com/minikafka/minikafka/bench/server"
 	"github.com/minikafka/minikafka/engine"
+
 	// The registry tells which engines exist and what they declare
 	// (durable, instrumentable filesystem).
 	_ "github.com/minikafka/minikafka/engines/all"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/load"
+	"github.com/minikafka/minikafka/bench/progress"
 )
 
 // common are the flags of every workload command.
@@ -27,7 +28,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.topic, "topic", "loadgen", "topic")
 	fs.IntVar(&c.partitions, "partitions", 8, "create the topic with this many partitions if it does not exist (0: do not create)")
 	fs.StringVar(&c.jsonOut, "json", "", "also write the result as JSON to this file (- for stdout)")
-	fs.BoolVar(&c.progress, "progress", bench.IsTerminal(os.Stderr), "show a progress bar on stderr")
+	fs.BoolVar(&c.progress, "progress", progress.IsTerminal(os.Stderr), "show a progress bar on stderr")
 }
 
 func (c *common) client() (load.Client, error) {
@@ -62,7 +63,7 @@ func bar(enabled bool, w io.Writer, what string, total int64) (func(int64), func
 	if !enabled {
 		return bench.NoBar(what, total)
 	}
-	return bench.NewBar(w, false)(what, total)
+	return progress.NewBar(w, false)(what, total)
 }
 
 // writeJSON writes v to path ("-" is stdout).
