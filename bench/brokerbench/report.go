@@ -177,16 +177,52 @@ func (r *Result) Write(dir string) error {
 	return bench.WriteJSON(filepath.Join(dir, ResultsFile), r)
 }
 
-// Load reads a run's broker.json; the checks are judged again, so that a
-// change to the targets shows in a rendered report.
+// Load reads a run's broker.json (see Parse).
 func Load(path string) (*Result, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("brokerbench: %w", err)
 	}
+	r, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("brokerbench: %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// Parse reads a broker.json; the checks are judged again, so that a
+// change to the targets shows in a rendered report. Files written before
+// cells named their workload (by `loadgen bench-broker`) hold the
+// throughput cells unnamed and the memory runs apart, under "rss".
+func Parse(b []byte) (*Result, error) {
 	var r Result
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("brokerbench: %s: %w", path, err)
+		return nil, err
+	}
+	var legacy struct {
+		RSS []struct {
+			Target  string  `json:"target"`
+			Records int64   `json:"records"`
+			PeakRSS int64   `json:"peak_rss_bytes"`
+			Produce float64 `json:"produce_records_per_s"`
+			Consume float64 `json:"consume_records_per_s"`
+			Error   string  `json:"error"`
+		} `json:"rss"`
+	}
+	if err := json.Unmarshal(b, &legacy); err != nil {
+		return nil, err
+	}
+	for _, c := range r.Cells {
+		if c.Workload == "" {
+			c.Workload, c.Records = Throughput, r.Config.Records
+		}
+	}
+	for _, m := range legacy.RSS {
+		r.Cells = append(r.Cells, &Cell{Cell: bench.Cell[Rep]{Target: m.Target, Workload: Memory,
+			Reps: []Rep{{Produce: m.Produce, Consume: m.Consume, PeakRSS: m.PeakRSS, Error: m.Error}}}, Records: m.Records})
+	}
+	if r.Config.Sync == "" {
+		r.Config.Sync = "always"
 	}
 	r.Checks = r.Judge()
 	return &r, nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/minikafka/minikafka/bench"
+	"github.com/minikafka/minikafka/broker/group"
 )
 
 // Files the profile writes in its results directory.
@@ -187,16 +188,67 @@ func (r *Result) Write(dir string) error {
 	return bench.WriteJSON(filepath.Join(dir, ResultsFile), r)
 }
 
-// Load reads a run's groups.json; the checks are judged again.
+// Load reads a run's groups.json (see Parse).
 func Load(path string) (*Result, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("groupbench: %w", err)
 	}
-	var r Result
-	if err := json.Unmarshal(b, &r); err != nil {
+	r, err := Parse(b)
+	if err != nil {
 		return nil, fmt.Errorf("groupbench: %s: %w", path, err)
 	}
+	return r, nil
+}
+
+// Parse reads a groups.json; the checks are judged again. A file written
+// by cmd/groupbench, a list of engines with their figures and nothing
+// about the machine, is read into cells too.
+func Parse(b []byte) (*Result, error) {
+	var r Result
+	if err := json.Unmarshal(b, &r); err == nil {
+		r.Checks = r.Judge()
+		return &r, nil
+	}
+	type churn struct {
+		Moved        int     `json:"moved"`
+		SettleMillis float64 `json:"settle_ms"`
+		Before       string  `json:"before"`
+		After        string  `json:"after"`
+	}
+	var legacy []struct {
+		Engine       string    `json:"engine"`
+		Cooperative  churn     `json:"churn_cooperative_sticky"`
+		Range        churn     `json:"churn_range"`
+		SettleMillis []float64 `json:"settle_ms"`
+		Load         struct {
+			Groups      int       `json:"groups"`
+			RunSeconds  float64   `json:"run_seconds"`
+			RecordBytes int       `json:"record_bytes"`
+			Baseline    []float64 `json:"baseline_records_per_s"`
+			WithGroups  []float64 `json:"with_groups_records_per_s"`
+			GroupReqs   []float64 `json:"group_requests_per_s"`
+		} `json:"load"`
+	}
+	if err := json.Unmarshal(b, &legacy); err != nil {
+		return nil, err
+	}
+	for _, e := range legacy {
+		r.Engines = append(r.Engines, e.Engine)
+		for w, c := range map[string]churn{ChurnCooperative: e.Cooperative, ChurnRange: e.Range} {
+			r.add(e.Engine, w, Rep{Moved: c.Moved, SettleMillis: c.SettleMillis, Before: c.Before, After: c.After})
+		}
+		for _, ms := range e.SettleMillis {
+			r.add(e.Engine, Settle, Rep{SettleMillis: ms})
+		}
+		l := e.Load
+		for i := range min(len(l.Baseline), len(l.WithGroups), len(l.GroupReqs)) {
+			r.add(e.Engine, LoadPairs, Rep{Baseline: l.Baseline[i], WithGroups: l.WithGroups[i], GroupRequests: l.GroupReqs[i]})
+		}
+		r.Config.LoadGroups, r.Config.LoadRunSeconds, r.Config.RecordBytes = l.Groups, l.RunSeconds, l.RecordBytes
+		r.Config.Runs = len(e.SettleMillis)
+	}
+	r.Config.InitialRebalanceWait = group.DefaultInitialRebalanceDelay.Seconds()
 	r.Checks = r.Judge()
 	return &r, nil
 }

@@ -58,3 +58,19 @@ func TestReportAndLoad(t *testing.T) {
 	require.Len(t, ratios, 2, "badger has no load pairs")
 	assert.False(t, ratios[0].Gate)
 }
+
+func TestParseReadsCmdGroupbenchFiles(t *testing.T) {
+	old := `[{"engine":"segment","churn_cooperative_sticky":{"moved":3,"settle_ms":1000,"before":"b","after":"a"},
+		"churn_range":{"moved":6,"settle_ms":3000},"settle_ms":[252,253],
+		"load":{"groups":100,"run_seconds":15,"record_bytes":100,"baseline_records_per_s":[100,110],
+			"with_groups_records_per_s":[99,110],"group_requests_per_s":[50,51]}}]`
+	r, err := Parse([]byte(old))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"segment"}, r.Engines)
+	assert.Equal(t, 3.0, r.Cell("segment", ChurnCooperative).Median(Moved))
+	assert.Equal(t, 252.5, r.Cell("segment", Settle).Median(SettleMillis))
+	assert.InDelta(t, -0.5, r.Cell("segment", LoadPairs).Median(Change), 1e-9)
+	assert.Len(t, r.Checks, 3)
+	_, err = Parse([]byte("{"))
+	assert.Error(t, err)
+}

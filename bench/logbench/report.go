@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/minikafka/minikafka/bench"
 )
@@ -26,16 +27,47 @@ func Write(r *Results, dir string) error {
 	return bench.WriteFile(filepath.Join(dir, ReportFile), Report(r).Markdown())
 }
 
-// Load reads a run's engines.json; the targets are judged again from the
-// samples, so that a change to them shows in a rendered report.
+// Load reads a run's engines.json (see Parse).
 func Load(path string) (*Results, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("logbench: %w", err)
 	}
+	r, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("logbench: %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// Parse reads an engines.json; the targets are judged again from the
+// samples, so that a change to them shows in a rendered report. Files
+// written before the samples were filed in cells (by cmd/enginebench)
+// hold them under each subject, and their date as "date".
+func Parse(b []byte) (*Results, error) {
 	var r Results
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("logbench: %s: %w", path, err)
+		return nil, err
+	}
+	var legacy struct {
+		Date     time.Time `json:"date"`
+		Subjects []struct {
+			Name    string   `json:"name"`
+			Samples []Sample `json:"samples"`
+		} `json:"subjects"`
+	}
+	if err := json.Unmarshal(b, &legacy); err != nil {
+		return nil, err
+	}
+	if len(r.Cells) == 0 {
+		for _, s := range legacy.Subjects {
+			for _, smp := range s.Samples {
+				r.add(s.Name, smp)
+			}
+		}
+	}
+	if r.Started.IsZero() {
+		r.Started = legacy.Date
 	}
 	r.Checks = Judge(&r)
 	return &r, nil

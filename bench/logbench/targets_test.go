@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/logbench"
@@ -131,4 +132,23 @@ func TestReportWarnsWhenBusy(t *testing.T) {
 			assert.Equal(t, c.warn, strings.Contains(md, "The machine was busy"))
 		})
 	}
+}
+
+func TestParseReadsCmdEnginebenchFiles(t *testing.T) {
+	old := `{"date":"2026-11-30T18:13:48Z","commit":"c","config":{"reps":1},"subjects":[
+		{"name":"raw","durable":true,"samples":[{"workload":"ingest","rep":1,"records":100,"payload_bytes":1000,"seconds":1}]},
+		{"name":"segment","durable":true,"samples":[{"workload":"ingest","rep":1,"records":98,"payload_bytes":980,"seconds":1}]}],
+		"targets":[{"name":"segment bulk ingest vs raw","value":0.98}]}`
+	r, err := logbench.Parse([]byte(old))
+	require.NoError(t, err)
+	assert.Equal(t, 2026, r.Started.Year())
+	assert.Equal(t, 98.0, r.Median("segment", logbench.WorkloadIngest, logbench.RecordsPerSecond))
+	gates := map[string]float64{}
+	for _, x := range logbench.Ratios(r) {
+		if x.Gate {
+			gates[x.Name] = x.Value
+		}
+	}
+	assert.Len(t, gates, 1, "the targets against raw that have a figure")
+	assert.InDelta(t, 0.98, gates["segment bulk ingest vs raw"], 1e-9)
 }
