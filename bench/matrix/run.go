@@ -1,4 +1,5 @@
-// Package matrix runs the end-to-end engine comparison of cmd/bench: the
+// Package matrix runs the end-to-end engine comparison, the quick and full
+// profiles of cmd/bench: the
 // same franz-go load against mini-kafka's broker over each storage engine,
 // against franz-go's in-memory kfake (the protocol ceiling) and against
 // NATS JetStream (another durable streaming server, driven by its own

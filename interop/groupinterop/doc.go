@@ -7,9 +7,9 @@
 // Scenarios: three consumers in one group read every record exactly once; a
 // member killed without LeaveGroup loses its partitions to the others after
 // its session timeout; consumers restarted after a broker restart resume
-// from the committed offsets. The churn and settle measurements for
-// results/groups.md live here too (TestChurn, TestSettle), as tests that
-// report numbers and check only the targets' hard bounds.
+// from the committed offsets. TestChurn and TestSettle take the churn and
+// settle measurements that the groups profile of cmd/bench reports in
+// results/groups.md, and check only their hard bounds.
 //
 // The brokers here let members ask for session timeouts down to 1 s
 // (broker.Config.Groups), so a killed member is noticed in 2 s rather than
