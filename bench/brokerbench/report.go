@@ -3,7 +3,6 @@ package brokerbench
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/minikafka/minikafka/bench"
@@ -178,17 +177,7 @@ func (r *Result) Write(dir string) error {
 }
 
 // Load reads a run's broker.json (see Parse).
-func Load(path string) (*Result, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("brokerbench: %w", err)
-	}
-	r, err := Parse(b)
-	if err != nil {
-		return nil, fmt.Errorf("brokerbench: %s: %w", path, err)
-	}
-	return r, nil
-}
+func Load(path string) (*Result, error) { return bench.Load(path, Parse) }
 
 // Parse reads a broker.json; the checks are judged again, so that a
 // change to the targets shows in a rendered report. Files written before

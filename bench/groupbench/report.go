@@ -3,7 +3,6 @@ package groupbench
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -189,17 +188,7 @@ func (r *Result) Write(dir string) error {
 }
 
 // Load reads a run's groups.json (see Parse).
-func Load(path string) (*Result, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("groupbench: %w", err)
-	}
-	r, err := Parse(b)
-	if err != nil {
-		return nil, fmt.Errorf("groupbench: %s: %w", path, err)
-	}
-	return r, nil
-}
+func Load(path string) (*Result, error) { return bench.Load(path, Parse) }
 
 // Parse reads a groups.json; the checks are judged again. A file written
 // by cmd/groupbench, a list of engines with their figures and nothing

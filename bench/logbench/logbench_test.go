@@ -96,7 +96,7 @@ func TestRunWholePipeline(t *testing.T) {
 	assert.Empty(t, entries, "scratch data removed")
 
 	out := t.TempDir()
-	require.NoError(t, logbench.Write(res, out))
+	require.NoError(t, res.Write(out))
 	again, err := logbench.Load(filepath.Join(out, logbench.ResultsFile))
 	require.NoError(t, err)
 	assert.Equal(t, md, string(logbench.Report(again).Markdown()), "the JSON holds everything the report shows")

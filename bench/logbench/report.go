@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,7 +19,7 @@ const (
 )
 
 // Write writes engines.md and engines.json into dir.
-func Write(r *Results, dir string) error {
+func (r *Results) Write(dir string) error {
 	if err := bench.WriteJSON(filepath.Join(dir, ResultsFile), r); err != nil {
 		return err
 	}
@@ -28,17 +27,7 @@ func Write(r *Results, dir string) error {
 }
 
 // Load reads a run's engines.json (see Parse).
-func Load(path string) (*Results, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("logbench: %w", err)
-	}
-	r, err := Parse(b)
-	if err != nil {
-		return nil, fmt.Errorf("logbench: %s: %w", path, err)
-	}
-	return r, nil
-}
+func Load(path string) (*Results, error) { return bench.Load(path, Parse) }
 
 // Parse reads an engines.json; the targets are judged again from the
 // samples, so that a change to them shows in a rendered report. Files

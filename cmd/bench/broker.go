@@ -109,14 +109,7 @@ func (f *brokerPlan) measure(ctx context.Context, e *env) error {
 }
 
 func writeBroker(res *brokerbench.Result, e *env) error {
-	if err := res.Write(e.out); err != nil {
-		return err
-	}
-	for _, c := range res.Checks {
-		fmt.Fprintln(e.stderr, c)
-	}
-	fmt.Fprintf(e.stderr, "wrote %s\n", filepath.Join(e.out, brokerbench.ReportFile))
-	return nil
+	return e.publish(res.Write, res.Checks, brokerbench.ReportFile)
 }
 
 // brokerBinary returns -broker-bin, or builds ./cmd/broker; nothing to

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -81,14 +79,7 @@ func (o *enginesPlan) measure(_ context.Context, e *env) error {
 }
 
 func writeEngines(res *logbench.Results, e *env) error {
-	if err := logbench.Write(res, e.out); err != nil {
-		return err
-	}
-	for _, c := range res.Checks {
-		fmt.Fprintln(e.stderr, c)
-	}
-	fmt.Fprintf(e.stderr, "wrote %s\n", filepath.Join(e.out, logbench.ReportFile))
-	return nil
+	return e.publish(res.Write, res.Checks, logbench.ReportFile)
 }
 
 // render rebuilds the report of an earlier run from its JSON, so that a

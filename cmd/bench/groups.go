@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -56,14 +54,7 @@ func (o *groupsPlan) measure(ctx context.Context, e *env) error {
 }
 
 func writeGroups(res *groupbench.Result, e *env) error {
-	if err := res.Write(e.out); err != nil {
-		return err
-	}
-	for _, c := range res.Checks {
-		fmt.Fprintln(e.stderr, c)
-	}
-	fmt.Fprintf(e.stderr, "wrote %s\n", filepath.Join(e.out, groupbench.ReportFile))
-	return nil
+	return e.publish(res.Write, res.Checks, groupbench.ReportFile)
 }
 
 func (o *groupsPlan) render(path string, e *env) error {

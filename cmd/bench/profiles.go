@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,14 +47,7 @@ func register(p profile) {
 	profiles[p.name] = p
 }
 
-func profileNames() []string {
-	names := make([]string, 0, len(profiles))
-	for n := range profiles {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func profileNames() []string { return slices.Sorted(maps.Keys(profiles)) }
 
 // defaultProfile is the one a bare `go run ./cmd/bench` runs: the smoke
 // run of the end-to-end matrix.
@@ -193,6 +187,19 @@ func (e *env) bar(bytes bool) bench.Bar {
 		return bench.NoBar
 	}
 	return progress.NewBar(e.stderr, bytes)
+}
+
+// publish writes a one-file profile's report and JSON into -out with
+// write, and prints its checks.
+func (e *env) publish(write func(dir string) error, checks []bench.Check, file string) error {
+	if err := write(e.out); err != nil {
+		return err
+	}
+	for _, c := range checks {
+		fmt.Fprintln(e.stderr, c)
+	}
+	fmt.Fprintf(e.stderr, "wrote %s\n", filepath.Join(e.out, file))
+	return nil
 }
 
 // binDir is a temporary directory for built programs, removed at the end.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,14 +46,7 @@ var fileReports = map[string]fileReport{
 	},
 }
 
-func fileReportNames() []string {
-	var names []string
-	for n := range fileReports {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func fileReportNames() []string { return slices.Sorted(maps.Keys(fileReports)) }
 
 // reportOf is the profile whose one-file report path is ("" for another
 // file).

@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"slices"
@@ -92,12 +93,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: loadgen <command> [flags]   (loadgen <command> -h for its flags)")
 	fmt.Fprintln(w, "\ncommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(commands)) {
 		fmt.Fprintf(w, "  %-13s %s\n", n, commands[n].summary)
 	}
 }

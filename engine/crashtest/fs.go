@@ -364,12 +364,17 @@ func (f *crashFile) WriteAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-// Preallocate is not counted: it changes no contents (MemFS ignores it).
-func (f *crashFile) Preallocate(offset, length int64) error {
-	if err := f.fs.read("preallocate " + f.name); err != nil {
+// reading runs op, which changes no contents, unless the disk is gone.
+func (f *crashFile) reading(what string, op func() error) error {
+	if err := f.fs.read(what + " " + f.name); err != nil {
 		return err
 	}
-	return f.f.Preallocate(offset, length)
+	return op()
+}
+
+// Preallocate is not counted: it changes no contents (MemFS ignores it).
+func (f *crashFile) Preallocate(offset, length int64) error {
+	return f.reading("preallocate", func() error { return f.f.Preallocate(offset, length) })
 }
 
 func (f *crashFile) Stat() (vfs.FileInfo, error) {
@@ -379,16 +384,10 @@ func (f *crashFile) Stat() (vfs.FileInfo, error) {
 	return f.f.Stat()
 }
 
-func (f *crashFile) Sync() error {
-	return f.fs.mutate("sync "+f.name, allOrNothing(func() error {
-		return f.f.Sync()
-	}))
-}
+func (f *crashFile) Sync() error { return f.fs.mutate("sync "+f.name, allOrNothing(f.f.Sync)) }
 
 func (f *crashFile) SyncData() error {
-	return f.fs.mutate("syncdata "+f.name, allOrNothing(func() error {
-		return f.f.SyncData()
-	}))
+	return f.fs.mutate("syncdata "+f.name, allOrNothing(f.f.SyncData))
 }
 
 func (f *crashFile) SyncTo(length int64) (bool, error) {
@@ -402,10 +401,7 @@ func (f *crashFile) SyncTo(length int64) (bool, error) {
 }
 
 func (f *crashFile) Prefetch(offset, length int64) error {
-	if err := f.fs.read("prefetch " + f.name); err != nil {
-		return err
-	}
-	return f.f.Prefetch(offset, length)
+	return f.reading("prefetch", func() error { return f.f.Prefetch(offset, length) })
 }
 
 func (f *crashFile) Fd() uintptr { return f.f.Fd() }

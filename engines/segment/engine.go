@@ -116,6 +116,15 @@ func (e *Engine) failed() error {
 	return nil
 }
 
+// writable says why the log takes no write: it is closed, or a write or
+// sync failed (sticky).
+func (e *Engine) writable() error {
+	if e.closed.Load() {
+		return engine.ErrClosed
+	}
+	return e.failed()
+}
+
 // Append implements engine.LogEngine. The frame is copied into the active
 // segment's in-memory tail under the append lock, and is readable at once;
 // the flusher writes it to the file and Sync makes it durable.
@@ -125,10 +134,7 @@ func (e *Engine) Append(b engine.Batch) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.closed.Load() {
-		return engine.ErrClosed
-	}
-	if err := e.failed(); err != nil {
+	if err := e.writable(); err != nil {
 		return err
 	}
 	if end := e.end.Load(); b.BaseOffset != end {

@@ -23,10 +23,7 @@ func (e *Engine) Truncate(offset int64) error {
 	defer e.flushMu.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.closed.Load() {
-		return engine.ErrClosed
-	}
-	if err := e.failed(); err != nil {
+	if err := e.writable(); err != nil {
 		return err
 	}
 	start, end := e.start.Load(), e.end.Load()
@@ -155,10 +152,7 @@ func (e *Engine) DeleteBefore(offset int64) error {
 	defer e.flushMu.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.closed.Load() {
-		return engine.ErrClosed
-	}
-	if err := e.failed(); err != nil {
+	if err := e.writable(); err != nil {
 		return err
 	}
 	if offset <= e.start.Load() {
