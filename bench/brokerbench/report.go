@@ -3,7 +3,6 @@ package brokerbench
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 
 	"github.com/minikafka/minikafka/bench"
 )
@@ -170,10 +169,7 @@ func firstError(c *Cell) string {
 
 // Write writes broker.md and broker.json into dir.
 func (r *Result) Write(dir string) error {
-	if err := bench.WriteFile(filepath.Join(dir, ReportFile), r.Report()); err != nil {
-		return err
-	}
-	return bench.WriteJSON(filepath.Join(dir, ResultsFile), r)
+	return bench.WriteReport(dir, ReportFile, r.Report(), ResultsFile, r)
 }
 
 // Load reads a run's broker.json (see Parse).

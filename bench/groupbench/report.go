@@ -3,7 +3,6 @@ package groupbench
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -181,10 +180,7 @@ func (r *Result) failures() []string {
 
 // Write writes groups.md and groups.json into dir.
 func (r *Result) Write(dir string) error {
-	if err := bench.WriteFile(filepath.Join(dir, ReportFile), r.Report()); err != nil {
-		return err
-	}
-	return bench.WriteJSON(filepath.Join(dir, ResultsFile), r)
+	return bench.WriteReport(dir, ReportFile, r.Report(), ResultsFile, r)
 }
 
 // Load reads a run's groups.json (see Parse).

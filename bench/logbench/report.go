@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -20,10 +19,7 @@ const (
 
 // Write writes engines.md and engines.json into dir.
 func (r *Results) Write(dir string) error {
-	if err := bench.WriteJSON(filepath.Join(dir, ResultsFile), r); err != nil {
-		return err
-	}
-	return bench.WriteFile(filepath.Join(dir, ReportFile), Report(r).Markdown())
+	return bench.WriteReport(dir, ReportFile, Report(r).Markdown(), ResultsFile, r)
 }
 
 // Load reads a run's engines.json (see Parse).

@@ -116,6 +116,17 @@ func (e *Engine) failed() error {
 	return nil
 }
 
+// lockAll takes both locks a rewrite of the log needs, the flusher's
+// first, and returns what releases them.
+func (e *Engine) lockAll() (unlock func()) {
+	e.flushMu.Lock()
+	e.mu.Lock()
+	return func() {
+		e.mu.Unlock()
+		e.flushMu.Unlock()
+	}
+}
+
 // writable says why the log takes no write: it is closed, or a write or
 // sync failed (sticky).
 func (e *Engine) writable() error {

@@ -19,10 +19,7 @@ import (
 // point leaves a prefix of the old log at least as long as the cut, and the
 // cut itself once the sealed index is durable.
 func (e *Engine) Truncate(offset int64) error {
-	e.flushMu.Lock()
-	defer e.flushMu.Unlock()
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	defer e.lockAll()()
 	if err := e.writable(); err != nil {
 		return err
 	}
@@ -148,10 +145,7 @@ func (e *Engine) resetLocked(offset int64) error {
 // (durably); then whole segments below it are removed. The active segment is
 // never removed here.
 func (e *Engine) DeleteBefore(offset int64) error {
-	e.flushMu.Lock()
-	defer e.flushMu.Unlock()
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	defer e.lockAll()()
 	if err := e.writable(); err != nil {
 		return err
 	}
