@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 )
@@ -74,11 +75,4 @@ func Names() []string {
 	return namesLocked()
 }
 
-func namesLocked() []string {
-	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func namesLocked() []string { return slices.Sorted(maps.Keys(registry)) }
