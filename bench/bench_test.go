@@ -212,6 +212,8 @@ func TestFormatting(t *testing.T) {
 		{bench.Rate(135_200), "135k"},
 		{bench.Rate(2_210_000), "2.21M"},
 		{bench.Rate(12.5), "12.5"},
+		{bench.Rate(999_700), "1M"},
+		{bench.Rate(999.7), "1k"},
 		{bench.Rate(math.NaN()), "–"},
 		{bench.MB(1_500_000), "1.5"},
 		{bench.Bytes(512), "512 B"},

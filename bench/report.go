@@ -191,9 +191,11 @@ func Rate(v float64) string {
 	switch {
 	case math.IsNaN(v) || math.IsInf(v, 0):
 		return "–"
-	case v >= 1e6:
+	// Three significant digits round 999.6k up to 1e+03k: such a value
+	// reads in the next unit.
+	case v >= 999.5e3:
 		return fmt.Sprintf("%.3gM", v/1e6)
-	case v >= 1e3:
+	case v >= 999.5:
 		return fmt.Sprintf("%.3gk", v/1e3)
 	}
 	return fmt.Sprintf("%.3g", v)
