@@ -185,7 +185,7 @@ func Run(c Config) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := os.MkdirTemp(c.Dir, "enginebench-")
+	root, err := os.MkdirTemp(c.Dir, "engines-")
 	if err != nil {
 		return nil, fmt.Errorf("logbench: scratch directory: %w", err)
 	}
@@ -277,7 +277,7 @@ func (r *runner) newBar(subjects []Subject) *progressbar.ProgressBar {
 	}
 	return progressbar.NewOptions(steps*r.cfg.Reps,
 		progressbar.OptionSetWriter(r.cfg.Progress),
-		progressbar.OptionSetDescription("enginebench"),
+		progressbar.OptionSetDescription("engines"),
 		progressbar.OptionShowCount(),
 		progressbar.OptionSetElapsedTime(true),
 		progressbar.OptionSetPredictTime(true),

@@ -197,7 +197,7 @@ func (v *view) enginesRef(rep *bench.Report) {
 		return
 	}
 	s := rep.Section("Against the raw disk (engine benchmark)")
-	s.Para("The engine benchmark (cmd/enginebench) measures the engines without the broker, against a plain append-and-fdatasync loop on the same disk. Its ratios as %s held them when this run started (run of %s, commit %s); the regression check compares them between runs.", ref.Source, ref.Date, ref.Commit)
+	s.Para("The engines profile (`cmd/bench -profile engines`) measures the engines without the broker, against a plain append-and-fdatasync loop on the same disk. Its ratios as %s held them when this run started (run of %s, commit %s); the regression check compares them between runs.", ref.Source, ref.Date, ref.Commit)
 	t := s.Table("check", "value").Left(0)
 	for _, c := range ref.Checks {
 		t.Row(c.Name, fmt.Sprintf("%.2f%s", c.Value, c.Unit))

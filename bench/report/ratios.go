@@ -46,6 +46,8 @@ func Ratios(run *matrix.Run) []bench.Ratio {
 	gate = true
 	if ref := run.EnginesRef; ref != nil {
 		for _, c := range ref.Checks {
+			// The prefix is the name of the command that measured these
+			// before the engines profile did; kept, so that runs compare.
 			add("enginebench: "+c.Name, c.Value)
 		}
 	}
