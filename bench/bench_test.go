@@ -212,17 +212,24 @@ func TestFormatting(t *testing.T) {
 		{bench.Rate(135_200), "135k"},
 		{bench.Rate(2_210_000), "2.21M"},
 		{bench.Rate(12.5), "12.5"},
+		{bench.Rate(999_700), "1M"},
+		{bench.Rate(999.7), "1k"},
 		{bench.Rate(math.NaN()), "–"},
 		{bench.MB(1_500_000), "1.5"},
 		{bench.Bytes(512), "512 B"},
 		{bench.Bytes(3 << 20), "3.0 MiB"},
-		{bench.Ratio(0.971), "0.97×"},
+		{bench.Times(0.971), "0.97×"},
 		{bench.Millis(0.00841), "8.41 ms"},
 		{bench.Millis(1.034), "1.03 s"},
 	}
 	for _, c := range cases {
 		t.Run(c.want, func(t *testing.T) { assert.Equal(t, c.want, c.got) })
 	}
+}
+
+func TestSplitList(t *testing.T) {
+	assert.Equal(t, []string{"a:1", "b:2"}, bench.SplitList(" a:1, ,b:2 "))
+	assert.Empty(t, bench.SplitList(""))
 }
 
 func TestWriteJSONAndFile(t *testing.T) {

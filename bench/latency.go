@@ -1,8 +1,18 @@
-// Package bench holds the measuring tools the benchmark commands share: a
-// latency recorder (HdrHistogram), median/min/max over repetitions, the
-// machine's description, device I/O counters, page-cache control and the
-// report writers. Workloads live in subpackages (logbench for the engines);
-// the broker benchmark reuses these parts.
+// Package bench holds what every benchmark profile of cmd/bench shares.
+//
+// The data model: a run's Facts (machine, disk, load average, commit,
+// command, setup), its Cells (one target under one workload on one
+// Topology, over its repetitions, each a profile's own Rep type), a
+// Spread of a figure over the repetitions, a cell's Errors, the profile's
+// Checks (a figure against a bound) and the Ratios the regression check
+// compares between runs. Topology is one broker today; the cluster and
+// replication profiles to come set its brokers, replication factor and
+// faults.
+//
+// The measuring tools: a latency recorder (HdrHistogram), device I/O
+// counters, page-cache control, directory usage, seeded payloads, and the
+// markdown and JSON writers. The workloads live in subpackages, a profile
+// each (logbench, brokerbench, groupbench, matrix).
 //
 // Nothing here asserts a duration: benchmarks report, tests check plumbing.
 package bench

@@ -142,6 +142,29 @@ func WriteFile(path string, data []byte) error {
 	return nil
 }
 
+// Load reads the results file at path with parse, saying which file an
+// error is about.
+func Load[T any](path string, parse func([]byte) (*T, error)) (*T, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	r, err := parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// WriteReport writes a report's markdown and the results it was rendered
+// from, as JSON, into dir.
+func WriteReport(dir, reportFile string, markdown []byte, resultsFile string, results any) error {
+	if err := WriteJSON(filepath.Join(dir, resultsFile), results); err != nil {
+		return err
+	}
+	return WriteFile(filepath.Join(dir, reportFile), markdown)
+}
+
 // WriteJSON writes v as indented JSON to path (see WriteFile).
 func WriteJSON(path string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
@@ -151,14 +174,28 @@ func WriteJSON(path string, v any) error {
 	return WriteFile(path, append(data, '\n'))
 }
 
+// SplitList splits a comma-separated flag value (" a:1, ,b:2 ") into its
+// items, dropping empty ones.
+func SplitList(s string) []string {
+	var out []string
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // Rate formats a per-second figure with a k or M suffix: 135k, 2.21M.
 func Rate(v float64) string {
 	switch {
 	case math.IsNaN(v) || math.IsInf(v, 0):
 		return "–"
-	case v >= 1e6:
+	// Three significant digits round 999.6k up to 1e+03k: such a value
+	// reads in the next unit.
+	case v >= 999.5e3:
 		return fmt.Sprintf("%.3gM", v/1e6)
-	case v >= 1e3:
+	case v >= 999.5:
 		return fmt.Sprintf("%.3gk", v/1e3)
 	}
 	return fmt.Sprintf("%.3g", v)
@@ -187,8 +224,8 @@ func Bytes(v int64) string {
 	return ""
 }
 
-// Ratio formats a dimensionless ratio: 0.97×.
-func Ratio(v float64) string {
+// Times formats a dimensionless ratio: 0.97×.
+func Times(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "–"
 	}

@@ -14,13 +14,14 @@ import (
 
 	"github.com/minikafka/minikafka/broker"
 	"github.com/minikafka/minikafka/broker/brokertest"
+	"github.com/minikafka/minikafka/interop/interoptest"
 )
 
 func TestMetadata(t *testing.T) {
 	b := brokertest.Start(t, brokertest.Configure(func(c *broker.Config) { c.DefaultPartitions = 4 }))
 	b.CreateTopic(t, "m", 3)
 	adm := b.Admin(t)
-	ctx := testCtx(t)
+	ctx := interoptest.Context(t)
 
 	md, err := adm.Metadata(ctx)
 	require.NoError(t, err)
@@ -98,7 +99,7 @@ func kadmAddr(b kadm.BrokerDetail) string {
 func TestCreateDeleteTopics(t *testing.T) {
 	b := brokertest.Start(t, brokertest.Configure(func(c *broker.Config) { c.AutoCreate = false }))
 	adm := b.Admin(t)
-	ctx := testCtx(t)
+	ctx := interoptest.Context(t)
 	retention := "3600000"
 
 	resp, err := adm.CreateTopic(ctx, 2, 1, map[string]*string{"retention.ms": &retention}, "t1")

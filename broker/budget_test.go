@@ -12,18 +12,6 @@ import (
 	"github.com/minikafka/minikafka/clock"
 )
 
-// waitFor polls cond until it holds or 10 real seconds pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestBudget(t *testing.T) {
 	ctx := context.Background()
 	t.Run("within the limit at once", func(t *testing.T) {
@@ -44,9 +32,9 @@ func TestBudget(t *testing.T) {
 		require.NoError(t, b.acquire(ctx, 90))
 		got := make(chan int, 2)
 		go func() { require.NoError(t, b.acquire(ctx, 50)); got <- 1 }()
-		waitFor(t, "first waiter queued", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.waiters) == 1 })
+		require.Eventually(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.waiters) == 1 }, 10*time.Second, time.Millisecond, "first waiter queued")
 		go func() { require.NoError(t, b.acquire(ctx, 5)); got <- 2 }()
-		waitFor(t, "second waiter queued", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.waiters) == 2 })
+		require.Eventually(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.waiters) == 2 }, 10*time.Second, time.Millisecond, "second waiter queued")
 		assert.Equal(t, int64(90), b.inUse(), "FIFO: the 5 bytes that would fit wait behind the 50 that do not")
 		b.release(90)
 		<-got
@@ -59,7 +47,7 @@ func TestBudget(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		errc := make(chan error)
 		go func() { errc <- b.acquire(cctx, 5) }()
-		waitFor(t, "waiter queued", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.waiters) == 1 })
+		require.Eventually(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.waiters) == 1 }, 10*time.Second, time.Millisecond, "waiter queued")
 		cancel()
 		require.ErrorIs(t, <-errc, context.Canceled)
 		b.release(10)
@@ -83,5 +71,5 @@ func TestWatchdog(t *testing.T) {
 	assert.Zero(t, fired.Load(), "disarmed")
 	w.arm(time.Second)
 	clk.Advance(time.Second)
-	waitFor(t, "watchdog fired", func() bool { return fired.Load() == 1 })
+	require.Eventually(t, func() bool { return fired.Load() == 1 }, 10*time.Second, time.Millisecond, "watchdog fired")
 }

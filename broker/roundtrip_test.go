@@ -1,25 +1,16 @@
 package broker_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/minikafka/minikafka/broker/brokertest"
+	"github.com/minikafka/minikafka/interop/interoptest"
 )
-
-// testCtx bounds a test's client calls so a hung broker fails the test
-// instead of hanging it.
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // produceN produces n records with values prefix-0.. round-robin over the
 // topic's partitions and waits for every acknowledgement.
@@ -29,14 +20,14 @@ func produceN(t *testing.T, cl *kgo.Client, topic, prefix string, n int) {
 	for i := range n {
 		recs = append(recs, &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "%s-%d", prefix, i)})
 	}
-	require.NoError(t, cl.ProduceSync(testCtx(t), recs...).FirstErr(), "produce")
+	require.NoError(t, cl.ProduceSync(interoptest.Context(t), recs...).FirstErr(), "produce")
 }
 
 // consumeN reads n records of topic from the start.
 func consumeN(t *testing.T, b *brokertest.Broker, topic string, n int) []*kgo.Record {
 	t.Helper()
 	cl := b.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	ctx := testCtx(t)
+	ctx := interoptest.Context(t)
 	var got []*kgo.Record
 	for len(got) < n {
 		fs := cl.PollFetches(ctx)

@@ -15,6 +15,7 @@ import (
 	"github.com/minikafka/minikafka/broker"
 	"github.com/minikafka/minikafka/broker/brokertest"
 	"github.com/minikafka/minikafka/engine"
+	"github.com/minikafka/minikafka/interop/interoptest"
 )
 
 // engineMetric reads one sample of a metric labelled with the engine from
@@ -50,7 +51,7 @@ func TestSyncMetricsEveryEngine(t *testing.T) {
 			const produces = 5
 			for i := range produces {
 				// One record per request: each is its own batch.
-				require.NoError(t, cl.ProduceSync(testCtx(t), &kgo.Record{Value: fmt.Appendf(nil, "value %d", i)}).FirstErr())
+				require.NoError(t, cl.ProduceSync(interoptest.Context(t), &kgo.Record{Value: fmt.Appendf(nil, "value %d", i)}).FirstErr())
 			}
 
 			metric := func(name string) float64 { return engineMetric(t, b, name, c.engine) }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 )
@@ -24,6 +25,8 @@ type Driver struct {
 	Name string
 	Caps Capabilities
 	Open OpenFunc
+	// Notes describe the design for the benchmark reports.
+	Notes Notes
 }
 
 var (
@@ -72,11 +75,4 @@ func Names() []string {
 	return namesLocked()
 }
 
-func namesLocked() []string {
-	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func namesLocked() []string { return slices.Sorted(maps.Keys(registry)) }

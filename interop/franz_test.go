@@ -33,7 +33,7 @@ func produceFranz(t *testing.T, addr, topic, codec string, recs []rec, opts ...k
 	errs := make([]error, len(recs))
 	for i := range recs {
 		wg.Add(1)
-		cl.Produce(testCtx(t), &kgo.Record{Key: recs[i].Key, Value: recs[i].Value}, func(r *kgo.Record, err error) {
+		cl.Produce(interoptest.Context(t), &kgo.Record{Key: recs[i].Key, Value: recs[i].Value}, func(r *kgo.Record, err error) {
 			defer wg.Done()
 			errs[i] = err
 			recs[i].Partition, recs[i].Offset = r.Partition, r.Offset

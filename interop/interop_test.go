@@ -3,12 +3,10 @@ package interop
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -30,12 +28,6 @@ func eachServer(t *testing.T, fn func(t *testing.T, s *interoptest.Server)) {
 			fn(t, tg.Start(t, 1))
 		})
 	}
-}
-
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // rec is one record as a client produced or consumed it.
@@ -77,7 +69,7 @@ func createTopic(t *testing.T, addr, topic string, partitions int32) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	require.NoError(t, err)
 	defer cl.Close()
-	_, err = kadm.NewClient(cl).CreateTopic(testCtx(t), partitions, 1, nil, topic)
+	_, err = kadm.NewClient(cl).CreateTopic(interoptest.Context(t), partitions, 1, nil, topic)
 	require.NoError(t, err, "create topic %s", topic)
 }
 
@@ -88,7 +80,7 @@ func consumeAll(t *testing.T, addr, topic string, n int) []rec {
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	require.NoError(t, err)
 	defer cl.Close()
-	ctx := testCtx(t)
+	ctx := interoptest.Context(t)
 	var got []rec
 	for len(got) < n {
 		fs := cl.PollFetches(ctx)

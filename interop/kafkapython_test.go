@@ -161,9 +161,9 @@ func TestKafkaPython(t *testing.T) {
 		require.NoError(t, err)
 		defer cl.Close()
 		adm := kadm.NewClient(cl)
-		ends, err := adm.ListEndOffsets(testCtx(t), groupTopic)
+		ends, err := adm.ListEndOffsets(interoptest.Context(t), groupTopic)
 		require.NoError(t, err)
-		committed, err := adm.FetchOffsets(testCtx(t), group)
+		committed, err := adm.FetchOffsets(interoptest.Context(t), group)
 		require.NoError(t, err)
 		ends.Each(func(o kadm.ListedOffset) {
 			c, ok := committed.Lookup(groupTopic, o.Partition)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -19,21 +18,6 @@ import (
 
 const kcatRecords = 300
 
-// kcatPath finds kcat. Without it the tests skip, except under CI (the CI
-// variable set), where .ci/run installs it and its absence is a failure.
-func kcatPath(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("kcat")
-	if err == nil {
-		return p
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("kcat is not installed but CI is set: .ci/run installs it (apt-get install kcat)")
-	}
-	t.Skip("kcat is not installed (apt-get install kcat); set CI to make this a failure")
-	return ""
-}
-
 // kcatTimeout bounds one kcat run; a consumer that never sees the end of a
 // partition (-e) hangs until then.
 const kcatTimeout = 30 * time.Second
@@ -43,7 +27,7 @@ func kcat(t *testing.T, stdin string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), kcatTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, kcatPath(t), args...)
+	cmd := exec.CommandContext(ctx, interoptest.KcatPath(t), args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -86,7 +70,7 @@ func kcatConsume(t *testing.T, addr, topic string) []rec {
 // an idempotent producer; each lands on the murmur2 partition, franz-go and
 // kcat read them all back; kcat also reads franz-go's compressed batches.
 func TestKcat(t *testing.T) {
-	kcatPath(t)
+	interoptest.KcatPath(t)
 	eachServer(t, func(t *testing.T, s *interoptest.Server) {
 		meta := kcat(t, "", "-L", "-b", s.Addr)
 		assert.Contains(t, meta, "broker", "kcat -L lists the broker")

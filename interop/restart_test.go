@@ -87,11 +87,11 @@ func produceThrough(t *testing.T, ctx context.Context, cl *kgo.Client, recs []re
 			})
 		}
 	}()
-	waitFor(t, func() bool { return n.Load() >= int64(len(recs)/4) }, "a quarter of the records acknowledged")
+	require.Eventually(t, func() bool { return n.Load() >= int64(len(recs)/4) }, time.Minute, 5*time.Millisecond, "a quarter of the records acknowledged")
 	before = n.Load()
 	interrupt()
 	close(resumed)
-	waitFor(t, func() bool { return answered() == int64(len(recs)) }, "every record answered")
+	require.Eventually(t, func() bool { return answered() == int64(len(recs)) }, time.Minute, 5*time.Millisecond, "every record answered")
 	wg.Wait()
 	for i, ok := range okIndex {
 		if ok {
@@ -99,16 +99,4 @@ func produceThrough(t *testing.T, ctx context.Context, cl *kgo.Client, recs []re
 		}
 	}
 	return acked, errs, before
-}
-
-// waitFor polls cond until it holds or a minute passes.
-func waitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

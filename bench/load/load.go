@@ -14,7 +14,6 @@ package load
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -40,17 +39,6 @@ func (c Client) options() ([]kgo.Opt, error) {
 		return nil, configErr("no brokers")
 	}
 	return []kgo.Opt{kgo.SeedBrokers(c.Brokers...)}, nil
-}
-
-// SplitBrokers turns "a:1, b:2" into its host:port parts.
-func SplitBrokers(s string) []string {
-	var out []string
-	for _, b := range strings.Split(s, ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			out = append(out, b)
-		}
-	}
-	return out
 }
 
 // Codec returns the franz-go compression codec called name: none, gzip,

@@ -15,12 +15,6 @@ import (
 	"github.com/minikafka/minikafka/interop/interoptest"
 )
 
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func server(t *testing.T) Client {
 	return Client{Brokers: []string{interoptest.Kfake.Start(t, 1).Addr}}
 }
@@ -107,7 +101,7 @@ func TestProduceThenConsume(t *testing.T) {
 
 func testProduceThenConsume(t *testing.T, c Client, codec string) {
 	t.Run(codec, func(t *testing.T) {
-		ctx := testCtx(t)
+		ctx := interoptest.Context(t)
 		topic := "pc-" + codec
 		require.NoError(t, EnsureTopic(ctx, c, topic, 4))
 		var progress []int64
@@ -142,7 +136,7 @@ func testProduceThenConsume(t *testing.T, c Client, codec string) {
 }
 
 func TestOpenLoopProducesEveryRecord(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := interoptest.Context(t)
 	c := server(t)
 	require.NoError(t, EnsureTopic(ctx, c, "open", 2))
 	pr, err := Produce(ctx, ProduceConfig{Client: c, Topic: "open", Records: 300, RecordBytes: 50, Rate: 3000, Acks: "1"})
@@ -155,7 +149,7 @@ func TestOpenLoopProducesEveryRecord(t *testing.T) {
 // TestMoreClientsThanRecords: a client with no share sends nothing and
 // ends (rather than running forever as if for a duration).
 func TestMoreClientsThanRecords(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := interoptest.Context(t)
 	c := server(t)
 	require.NoError(t, EnsureTopic(ctx, c, "few", 1))
 	pr, err := Produce(ctx, ProduceConfig{Client: c, Topic: "few", Records: 2, Clients: 3, RecordBytes: 10})
@@ -164,7 +158,7 @@ func TestMoreClientsThanRecords(t *testing.T) {
 }
 
 func TestDurationRun(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := interoptest.Context(t)
 	c := server(t)
 	require.NoError(t, EnsureTopic(ctx, c, "dur", 1))
 	pr, err := Produce(ctx, ProduceConfig{Client: c, Topic: "dur", Duration: 200 * time.Millisecond, RecordBytes: 10, InFlight: 1})
@@ -183,7 +177,7 @@ func TestEndToEndSeesOnlyNewRecords(t *testing.T) {
 }
 
 func testEndToEnd(t *testing.T, c Client) {
-	ctx := testCtx(t)
+	ctx := interoptest.Context(t)
 	require.NoError(t, EnsureTopic(ctx, c, "e2e", 3))
 	_, err := Produce(ctx, ProduceConfig{Client: c, Topic: "e2e", Records: 100, RecordBytes: 20})
 	require.NoError(t, err)
@@ -195,7 +189,7 @@ func testEndToEnd(t *testing.T, c Client) {
 }
 
 func TestUnreachableBrokerCountsErrors(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := interoptest.Context(t)
 	c := Client{Brokers: []string{"127.0.0.1:1"}}
 	pr, err := Produce(ctx, ProduceConfig{Client: c, Topic: "nowhere", Records: 5, RecordBytes: 10, DeliveryTimeout: time.Second})
 	require.NoError(t, err, "a failing broker is a result, not a config error")
@@ -205,7 +199,7 @@ func TestUnreachableBrokerCountsErrors(t *testing.T) {
 }
 
 func TestConsumeIdle(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := interoptest.Context(t)
 	c := server(t)
 	require.NoError(t, EnsureTopic(ctx, c, "empty", 1))
 	cr, err := Consume(ctx, ConsumeConfig{Client: c, Topic: "empty", Records: 10, Idle: 300 * time.Millisecond})
@@ -214,7 +208,7 @@ func TestConsumeIdle(t *testing.T) {
 }
 
 func TestEnsureTopic(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := interoptest.Context(t)
 	c := server(t)
 	require.NoError(t, EnsureTopic(ctx, c, "ens", 3))
 	require.NoError(t, EnsureTopic(ctx, c, "ens", 3), "an existing topic with the right layout is fine")
@@ -224,11 +218,6 @@ func TestEnsureTopic(t *testing.T) {
 	ends, err := EndOffsets(ctx, c, "ens")
 	require.NoError(t, err)
 	assert.Equal(t, map[int32]int64{0: 0, 1: 0, 2: 0}, ends)
-}
-
-func TestSplitBrokers(t *testing.T) {
-	assert.Equal(t, []string{"a:1", "b:2"}, SplitBrokers(" a:1, ,b:2 "))
-	assert.Empty(t, SplitBrokers(""))
 }
 
 // TestOpenLoopCountsStallsFromIntendedTime: the broker stalls its first
@@ -252,7 +241,7 @@ func TestOpenLoopCountsStallsFromIntendedTime(t *testing.T) {
 		}
 		return nil, nil, false
 	})
-	pr, err := Produce(testCtx(t), ProduceConfig{
+	pr, err := Produce(interoptest.Context(t), ProduceConfig{
 		Client: Client{Brokers: cl.ListenAddrs()}, Topic: "stall",
 		Records: 400, RecordBytes: 20, Rate: 1000, InFlight: 5,
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/logbench"
 	"github.com/minikafka/minikafka/engine"
 	"github.com/minikafka/minikafka/engines/memory"
@@ -51,7 +52,7 @@ func TestRunWholePipeline(t *testing.T) {
 	}
 	for _, sr := range res.Subjects {
 		var got []string
-		for _, s := range sr.Samples {
+		for _, s := range samples(res, sr.Name) {
 			got = append(got, s.Workload)
 			assert.Empty(t, s.Err, "%s %s", sr.Name, s.Workload)
 			switch {
@@ -66,19 +67,20 @@ func TestRunWholePipeline(t *testing.T) {
 		}
 		assert.Equal(t, want[sr.Name], got, sr.Name)
 	}
-	raw := res.Subject(logbench.RawName)
-	ing := raw.Of(logbench.WorkloadIngest)[0]
+	ing := res.Samples(logbench.RawName, logbench.WorkloadIngest)[0]
 	require.NotNil(t, ing.Usage)
 	assert.Equal(t, c.Records*int64(c.RecordBytes), ing.Usage.Apparent, "the raw file is the payload")
-	assert.Equal(t, "open", res.Subject(memory.Name).Of(logbench.WorkloadRead)[0].Cache)
-	assert.Nil(t, res.Subject(logbench.RawOverwriteName).Of(logbench.WorkloadIngest)[0].Usage, "a ring has no space figures")
-	peb := res.Subject(pebble.Name)
-	assert.Positive(t, peb.Of(logbench.WorkloadReopen)[0].Seconds)
-	assert.Equal(t, "warm", peb.Of(logbench.WorkloadReopenWarm)[0].Cache)
+	assert.Equal(t, "open", res.Samples(memory.Name, logbench.WorkloadRead)[0].Cache)
+	assert.True(t, res.Samples(logbench.RawName, logbench.WorkloadRead)[0].Lent, "raw reads into one buffer")
+	assert.False(t, res.Samples(pebble.Name, logbench.WorkloadRead)[0].Lent, "pebble is no engine.BufferReader")
+	assert.Nil(t, res.Samples(logbench.RawOverwriteName, logbench.WorkloadIngest)[0].Usage, "a ring has no space figures")
+	assert.Positive(t, res.Samples(pebble.Name, logbench.WorkloadReopen)[0].Seconds)
+	assert.Equal(t, "warm", res.Samples(pebble.Name, logbench.WorkloadReopenWarm)[0].Cache)
 
-	for _, tr := range res.Targets {
-		assert.Equal(t, "SKIP", tr.Verdict(), "no segment engine here: %s", tr)
+	for _, tr := range res.Checks {
+		assert.Equal(t, bench.Missing, tr.Verdict, "no segment engine here: %s", tr)
 	}
+	assert.NotEmpty(t, logbench.Ratios(res), "pebble and memory against raw")
 
 	res.Command, res.Commit = "test", "none"
 	md := string(logbench.Report(res).Markdown())
@@ -92,6 +94,23 @@ func TestRunWholePipeline(t *testing.T) {
 	entries, err := os.ReadDir(c.Dir)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "scratch data removed")
+
+	out := t.TempDir()
+	require.NoError(t, res.Write(out))
+	again, err := logbench.Load(filepath.Join(out, logbench.ResultsFile))
+	require.NoError(t, err)
+	assert.Equal(t, md, string(logbench.Report(again).Markdown()), "the JSON holds everything the report shows")
+}
+
+// samples lists a subject's samples in the order they ran.
+func samples(res *logbench.Results, subject string) []logbench.Sample {
+	var out []logbench.Sample
+	for _, c := range res.Cells {
+		if c.Target == subject {
+			out = append(out, c.Reps...)
+		}
+	}
+	return out
 }
 
 func TestRunRefusesUnknownSubject(t *testing.T) {
@@ -147,14 +166,13 @@ func (f *failing) Append(b engine.Batch) error {
 func TestFailuresAreRecordedNotFatal(t *testing.T) {
 	res, err := logbench.Run(tiny(t, failingName, memory.Name))
 	require.NoError(t, err)
-	sr := res.Subject(failingName)
-	require.NotNil(t, sr)
-	for _, s := range sr.Samples {
+	require.NotNil(t, res.Subject(failingName))
+	for _, s := range samples(res, failingName) {
 		assert.NotEmpty(t, s.Err, "%s must fail", s.Workload)
 	}
-	assert.Contains(t, sr.Of(logbench.WorkloadIngest)[0].Err, errInjected.Error())
-	assert.Equal(t, "ingest failed", sr.Of(logbench.WorkloadReopen)[0].Err)
-	for _, s := range res.Subject(memory.Name).Samples {
+	assert.Contains(t, res.Samples(failingName, logbench.WorkloadIngest)[0].Err, errInjected.Error())
+	assert.Equal(t, "ingest failed", res.Samples(failingName, logbench.WorkloadReopen)[0].Err)
+	for _, s := range samples(res, memory.Name) {
 		assert.Empty(t, s.Err, "the other engine still runs: %s", s.Workload)
 	}
 	md := string(logbench.Report(res).Markdown())

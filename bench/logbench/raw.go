@@ -274,3 +274,6 @@ func (r *rawScanner) Scan() (records, bytes int64, err error) {
 }
 
 func (r *rawScanner) Close() error { return r.f.Close() }
+
+// Lends reports that the scan reads into one reused buffer.
+func (r *rawScanner) Lends() bool { return true }

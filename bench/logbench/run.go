@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -46,6 +45,8 @@ type Config struct {
 	Probe time.Duration `json:"probe_ns"`
 	// Progress, if not nil, receives a progress bar.
 	Progress io.Writer `json:"-"`
+	// Command is the command line, for the report.
+	Command string `json:"-"`
 }
 
 // Default is the full run that results/engines.md comes from.
@@ -91,22 +92,19 @@ func subjectRank(name string) int {
 
 // Results is everything a run measured, and where and how.
 type Results struct {
-	Date    time.Time         `json:"date"`
-	Command string            `json:"command"`
-	Commit  string            `json:"commit"`
-	Machine bench.MachineInfo `json:"machine"`
-	Config  Config            `json:"config"`
+	bench.Facts
+	Config Config `json:"config"`
 	// Background is what the device wrote during Config.Probe before the run
-	// (nil without a probe or device counters); LoadAfter is the load
-	// average when the run ended.
+	// (nil without a probe or device counters).
 	Background *Background `json:"background,omitempty"`
-	LoadAfter  string      `json:"loadavg_after"`
 	DeviceNote string      `json:"device_note,omitempty"`
 	// CacheControl is how the run evicts data from the page cache.
-	CacheControl string           `json:"cache_control"`
-	Subjects     []*SubjectResult `json:"subjects"`
-	// Targets are the issue's targets checked against this run.
-	Targets []TargetResult `json:"targets"`
+	CacheControl string        `json:"cache_control"`
+	Subjects     []SubjectInfo `json:"subjects"`
+	// Cells hold the samples, a cell per subject and workload.
+	Cells []*Cell `json:"cells"`
+	// Checks are the targets judged on this run (see Judge).
+	Checks []bench.Check `json:"checks"`
 }
 
 // Background is the device's activity while nothing of ours ran.
@@ -115,22 +113,64 @@ type Background struct {
 	WrittenBytes int64   `json:"written_bytes"`
 }
 
-// SubjectResult holds every sample of one subject.
-type SubjectResult struct {
-	Name    string   `json:"name"`
-	Note    string   `json:"note"`
-	Durable bool     `json:"durable"`
-	Samples []Sample `json:"samples"`
+// SubjectInfo says what a subject of the run is.
+type SubjectInfo struct {
+	Name    string `json:"name"`
+	Note    string `json:"note"`
+	Durable bool   `json:"durable"`
 }
 
-// Subject returns the results of the subject called name, or nil.
-func (r *Results) Subject(name string) *SubjectResult {
-	for _, s := range r.Subjects {
-		if s.Name == name {
-			return s
+// Cell is one subject under one workload, over the repetitions.
+type Cell = bench.Cell[Sample]
+
+// Subject returns what the subject called name is, or nil.
+func (r *Results) Subject(name string) *SubjectInfo {
+	for i := range r.Subjects {
+		if r.Subjects[i].Name == name {
+			return &r.Subjects[i]
 		}
 	}
 	return nil
+}
+
+// Cell returns the subject's cell under workload, or nil.
+func (r *Results) Cell(subject, workload string) *Cell {
+	for _, c := range r.Cells {
+		if c.Target == subject && c.Workload == workload {
+			return c
+		}
+	}
+	return nil
+}
+
+// Samples returns the subject's samples of workload, failed ones included.
+func (r *Results) Samples(subject, workload string) []Sample {
+	if c := r.Cell(subject, workload); c != nil {
+		return c.Reps
+	}
+	return nil
+}
+
+// Spread summarises a metric of one subject's workload over the
+// repetitions that succeeded.
+func (r *Results) Spread(subject, workload string, m Metric) bench.Spread {
+	return r.Cell(subject, workload).Spread(m)
+}
+
+// Median is the median of a metric, NaN when missing (also for a subject
+// that did not run, so that a ratio to it is NaN).
+func (r *Results) Median(subject, workload string, m Metric) float64 {
+	return r.Spread(subject, workload, m).Median
+}
+
+// add files a sample in its cell.
+func (r *Results) add(subject string, s Sample) {
+	c := r.Cell(subject, s.Workload)
+	if c == nil {
+		c = &Cell{Target: subject, Workload: s.Workload}
+		r.Cells = append(r.Cells, c)
+	}
+	c.Reps = append(c.Reps, s)
 }
 
 // Run measures every subject of c, repetition by repetition (each repetition
@@ -145,33 +185,35 @@ func Run(c Config) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := os.MkdirTemp(c.Dir, "enginebench-")
+	root, err := os.MkdirTemp(c.Dir, "engines-")
 	if err != nil {
 		return nil, fmt.Errorf("logbench: scratch directory: %w", err)
 	}
 	defer os.RemoveAll(root)
 
 	r := &runner{cfg: c, root: root, payload: bench.NewPayload(1, 8<<20)}
-	res := &Results{Date: time.Now().UTC(), Machine: bench.Machine(root), Config: c, CacheControl: bench.CacheControl()}
+	res := &Results{Facts: bench.Begin(root, c.Command), Config: c, CacheControl: bench.CacheControl()}
 	if r.disk, err = bench.DiskFor(root); err != nil {
 		res.DeviceNote = err.Error()
 	}
 	res.Background = r.probe()
 	r.bar = r.newBar(subjects)
 	for _, s := range subjects {
-		res.Subjects = append(res.Subjects, &SubjectResult{Name: s.Name, Note: s.Note, Durable: s.Durable})
+		res.Subjects = append(res.Subjects, SubjectInfo{Name: s.Name, Note: s.Note, Durable: s.Durable})
 	}
 	for rep := 1; rep <= c.Reps; rep++ {
-		for i, s := range subjects {
-			res.Subjects[i].Samples = append(res.Subjects[i].Samples, r.rep(s, rep)...)
+		for _, s := range subjects {
+			for _, smp := range r.rep(s, rep) {
+				res.add(s.Name, smp)
+			}
 		}
 	}
 	if r.bar != nil {
 		_ = r.bar.Finish()
 		fmt.Fprintln(c.Progress)
 	}
-	res.LoadAfter = strings.TrimSpace(readFile("/proc/loadavg"))
-	res.Targets = Evaluate(res)
+	res.End()
+	res.Checks = Judge(res)
 	return res, nil
 }
 
@@ -235,7 +277,7 @@ func (r *runner) newBar(subjects []Subject) *progressbar.ProgressBar {
 	}
 	return progressbar.NewOptions(steps*r.cfg.Reps,
 		progressbar.OptionSetWriter(r.cfg.Progress),
-		progressbar.OptionSetDescription("enginebench"),
+		progressbar.OptionSetDescription("engines"),
 		progressbar.OptionShowCount(),
 		progressbar.OptionSetElapsedTime(true),
 		progressbar.OptionSetPredictTime(true),
@@ -260,14 +302,6 @@ func (r *runner) probe() *Background {
 		return nil
 	}
 	return &Background{Seconds: time.Since(start).Seconds(), WrittenBytes: after.Sub(before).WrittenBytes}
-}
-
-func readFile(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	return string(b)
 }
 
 // scratch returns a fresh directory for one workload.

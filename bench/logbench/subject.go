@@ -2,8 +2,9 @@
 // concurrent writers, bulk ingest, cold sequential read and reopen-to-first-
 // read, run side by side on every registered engine and on baselines (a plain
 // file with a group-commit loop, which is the limit of the disk, and badger
-// committing one synced transaction per record). Run executes a plan and
-// returns Results; Report renders them.
+// committing one synced transaction per record), all in one process. It
+// is the engines profile of cmd/bench: Run executes a plan and returns
+// Results, Report renders results/engines.md.
 package logbench
 
 import (
@@ -165,6 +166,12 @@ func (l *engineLog) Scan() (records, bytes int64, err error) {
 }
 
 func (l *engineLog) Close() error { return l.e.Close() }
+
+// Lends reports whether Scan reads into one lent buffer.
+func (l *engineLog) Lends() bool {
+	_, ok := l.e.(engine.BufferReader)
+	return ok
+}
 
 func reopenFirstRead(name, dir string) (time.Duration, error) {
 	start := time.Now()

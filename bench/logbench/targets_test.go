@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/logbench"
@@ -24,9 +25,15 @@ type figures struct {
 
 const payload = 1_000_000
 
-func subject(name string, f figures) *logbench.SubjectResult {
+// subject is one subject's samples, a cell per workload.
+type subject struct {
+	name    string
+	samples []logbench.Sample
+}
+
+func subjectOf(name string, f figures) subject {
 	lat := &bench.Summary{Count: 1, P99: f.p99}
-	return &logbench.SubjectResult{Name: name, Durable: true, Samples: []logbench.Sample{
+	return subject{name, []logbench.Sample{
 		{Workload: "append-256", Records: int64(f.append256), PayloadBytes: int64(f.append256) * 1024, Seconds: 1, Latency: lat},
 		{Workload: "ingest", Records: int64(f.ingest), PayloadBytes: payload, Seconds: 1,
 			Device: &bench.DiskStats{WrittenBytes: f.written}, Usage: &bench.Usage{Allocated: f.allocated}},
@@ -35,10 +42,21 @@ func subject(name string, f figures) *logbench.SubjectResult {
 	}}
 }
 
-func verdicts(ts []logbench.TargetResult) []string {
+func results(subjects ...subject) *logbench.Results {
+	r := &logbench.Results{}
+	for _, s := range subjects {
+		r.Subjects = append(r.Subjects, logbench.SubjectInfo{Name: s.name, Durable: true})
+		for _, smp := range s.samples {
+			r.Cells = append(r.Cells, &logbench.Cell{Target: s.name, Reps: []logbench.Sample{smp}, Workload: smp.Workload})
+		}
+	}
+	return r
+}
+
+func verdicts(ts []bench.Check) []string {
 	var out []string
 	for _, t := range ts {
-		out = append(out, t.Verdict())
+		out = append(out, t.Verdict)
 	}
 	return out
 }
@@ -52,21 +70,21 @@ func TestEvaluateTargets(t *testing.T) {
 		allocated: 1_200_000, read: 4_000_000, reopen: 6 * time.Millisecond}
 	cases := []struct {
 		name     string
-		subjects []*logbench.SubjectResult
+		subjects []subject
 		want     []string
 	}{
-		{"all met", []*logbench.SubjectResult{subject("raw", raw), subject("segment", good), subject("pebble", pebble)},
+		{"all met", []subject{subjectOf("raw", raw), subjectOf("segment", good), subjectOf("pebble", pebble)},
 			[]string{"PASS", "PASS", "PASS", "PASS", "PASS", "PASS", "PASS", "PASS"}},
-		{"all missed", []*logbench.SubjectResult{subject("raw", raw), subject("segment", bad), subject("pebble", pebble)},
+		{"all missed", []subject{subjectOf("raw", raw), subjectOf("segment", bad), subjectOf("pebble", pebble)},
 			[]string{"FAIL", "FAIL", "FAIL", "FAIL", "FAIL", "FAIL", "FAIL", "FAIL"}},
-		{"no pebble", []*logbench.SubjectResult{subject("raw", raw), subject("segment", good)},
-			[]string{"PASS", "SKIP", "PASS", "PASS", "PASS", "PASS", "PASS", "PASS"}},
-		{"no segment", []*logbench.SubjectResult{subject("raw", raw), subject("pebble", pebble)},
-			[]string{"SKIP", "SKIP", "SKIP", "SKIP", "SKIP", "SKIP", "SKIP", "SKIP"}},
+		{"no pebble", []subject{subjectOf("raw", raw), subjectOf("segment", good)},
+			[]string{"PASS", "MISSING", "PASS", "PASS", "PASS", "PASS", "PASS", "PASS"}},
+		{"no segment", []subject{subjectOf("raw", raw), subjectOf("pebble", pebble)},
+			[]string{"MISSING", "MISSING", "MISSING", "MISSING", "MISSING", "MISSING", "MISSING", "MISSING"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ts := logbench.Evaluate(&logbench.Results{Subjects: c.subjects})
+			ts := logbench.Judge(results(c.subjects...))
 			assert.Equal(t, c.want, verdicts(ts))
 			for _, tr := range ts {
 				assert.NotEmpty(t, tr.String())
@@ -76,24 +94,25 @@ func TestEvaluateTargets(t *testing.T) {
 }
 
 func TestEvaluateWithoutDeviceCounters(t *testing.T) {
-	seg := subject("segment", figures{append256: 1, ingest: 1, read: 1})
-	for i := range seg.Samples {
-		seg.Samples[i].Device = nil
+	seg := subjectOf("segment", figures{append256: 1, ingest: 1, read: 1})
+	for i := range seg.samples {
+		seg.samples[i].Device = nil
 	}
-	ts := logbench.Evaluate(&logbench.Results{Subjects: []*logbench.SubjectResult{seg}})
-	assert.Equal(t, "SKIP", ts[4].Verdict(), "write amplification needs the device counters: %s", ts[4])
+	ts := logbench.Judge(results(seg))
+	assert.Equal(t, bench.Missing, ts[4].Verdict, "write amplification needs the device counters: %s", ts[4])
+	assert.Contains(t, ts[4].Note, "device counters")
 	assert.Zero(t, ts[4].Value, "no NaN in the JSON")
 }
 
 func TestEvaluateIgnoresFailedRepetitions(t *testing.T) {
-	seg := subject("segment", figures{append256: 100, ingest: 100, read: 100})
-	for i := range seg.Samples {
-		seg.Samples[i].Err = "boom"
+	seg := subjectOf("segment", figures{append256: 100, ingest: 100, read: 100})
+	for i := range seg.samples {
+		seg.samples[i].Err = "boom"
 	}
-	ts := logbench.Evaluate(&logbench.Results{Subjects: []*logbench.SubjectResult{seg, subject("raw", figures{append256: 1})}})
+	ts := logbench.Judge(results(seg, subjectOf("raw", figures{append256: 1})))
 	for _, tr := range ts {
-		assert.Equal(t, "SKIP", tr.Verdict(), tr.String())
-		assert.Contains(t, tr.Missing, "no successful")
+		assert.Equal(t, bench.Missing, tr.Verdict, tr.String())
+		assert.Contains(t, tr.Note, "no successful")
 	}
 }
 
@@ -108,9 +127,28 @@ func TestReportWarnsWhenBusy(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.before+"→"+c.after, func(t *testing.T) {
-			r := &logbench.Results{Machine: bench.MachineInfo{CPUs: 2, LoadAvg: c.before}, LoadAfter: c.after}
+			r := &logbench.Results{Facts: bench.Facts{Machine: bench.MachineInfo{CPUs: 2, LoadAvg: c.before}, LoadAfter: c.after}}
 			md := string(logbench.Report(r).Markdown())
 			assert.Equal(t, c.warn, strings.Contains(md, "The machine was busy"))
 		})
 	}
+}
+
+func TestParseReadsCmdEnginebenchFiles(t *testing.T) {
+	old := `{"date":"2026-11-30T18:13:48Z","commit":"c","config":{"reps":1},"subjects":[
+		{"name":"raw","durable":true,"samples":[{"workload":"ingest","rep":1,"records":100,"payload_bytes":1000,"seconds":1}]},
+		{"name":"segment","durable":true,"samples":[{"workload":"ingest","rep":1,"records":98,"payload_bytes":980,"seconds":1}]}],
+		"targets":[{"name":"segment bulk ingest vs raw","value":0.98}]}`
+	r, err := logbench.Parse([]byte(old))
+	require.NoError(t, err)
+	assert.Equal(t, 2026, r.Started.Year())
+	assert.Equal(t, 98.0, r.Median("segment", logbench.WorkloadIngest, logbench.RecordsPerSecond))
+	gates := map[string]float64{}
+	for _, x := range logbench.Ratios(r) {
+		if x.Gate {
+			gates[x.Name] = x.Value
+		}
+	}
+	assert.Len(t, gates, 1, "the targets against raw that have a figure")
+	assert.InDelta(t, 0.98, gates["segment bulk ingest vs raw"], 1e-9)
 }

@@ -41,6 +41,9 @@ type Sample struct {
 	// Cache says whether the data was read from the device: "cold", "warm
 	// (n% resident)" or "open" for an engine read while still open.
 	Cache string `json:"cache,omitempty"`
+	// Lent says a read reused one lent buffer (the raw file, an
+	// engine.BufferReader) instead of getting a new one per Read.
+	Lent bool `json:"lent,omitempty"`
 	// Err is set when the repetition failed; its figures are then missing.
 	Err string `json:"error,omitempty"`
 }
@@ -144,9 +147,15 @@ func ingest(in Ingester, batches [][]byte, records int64, batchRecords int) Samp
 	return s
 }
 
+// lender is a Scanner that can say whether it reads into one lent buffer.
+type lender interface{ Lends() bool }
+
 // scan reads everything back and checks the count against what was written.
 func scan(sc Scanner, wantRecords, wantBytes int64) Sample {
 	s := Sample{}
+	if l, ok := sc.(lender); ok {
+		s.Lent = l.Lends()
+	}
 	start := time.Now()
 	records, bytes, err := sc.Scan()
 	s.Seconds = time.Since(start).Seconds()

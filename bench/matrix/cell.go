@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/minikafka/minikafka/bench"
+	"github.com/minikafka/minikafka/bench/proc"
 )
 
 // cell runs one repetition of target t under point p: start, warm up,
@@ -166,7 +167,7 @@ func (r *runner) finish(t Target, srv *Server, dir string, out *Rep) {
 type probe struct {
 	cpu       float64
 	cpuErr    error
-	io        ProcIO
+	io        proc.IO
 	ioErr     error
 	dev       bench.DiskStats
 	devErr    error
@@ -176,8 +177,8 @@ type probe struct {
 
 func (r *runner) probe(ctx context.Context, s *Server) probe {
 	var p probe
-	p.cpu, p.cpuErr = ProcCPU(s.Pid())
-	p.io, p.ioErr = ReadProcIO(s.Pid())
+	p.cpu, p.cpuErr = proc.CPU(s.Pid())
+	p.io, p.ioErr = proc.ReadIO(s.Pid())
 	if r.disk != nil {
 		p.dev, p.devErr = r.disk.Stats()
 	} else {

@@ -110,6 +110,13 @@ func TestLoadEnginesRef(t *testing.T) {
 	require.NotNil(t, ref)
 	assert.Equal(t, []RefCheck{{Name: "segment durable append, 256 writers, vs raw", Value: 0.9, Unit: "×"}}, ref.Checks, "only the ratios against the raw loop")
 
+	require.NoError(t, os.WriteFile(path, []byte(`{"started":"2026-12-01T10:00:00Z","commit":"c","checks":[
+		{"name":"segment bulk ingest vs raw","value":0.98,"unit":"×"}]}`), 0o644))
+	ref, err = LoadEnginesRef(path)
+	require.NoError(t, err)
+	assert.Equal(t, "2026-12-01T10:00:00Z", ref.Date)
+	assert.Equal(t, []RefCheck{{Name: "segment bulk ingest vs raw", Value: 0.98, Unit: "×"}}, ref.Checks, "the checks as the engines profile writes them")
+
 	require.NoError(t, os.WriteFile(path, []byte("{"), 0o644))
 	_, err = LoadEnginesRef(path)
 	assert.Error(t, err)

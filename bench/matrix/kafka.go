@@ -10,10 +10,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/minikafka/minikafka/bench/load"
+	"github.com/minikafka/minikafka/bench/peer"
 )
 
 // Topic is the benchmark topic (Kafka) or stream (JetStream).
-const Topic = "bench"
+const Topic = peer.Topic
 
 // Kafka drives a Kafka-protocol server with franz-go from this process
 // (bench/load): mini-kafka's broker and kfake get the very same client.

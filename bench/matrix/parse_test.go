@@ -8,49 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestParseStatCPU(t *testing.T) {
-	cases := []struct {
-		name string
-		line string
-		want float64
-		err  bool
-	}{
-		{
-			name: "name with spaces and parentheses",
-			line: "1234 (my (odd) proc) S 1 1234 1234 0 -1 4194560 500 0 0 0 250 130 0 0 20 0 9 0 100 1000 200",
-			want: 3.8,
-		},
-		{name: "too short", line: "1 (x) S 1 2 3", err: true},
-		{name: "no name", line: "1 x S", err: true},
-		{name: "not a number", line: "1 (x) S 1 1 1 0 -1 0 0 0 0 0 ab 1 0 0", err: true},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got, err := parseStatCPU(c.line)
-			if c.err {
-				assert.Error(t, err)
-				return
-			}
-			require.NoError(t, err)
-			assert.InDelta(t, c.want, got, 1e-9)
-		})
-	}
-}
-
-func TestParseProcIO(t *testing.T) {
-	in := "rchar: 10\nwchar: 20\nsyscr: 1\nsyscw: 2\nread_bytes: 4096\nwrite_bytes: 8192\ncancelled_write_bytes: 4096\n"
-	got, err := parseProcIO(strings.NewReader(in))
-	require.NoError(t, err)
-	assert.Equal(t, ProcIO{ReadBytes: 4096, WriteBytes: 8192, CancelledWriteBytes: 4096}, got)
-	later := ProcIO{WriteBytes: 8192 + 10000, CancelledWriteBytes: 4096 + 1000}
-	assert.Equal(t, int64(9000), later.Written(got), "cancelled writes never reach storage")
-
-	_, err = parseProcIO(strings.NewReader("rchar: 10\n"))
-	assert.Error(t, err, "no byte counters: accounting off")
-	_, err = parseProcIO(strings.NewReader("read_bytes: x\nwrite_bytes: 1\ncancelled_write_bytes: 0\n"))
-	assert.Error(t, err)
-}
-
 func TestParseMetrics(t *testing.T) {
 	text := `# HELP minikafka_sync_duration_seconds Time each sync round took.
 # TYPE minikafka_sync_duration_seconds histogram

@@ -1,28 +1,22 @@
 package matrix
 
 import (
-	"fmt"
 	"math"
 	"time"
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/load"
+	"github.com/minikafka/minikafka/engine"
 )
 
 // Run is everything one benchmark run measured; it is what results.json
 // holds and what the report is rendered from.
 type Run struct {
-	Name     string            `json:"name"`
-	Profile  Profile           `json:"profile"`
-	Started  time.Time         `json:"started"`
-	Duration float64           `json:"duration_s"`
-	Machine  bench.MachineInfo `json:"machine"`
-	// LoadAfter is /proc/loadavg when the run ended.
-	LoadAfter string `json:"loadavg_after"`
-	Commit    string `json:"commit"`
-	Command   string `json:"command"`
-	// Setup says how every target was started and driven.
-	Setup   []string     `json:"setup"`
+	Name    string  `json:"name"`
+	Profile Profile `json:"profile"`
+	// Facts say where and how it ran; Setup, how every target was started
+	// and driven.
+	bench.Facts
 	Targets []TargetInfo `json:"targets"`
 	Points  []Point      `json:"points"`
 
@@ -44,14 +38,20 @@ type TargetInfo struct {
 	Kind    string `json:"kind"`
 	Durable bool   `json:"durable"`
 	Note    string `json:"note"`
+	// Design is an engine's own account of its design (its
+	// registration's Notes) as it was when the run measured it; the
+	// report quotes it beside the figures. Nil for the peers.
+	Design *engine.Notes `json:"design,omitempty"`
+	// CustomFS says the engine runs on an injected filesystem, so the
+	// crash suite's PowerLoss applies to it.
+	CustomFS bool `json:"custom_fs,omitempty"`
 }
 
 // Cell is one target under one workload, over the repetitions.
 type Cell struct {
-	Target string `json:"target"`
-	Kind   string `json:"kind"`
+	bench.Cell[Rep]
+	Kind string `json:"kind"`
 	Workload
-	Reps []Rep `json:"reps"`
 }
 
 // Rep is one repetition of a cell: a fresh server on an empty directory,
@@ -98,6 +98,9 @@ type Rep struct {
 
 // OK reports whether the measured produce phase finished.
 func (r Rep) OK() bool { return r.Produce.Records > 0 && r.Produce.Errors == 0 }
+
+// Failure implements bench.Rep.
+func (r Rep) Failure() string { return r.Error }
 
 // Figure reads one number from a repetition; NaN means not measured.
 type Figure func(Rep) float64
@@ -228,32 +231,17 @@ func perPayload(r Rep, written int64) float64 {
 	return float64(written) / float64(r.Produce.Bytes)
 }
 
-// Spread is a figure over the cell's repetitions (bench.SpreadOf: failed
-// or unmeasured repetitions are left out).
+// Spread is a figure over the cell's repetitions (failed or unmeasured
+// repetitions are left out); a nil cell has none.
 func (c *Cell) Spread(f Figure) bench.Spread {
 	if c == nil {
 		return bench.SpreadOf(nil)
 	}
-	xs := make([]float64, len(c.Reps))
-	for i, r := range c.Reps {
-		xs[i] = f(r)
-	}
-	return bench.SpreadOf(xs)
+	return c.Cell.Spread(f)
 }
 
 // Median is the figure's median, NaN when nothing was measured.
 func (c *Cell) Median(f Figure) float64 { return c.Spread(f).Median }
-
-// Errors lists the failed repetitions, each with its number.
-func (c *Cell) Errors() []string {
-	var out []string
-	for i, r := range c.Reps {
-		if r.Error != "" {
-			out = append(out, fmt.Sprintf("rep %d: %s", i+1, r.Error))
-		}
-	}
-	return out
-}
 
 // OKReps counts the repetitions whose produce phase finished.
 func (c *Cell) OKReps() int {

@@ -1,4 +1,5 @@
-// Package matrix runs the end-to-end engine comparison of cmd/bench: the
+// Package matrix runs the end-to-end engine comparison, the quick and full
+// profiles of cmd/bench: the
 // same franz-go load against mini-kafka's broker over each storage engine,
 // against franz-go's in-memory kfake (the protocol ceiling) and against
 // NATS JetStream (another durable streaming server, driven by its own
@@ -86,9 +87,9 @@ func Measure(ctx context.Context, cfg Config) (*Run, error) {
 		return nil, err
 	}
 	r := &runner{cfg: cfg}
-	r.run = &Run{Name: cfg.Name, Profile: cfg.Profile, Started: time.Now(), Machine: bench.Machine(cfg.Dir),
-		Commit: bench.GitCommit("."), Command: cfg.Command, Setup: cfg.Setup, Points: cfg.Points, EnginesRef: cfg.EnginesRef,
-		SyncInterval: cfg.SyncInterval}
+	r.run = &Run{Name: cfg.Name, Profile: cfg.Profile, Facts: bench.Begin(cfg.Dir, cfg.Command), Points: cfg.Points,
+		EnginesRef: cfg.EnginesRef, SyncInterval: cfg.SyncInterval}
+	r.run.Setup = cfg.Setup
 	if d, err := bench.DiskFor(cfg.Dir); err == nil {
 		r.disk = d
 	} else {
@@ -100,7 +101,7 @@ func Measure(ctx context.Context, cfg Config) (*Run, error) {
 	for _, p := range cfg.Points {
 		for _, t := range cfg.Targets {
 			if Applies(t.Name, t.Kind, p.Workload) {
-				r.run.Cells = append(r.run.Cells, &Cell{Target: t.Name, Kind: t.Kind, Workload: p.Workload})
+				r.run.Cells = append(r.run.Cells, &Cell{Cell: bench.Cell[Rep]{Target: t.Name}, Kind: t.Kind, Workload: p.Workload})
 			}
 		}
 	}
@@ -109,8 +110,7 @@ func Measure(ctx context.Context, cfg Config) (*Run, error) {
 	if err != nil {
 		r.run.Interrupted = err.Error()
 	}
-	r.run.Duration = time.Since(r.run.Started).Seconds()
-	r.run.LoadAfter = readLoadAvg()
+	r.run.End()
 	return r.run, nil
 }
 
@@ -216,12 +216,4 @@ func checkSpace(dir string) error {
 		return fmt.Errorf("disk full: %s has %s free, a cell needs at least %s", dir, bench.Bytes(free), bench.Bytes(minFreeBytes))
 	}
 	return nil
-}
-
-func readLoadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
 }

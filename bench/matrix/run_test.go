@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -12,9 +13,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/minikafka/minikafka/bench/broker"
+	"github.com/minikafka/minikafka/bench/proc"
+	"github.com/minikafka/minikafka/bench/server"
 )
 
 // childArg makes the test binary a kfake server child: "kfake" serves
@@ -34,29 +35,27 @@ func TestMain(m *testing.M) {
 func serveKfake(mode string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer c.Close()
-	fmt.Println(c.ListenAddrs()[0])
+	dies := false
 	if d, ok := strings.CutPrefix(mode, "kfake-die:"); ok {
 		wait, err := time.ParseDuration(d)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		select {
-		case <-ctx.Done():
-			return 0
-		case <-time.After(wait):
-			// A crash: no shutdown, the process is gone at once.
-			fmt.Fprintln(os.Stderr, "test child: dying on purpose")
-			os.Exit(3)
-		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
+		dies = true
 	}
-	<-ctx.Done()
+	if err := server.ServeKfake(ctx, nil, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if dies && !errors.Is(ctx.Err(), context.Canceled) {
+		// A crash: no shutdown, the process is gone at once.
+		fmt.Fprintln(os.Stderr, "test child: dying on purpose")
+		os.Exit(3)
+	}
 	return 0
 }
 
@@ -66,9 +65,13 @@ func childTarget(t *testing.T, name, mode string) Target {
 	require.NoError(t, err)
 	return Target{
 		TargetInfo: TargetInfo{Name: name, Kind: KindPeer, Note: "test child " + mode},
-		Start: StartChild(func(string, string) (broker.ChildConfig, string, error) {
-			return broker.ChildConfig{Path: self, Args: []string{childArg + mode}}, "", nil
-		}),
+		Start: func(ctx context.Context, _, _ string) (*Server, error) {
+			c, err := proc.Start(ctx, proc.Config{Path: self, Args: []string{childArg + mode}})
+			if err != nil {
+				return nil, err
+			}
+			return &Server{Child: c}, nil
+		},
 		Driver: Kafka{},
 	}
 }
@@ -76,14 +79,18 @@ func childTarget(t *testing.T, name, mode string) Target {
 // unknownEngine is a broker that refuses its engine, as cmd/broker does
 // for a name it does not know.
 func unknownEngine(t *testing.T) Target {
-	addr, err := broker.FreeAddr()
+	addr, err := proc.FreeAddr()
 	require.NoError(t, err)
 	return Target{
 		TargetInfo: TargetInfo{Name: "nosuch", Kind: KindEngine, Durable: true},
-		Start: StartChild(func(string, string) (broker.ChildConfig, string, error) {
-			return broker.ChildConfig{Path: "/bin/sh", Args: []string{"-c", `echo 'broker: engine: unknown engine "nosuch"' >&2; exit 1`},
-				Addr: addr, Ready: 10 * time.Second}, "", nil
-		}),
+		Start: func(ctx context.Context, _, _ string) (*Server, error) {
+			c, err := proc.Start(ctx, proc.Config{Path: "/bin/sh", Args: []string{"-c", `echo 'broker: engine: unknown engine "nosuch"' >&2; exit 1`},
+				Addr: addr, Ready: 10 * time.Second})
+			if err != nil {
+				return nil, err
+			}
+			return &Server{Child: c}, nil
+		},
 		Driver: Kafka{},
 	}
 }

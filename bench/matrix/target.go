@@ -4,67 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/minikafka/minikafka/bench/broker"
 	"github.com/minikafka/minikafka/bench/load"
+	"github.com/minikafka/minikafka/bench/server"
 )
 
-// Server is a running server under test: a child process, so that its
-// CPU, memory and I/O are its own and can be read from /proc, and so that
-// it can be killed.
-type Server struct {
-	*broker.Child
-	// MetricsURL is the broker's /metrics, or "" for servers without it.
-	MetricsURL string
-	words      *lastWords
-}
-
-// Stop stops the server gracefully; a server that had died says how, with
-// the end of its stderr.
-func (s *Server) Stop() error {
-	err := s.Child.Stop()
-	if w := s.words.String(); err != nil && w != "" {
-		err = fmt.Errorf("%w; its output ends with: %s", err, w)
-	}
-	return err
-}
-
-// LastWords is the end of what the server wrote on its stderr (and stdout
-// after its address line): a failing server's own account.
-func (s *Server) LastWords() string { return s.words.String() }
-
-// lastWords keeps the last bytes a server wrote.
-type lastWords struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-const lastWordsBytes = 400
-
-func (l *lastWords) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b = append(l.b, p...)
-	if over := len(l.b) - lastWordsBytes; over > 0 {
-		l.b = append(l.b[:0], l.b[over:]...)
-	}
-	return len(p), nil
-}
-
-func (l *lastWords) String() string {
-	if l == nil {
-		return ""
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return oneLine(string(l.b))
-}
+// Server is a running server under test (see bench/server).
+type Server = server.Server
 
 // Target is a server kind the matrix measures.
 type Target struct {
@@ -74,7 +22,7 @@ type Target struct {
 	CountsFsyncs bool
 	// Start starts the server on dir under the sync policy ("always" or
 	// "interval"). Starting again on the same dir is a restart.
-	Start func(ctx context.Context, dir, sync string) (*Server, error)
+	Start server.Start
 	// Driver runs the client load against it.
 	Driver Driver
 }
@@ -124,79 +72,21 @@ type Produced struct {
 	Acked map[int32]int64
 }
 
-// ChildStarter starts a server process for a target: path and args, the
-// address the server listens on ("" when it prints it), the metrics URL.
-type ChildStarter func(dir, sync string) (cfg broker.ChildConfig, metricsURL string, err error)
-
-// StartChild turns a ChildStarter into a Target.Start.
-func StartChild(starter ChildStarter) func(ctx context.Context, dir, sync string) (*Server, error) {
-	return func(ctx context.Context, dir, sync string) (*Server, error) {
-		cfg, metricsURL, err := starter(dir, sync)
-		if err != nil {
-			return nil, err
-		}
-		words := &lastWords{}
-		if cfg.Log == nil {
-			cfg.Log = io.Discard
-		}
-		cfg.Log = io.MultiWriter(cfg.Log, words)
-		c, err := broker.StartChild(ctx, cfg)
-		if err != nil {
-			return nil, err
-		}
-		return &Server{Child: c, MetricsURL: metricsURL, words: words}, nil
-	}
-}
-
-// BrokerArgs is the command line of mini-kafka's broker for an engine.
-func BrokerArgs(engine, dir, addr, metricsAddr, sync string, partitions int32) []string {
-	return []string{"-engine", engine, "-dir", dir, "-addr", addr, "-advertised-addr", addr,
-		"-metrics-addr", metricsAddr, "-sync", sync, "-partitions", fmt.Sprint(partitions),
-		"-log-level", "warn"}
-}
-
-// BrokerStarter starts bin (cmd/broker) over engine.
-func BrokerStarter(bin, engine string, partitions int32, logs io.Writer) ChildStarter {
-	return func(dir, sync string) (broker.ChildConfig, string, error) {
-		addr, err := broker.FreeAddr()
-		if err != nil {
-			return broker.ChildConfig{}, "", err
-		}
-		maddr, err := broker.FreeAddr()
-		if err != nil {
-			return broker.ChildConfig{}, "", err
-		}
-		return broker.ChildConfig{Path: bin, Args: BrokerArgs(engine, dir, addr, maddr, sync, partitions),
-			Addr: addr, Log: logs, Ready: 2 * time.Minute}, "http://" + maddr + "/metrics", nil
-	}
-}
-
 // errExited is the cause a phase's context ends with when its server died.
 var errExited = errors.New("the server process exited")
 
-// watch returns a context that ends, with errExited as its cause, soon
-// after the server's process is gone: a dead server fails its phase at
-// once instead of after the clients' timeouts.
+// watch returns a context that ends, with errExited as its cause, as soon
+// as the server's process is gone: a dead server fails its phase at once
+// instead of after the clients' timeouts.
 func watch(ctx context.Context, s *Server) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
 	go func() {
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				// Signal 0 checks the process exists. The child is reaped as
-				// soon as it exits, so a dead one answers ESRCH.
-				if err := unix.Kill(s.Pid(), 0); errors.Is(err, unix.ESRCH) {
-					cancel(errExited)
-					return
-				}
-			}
+		select {
+		case <-done:
+		case <-ctx.Done():
+		case <-s.Exited():
+			cancel(errExited)
 		}
 	}()
 	return ctx, func() { close(done); cancel(nil) }

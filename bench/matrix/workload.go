@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -156,14 +157,7 @@ var Profiles = map[string]Profile{
 }
 
 // ProfileNames lists the built-in profiles, sorted.
-func ProfileNames() []string {
-	names := make([]string, 0, len(Profiles))
-	for n := range Profiles {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func ProfileNames() []string { return slices.Sorted(maps.Keys(Profiles)) }
 
 // Points expands the profile into its distinct workloads, each with the
 // slices it belongs to, in the order the cells run: the concurrency sweep,

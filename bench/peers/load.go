@@ -15,7 +15,7 @@ import (
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/load"
-	"github.com/minikafka/minikafka/bench/matrix"
+	"github.com/minikafka/minikafka/bench/peer"
 )
 
 // loadConfig is one nats-load phase.
@@ -37,7 +37,7 @@ func natsLoad(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.addr, "addr", "", "server host:port")
 	fs.StringVar(&c.mode, "mode", "", "create|produce|tail|catchup|count")
-	fs.StringVar(&c.stream, "stream", matrix.Topic, "stream name (subjects STREAM.>)")
+	fs.StringVar(&c.stream, "stream", peer.Topic, "stream name (subjects STREAM.>)")
 	fs.IntVar(&c.recordBytes, "record-size", 1024, "message payload bytes")
 	fs.IntVar(&c.inFlight, "in-flight", 256, "async publishes awaiting their acknowledgement")
 	fs.DurationVar(&c.duration, "duration", 5*time.Second, "produce for this long")
@@ -47,7 +47,7 @@ func natsLoad(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	producing := c.mode == matrix.PeerProduce || c.mode == matrix.PeerTail
+	producing := c.mode == peer.Produce || c.mode == peer.Tail
 	if c.addr == "" || (producing && (c.recordBytes < stampBytes || c.inFlight < 1)) {
 		return fmt.Errorf("nats-load: want -addr, and to produce -record-size ≥ %d and -in-flight ≥ 1", stampBytes)
 	}
@@ -64,31 +64,31 @@ func natsLoad(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return err
 }
 
-func (c *loadConfig) phase(ctx context.Context, nc *nats.Conn) (matrix.PeerOutput, error) {
-	var out matrix.PeerOutput
+func (c *loadConfig) phase(ctx context.Context, nc *nats.Conn) (peer.Output, error) {
+	var out peer.Output
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(c.inFlight),
 		jetstream.WithPublishAsyncTimeout(deliveryTimeout))
 	if err != nil {
 		return out, fmt.Errorf("jetstream: %w", err)
 	}
 	switch c.mode {
-	case matrix.PeerCreate:
+	case peer.Create:
 		_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 			Name: c.stream, Subjects: []string{c.stream + ".>"}, Storage: jetstream.FileStorage, Replicas: 1,
 		})
-	case matrix.PeerProduce:
+	case peer.Produce:
 		var p load.ProduceResult
 		p, err = c.produce(ctx, js)
 		out.Produce = &p
-	case matrix.PeerTail:
+	case peer.Tail:
 		var r load.EndToEndResult
 		r, err = c.tail(ctx, js)
 		out.Produce, out.Consume = &r.Produce, &r.Consume
-	case matrix.PeerCatchUp:
+	case peer.CatchUp:
 		var r load.ConsumeResult
 		r, err = c.consume(ctx, js, jetstream.DeliverAllPolicy, c.records, nil)
 		out.Consume = &r
-	case matrix.PeerCount:
+	case peer.Count:
 		out.Records, err = c.count(ctx, js)
 	default:
 		err = fmt.Errorf("-mode %q: want create, produce, tail, catchup or count", c.mode)

@@ -15,7 +15,7 @@
 // I/O are its own.
 //
 // nats-load runs one load phase with the nats.go JetStream client and
-// prints its figures as JSON (matrix.PeerOutput: the same fields, measured
+// prints its figures as JSON (peer.Output: the same fields, measured
 // the same way, as the Kafka load of bench/load).
 package main
 

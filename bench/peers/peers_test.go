@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/minikafka/minikafka/bench/matrix"
+	"github.com/minikafka/minikafka/bench/peer"
 )
 
 func TestServerOptions(t *testing.T) {
@@ -55,12 +55,12 @@ func startServer(t *testing.T) string {
 	return s.Addr().String()
 }
 
-func phase(t *testing.T, addr, mode string, extra ...string) matrix.PeerOutput {
+func phase(t *testing.T, addr, mode string, extra ...string) peer.Output {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	args := append([]string{"nats-load", "-addr", addr, "-mode", mode, "-idle", "5s"}, extra...)
 	require.NoError(t, run(context.Background(), args, &stdout, &stderr), stderr.String())
-	var out matrix.PeerOutput
+	var out peer.Output
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &out), stdout.String())
 	return out
 }
@@ -69,22 +69,22 @@ func phase(t *testing.T, addr, mode string, extra ...string) matrix.PeerOutput {
 // produced is counted, read back from the start, and read at the tail.
 func TestLoadPhases(t *testing.T) {
 	addr := startServer(t)
-	phase(t, addr, matrix.PeerCreate)
-	p := phase(t, addr, matrix.PeerProduce, "-record-size", "100", "-in-flight", "8", "-duration", "10s", "-max-records", "300")
+	phase(t, addr, peer.Create)
+	p := phase(t, addr, peer.Produce, "-record-size", "100", "-in-flight", "8", "-duration", "10s", "-max-records", "300")
 	require.NotNil(t, p.Produce)
 	assert.Equal(t, int64(300), p.Produce.Records, "the record cap ends the phase")
 	assert.Zero(t, p.Produce.Errors)
 	assert.Equal(t, int64(300*100), p.Produce.Bytes)
 	assert.Equal(t, int64(300), p.Produce.Latency.Count)
 
-	n := phase(t, addr, matrix.PeerCount)
+	n := phase(t, addr, peer.Count)
 	assert.Equal(t, int64(300), n.Records)
 
-	c := phase(t, addr, matrix.PeerCatchUp, "-records", "300")
+	c := phase(t, addr, peer.CatchUp, "-records", "300")
 	require.NotNil(t, c.Consume)
 	assert.Equal(t, int64(300), c.Consume.Records)
 
-	tail := phase(t, addr, matrix.PeerTail, "-record-size", "64", "-in-flight", "4", "-duration", "300ms", "-max-records", "100")
+	tail := phase(t, addr, peer.Tail, "-record-size", "64", "-in-flight", "4", "-duration", "300ms", "-max-records", "100")
 	require.NotNil(t, tail.Produce)
 	require.NotNil(t, tail.Consume)
 	assert.Equal(t, tail.Produce.Records, tail.Consume.Records, "the tail reader sees exactly what was produced")

@@ -3,10 +3,10 @@ package report
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/matrix"
+	"github.com/minikafka/minikafka/engine"
 )
 
 // suiteText is "18/18 pass" or "16 pass, 2 skip, 1 FAIL".
@@ -74,15 +74,8 @@ func (v *view) certification(rep *bench.Report) {
 	}
 	v.certNotes(s)
 	v.durabilityText(s)
-	s.Para("Recovery after kill -9: segment finds no clean-shutdown marker and scans the frames of the segments written since the last sealed index, checking every CRC up to the torn tail; pebble replays its WAL into memtables and flushes them to sstables before its Open returns; badger replays its memtable WAL, and the engine first fsyncs the store's files. Warm is right after the kill, with the page cache as the kernel left it; cold is after a second kill -9 with the data's page cache evicted, so recovery reads come from the device.")
-}
-
-// intervalLoss explains, from each engine's design, why a process crash
-// can take acknowledged records under sync=interval.
-var intervalLoss = map[string]string{
-	"badger":  "badger keeps appended batches on an in-memory pending list that its flusher commits to Badger once per interval: a killed process takes the list with it.",
-	"pebble":  "pebble commits without syncing and its WAL writer hands the log to the kernel in the background: a kill can catch records still in its buffer.",
-	"segment": "segment kicks its flusher to hand every append to the kernel at once under this policy, but the acknowledgement does not wait for it: a kill can catch appends the flusher had not written yet.",
+	s.Para("%sWarm is right after the kill, with the page cache as the kernel left it; cold is after a second kill -9 with the data's page cache evicted, so recovery reads come from the device.",
+		sentence("Recovery after kill -9: %s.", v.notes("%s %s", func(n engine.Notes) string { return n.Recovery })))
 }
 
 // durabilityText says what each sync policy promises and what the kill -9
@@ -98,19 +91,53 @@ func (v *view) durabilityText(s *bench.Section) {
 	if l := lossy["always"]; len(l) > 0 {
 		always = "**Under sync=always kill -9 lost acknowledged records: " + strings.Join(l, ", ") + ". That breaks the engine contract.**"
 	}
-	s.Para("sync=always: a produce is acknowledged after an fsync that covers it, so neither a process crash nor a power loss may lose it; the crash suite's PowerLoss checks the engine side on a crashable filesystem for the engines that can run on one (segment and pebble; badger does its own I/O and runs Kill only). %s", always)
+	s.Para("sync=always: a produce is acknowledged after an fsync that covers it, so neither a process crash nor a power loss may lose it; the crash suite's PowerLoss checks the engine side on a crashable filesystem for the engines that can run on one%s. %s", v.powerLossScope(), always)
 	interval := "No engine lost an acknowledged record to kill -9 under sync=interval: each hands appended data to the kernel before acknowledging it, so only a power loss can take the last interval."
 	if l := lossy["interval"]; len(l) > 0 {
 		var why []string
 		for _, r := range v.run.Recoveries {
-			if r.Sync == "interval" && r.Lost > 0 && intervalLoss[r.Target] != "" {
-				why = append(why, intervalLoss[r.Target])
+			if l := v.design(r.Target).IntervalLoss; r.Sync == "interval" && r.Lost > 0 && l != "" {
+				why = append(why, r.Target+" "+l+".")
 			}
 		}
 		interval = "Under sync=interval kill -9 lost acknowledged records on " + strings.Join(l, ", ") + ". " + strings.Join(why, " ") +
 			" The engine contract allows a crash to take up to about one interval under this policy; engines that lost nothing hand appended data to the kernel before acknowledging it, so for them only a power loss can."
 	}
 	s.Para("sync=interval: acknowledged before the fsync, which comes every %s. %s The memory engine keeps nothing across a restart by design.", v.interval(), interval)
+}
+
+// powerLossScope is " (segment and pebble; badger does its own I/O and
+// runs Kill only)" from what the engines declare.
+func (v *view) powerLossScope() string {
+	var can, cannot []string
+	for _, t := range v.run.Targets {
+		switch {
+		case t.Kind != matrix.KindEngine || t.Design == nil:
+		case t.CustomFS:
+			can = append(can, t.Name)
+		default:
+			cannot = append(cannot, t.Name)
+		}
+	}
+	if len(can)+len(cannot) == 0 {
+		return ""
+	}
+	out := " (" + andList(can)
+	if len(can) == 0 {
+		out = " (none"
+	}
+	if len(cannot) > 0 {
+		out += "; " + andList(cannot) + " does its own I/O and runs Kill only"
+	}
+	return out + ")"
+}
+
+// andList is "a", "a and b", "a, b and c".
+func andList(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
 }
 
 func suiteNamed(c *matrix.Cert, name string) matrix.Suite {
@@ -170,7 +197,7 @@ func (v *view) enginesRef(rep *bench.Report) {
 		return
 	}
 	s := rep.Section("Against the raw disk (engine benchmark)")
-	s.Para("The engine benchmark (cmd/enginebench) measures the engines without the broker, against a plain append-and-fdatasync loop on the same disk. Its ratios as %s held them when this run started (run of %s, commit %s); the regression check compares them between runs.", ref.Source, ref.Date, ref.Commit)
+	s.Para("The engines profile (`cmd/bench -profile engines`) measures the engines without the broker, against a plain append-and-fdatasync loop on the same disk. Its ratios as %s held them when this run started (run of %s, commit %s); the regression check compares them between runs.", ref.Source, ref.Date, ref.Commit)
 	t := s.Table("check", "value").Left(0)
 	for _, c := range ref.Checks {
 		t.Row(c.Name, fmt.Sprintf("%.2f%s", c.Value, c.Unit))
@@ -178,20 +205,9 @@ func (v *view) enginesRef(rep *bench.Report) {
 }
 
 func (v *view) setup(rep *bench.Report) {
-	s := rep.Section("Setup")
 	r := v.run
-	m := r.Machine
-	items := []string{
-		fmt.Sprintf("date: %s; the run took %s", r.Started.UTC().Format(time.RFC3339), (time.Duration(r.Duration * float64(time.Second))).Round(time.Second)),
-		"commit: " + r.Commit,
-		"command: `" + r.Command + "`",
-		fmt.Sprintf("profile %s: %d repetition(s) per cell, warm-up %v, measured phase %v, at most %s per phase, %d partitions",
-			r.Profile.Name, r.Profile.Reps, r.Profile.WarmUp, r.Profile.Duration, bench.Bytes(r.Profile.MaxPhaseBytes), r.Profile.Partitions),
-		fmt.Sprintf("machine: %d CPUs (%s), %s memory, kernel %s, %s/%s, %s", m.CPUs, m.CPUModel, bench.Bytes(m.MemoryBytes), m.Kernel, m.OS, m.Arch, m.GoVersion),
-		fmt.Sprintf("load average at the start: %s; at the end: %s", m.LoadAvg, r.LoadAfter),
-		fmt.Sprintf("data: %s on %s (%s, mounted %s), device %s (%s %s, %s, rotational=%s)", m.Dir, m.Filesystem, m.MountSource, m.MountOptions,
-			m.Disk.Device, m.Disk.Vendor, m.Disk.Model, m.Disk.Driver, m.Disk.Rotational),
-	}
-	items = append(items, r.Setup...)
-	s.List(items...)
+	p := r.Profile
+	items := append([]string{fmt.Sprintf("profile %s: %d repetition(s) per cell, warm-up %v, measured phase %v, at most %s per phase, %d partitions",
+		p.Name, p.Reps, p.WarmUp, p.Duration, bench.Bytes(p.MaxPhaseBytes), p.Partitions)}, r.List()...)
+	rep.Section("Setup").List(items...)
 }

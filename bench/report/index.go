@@ -79,7 +79,7 @@ func WriteIndex(resultsDir string) error {
 	}
 	rep := &bench.Report{Title: "Benchmark results"}
 	s := rep.Section("Engine comparison runs")
-	s.Para("Each directory is one run of `go run ./cmd/bench` (see cmd/bench for the flags): report.md, results.json and the charts. `go run ./cmd/benchcheck` compares a run's ratios with the last committed run of the same profile. The other reports here come from their own commands: engines.md (cmd/enginebench), broker.md (`loadgen bench-broker`), groups.md (cmd/groupbench).")
+	s.Para("Each directory is one run of the end-to-end matrix, `go run ./cmd/bench -profile quick` or `-profile full` (see cmd/bench for the flags): report.md, results.json and the charts. `go run ./cmd/benchcheck` compares a run's ratios with the last committed run of the same profile. The other reports here are the other profiles of the same command, one file each with its JSON beside it: engines.md (`-profile engines`), broker.md (`-profile broker`), groups.md (`-profile groups`); `go run ./cmd/benchcheck -profile NAME` compares one with its committed version.")
 	t := s.Table("run", "profile", "date", "took", "cells with figures", "commit", "load average (start)").Left(1, 5, 6)
 	for i, r := range runs {
 		t.Row(fmt.Sprintf("[%s](%s/%s)", r.Name, dirs[i], ReportFile), r.Profile.Name, r.Started.UTC().Format("2006-01-02 15:04"),
@@ -119,7 +119,7 @@ const ReadmeHeading = "Benchmarks"
 func readmeSection(s *bench.Section, r *matrix.Run, resultsDir, dir, prefix string) {
 	s.Para("From run [%s](%s%s/%s) (%s profile, %s, commit %s).",
 		r.Name, prefix, dir, ReportFile, r.Profile.Name, r.Started.UTC().Format("2006-01-02"), shortCommit(r.Commit))
-	if note := busyNote(r.Machine.LoadAvg, r.LoadAfter, r.Machine.CPUs); note != "" {
+	if note := r.Busy(); note != "" {
 		s.Para("%s", note)
 	}
 	v := &view{run: r, charts: map[string]Chart{}}
@@ -182,9 +182,7 @@ func UpdateReadme(readme, resultsDir string) (changed bool, err error) {
 }
 
 // took is how long the run took, to the second.
-func took(r *matrix.Run) string {
-	return (time.Duration(r.Duration * float64(time.Second))).Round(time.Second).String()
-}
+func took(r *matrix.Run) string { return r.Took().Round(time.Second).String() }
 
 func cellsOK(r *matrix.Run) string {
 	ok, all := 0, 0

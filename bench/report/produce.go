@@ -3,11 +3,11 @@ package report
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/matrix"
+	"github.com/minikafka/minikafka/engine"
 )
 
 func (v *view) intro(rep *bench.Report) {
@@ -20,29 +20,12 @@ func (v *view) intro(rep *bench.Report) {
 	s.Para("Targets: %s.", strings.Join(ts, "; "))
 	s.Para("Every cell starts its server fresh, as a child process on an empty data directory, warms up for %v, then produces for %v in closed loop (franz-go from the benchmark process for the Kafka-protocol servers, nats.go for JetStream) keeping a fixed number of records in flight, from one producer client unless the workload says otherwise, to a topic of %d partitions (JetStream: one stream). Figures are medians over %d repetition(s), with [min–max] when there were more; repetitions interleave the cells, so a slow spell of the machine hits every target alike. Plan: %s.",
 		r.Profile.WarmUp, r.Profile.Duration, r.Profile.Partitions, r.Profile.Reps, r.Profile.DescribePlan())
-	if busy := busyNote(r.Machine.LoadAvg, r.LoadAfter, r.Machine.CPUs); busy != "" {
+	if busy := r.Busy(); busy != "" {
 		s.Para("**%s**", busy)
 	}
 	if r.Interrupted != "" {
 		s.Para("**The run was interrupted (%s): cells after that point are missing.**", r.Interrupted)
 	}
-}
-
-// busyNote warns when the 1-minute load average exceeded the CPU count at
-// the start or the end of the run: other work shared the machine.
-func busyNote(before, after string, cpus int) string {
-	worst := 0.0
-	for _, la := range []string{before, after} {
-		if f := strings.Fields(la); len(f) > 0 {
-			if x, err := strconv.ParseFloat(f[0], 64); err == nil {
-				worst = max(worst, x)
-			}
-		}
-	}
-	if cpus <= 0 || worst <= float64(cpus) {
-		return ""
-	}
-	return fmt.Sprintf("The machine was busy (1-minute load average up to %.1f on %d CPUs): absolute figures are noisy; compare targets within this run, and read the [min–max] ranges.", worst, cpus)
 }
 
 // summary is the table at the top: the fastest engine per workload and
@@ -113,17 +96,21 @@ func (v *view) concurrency(rep *bench.Report) {
 		return
 	}
 	eng := v.engines()
-	s.Para("At %d in flight each record waits for its own acknowledgement, and under sync=always for an fsync: %s records/s. That is the disk's flush latency plus one round trip per record, which no engine design removes; what separates the engines there is how many flushes one commit costs (badger syncs its value log and then its WAL).",
-		lo.InFlight, list(eng, func(n string) string { return rate(v.med(n, *lo, matrix.RecordsPerSec)) }))
+	costs := ""
+	if c := v.notes("%s: %s", func(n engine.Notes) string { return n.CommitCost }); c != "" {
+		costs = " (" + c + ")"
+	}
+	s.Para("At %d in flight each record waits for its own acknowledgement, and under sync=always for an fsync: %s records/s. That is the disk's flush latency plus one round trip per record, which no engine design removes; what separates the engines there is how many flushes one commit costs%s.",
+		lo.InFlight, list(eng, func(n string) string { return rate(v.med(n, *lo, matrix.RecordsPerSec)) }), costs)
 	best, bestV, vsNext, next := leader(eng, func(n string) float64 { return v.med(n, *hi, matrix.RecordsPerSec) })
 	if best == "" {
 		return
 	}
-	s.Para("At %d in flight %s leads with %s records/s%s. %s",
-		hi.InFlight, best, rate(bestV), lead(vsNext, next), design(best))
+	s.Para("At %d in flight %s leads with %s records/s%s.%s",
+		hi.InFlight, best, rate(bestV), lead(vsNext, next), strings.TrimSuffix(" "+sentence(best+" %s.", v.design(best).WritePath), " "))
 	if k := v.med("kfake", *hi, matrix.RecordsPerSec); !math.IsNaN(k) {
-		s.Para("kfake, which keeps records in memory and never fsyncs, reaches %s records/s at %d in flight: what the client, the Kafka protocol and this machine's two cores allow. An engine near it is bound by that shared work (the producer, the broker's request handling and the server run on the same cores), not by its storage.",
-			rate(k), hi.InFlight)
+		s.Para("kfake, which keeps records in memory and never fsyncs, reaches %s records/s at %d in flight: what the client, the Kafka protocol and this machine's %s allow. An engine near it is bound by that shared work (the producer, the broker's request handling and the server run on the same cores), not by its storage.",
+			rate(k), hi.InFlight, v.run.Cores())
 	}
 }
 
@@ -156,20 +143,6 @@ func (v *view) sweepEnds() (lo, hi *matrix.Workload) {
 	return lo, hi
 }
 
-// design explains an engine's write path in one or two sentences, from
-// its package documentation.
-func design(engine string) string {
-	switch engine {
-	case "segment":
-		return "segment appends each batch to one sequential file per partition: the append copies it into the active segment's in-memory tail, and one flusher writes everything pending with one write and one fdatasync per round, however many producers wait on it."
-	case "pebble":
-		return "pebble commits each batch to its memtable and write-ahead log without syncing; the engine's group commit then issues one WAL sync for all waiting batches, and memtables are later flushed to sstables: every byte is written twice before any compaction."
-	case "badger":
-		return "badger keeps values (every Kafka batch here is larger than its 256-byte threshold) in a value log and only keys and pointers in its LSM; the engine commits everything pending in one Badger transaction per round, which Badger makes durable with two fsyncs (value log, then the memtable's WAL)."
-	}
-	return ""
-}
-
 // groupCommit answers "per-record fsync against group commit": one
 // record in flight against many, from one producer (the client batches)
 // and from many producers (the broker's group commit batches), with the
@@ -186,7 +159,12 @@ func (v *view) groupCommit(rep *bench.Report) {
 		}
 	}
 	s := rep.Section("Per-record fsync against group commit")
-	s.Para("acks=all, sync=always, 1 KiB records. A batch is a Kafka record batch the broker acknowledged (one per partition per produce request). Fsyncs are the engines' sync rounds from the broker's /metrics (each durable engine reports every round that made appends durable: a segment flusher round, a pebble WAL sync, a badger commit); device flushes come from the disk's counters, which every process on the disk adds to. Waiting writes is the mean number of appends one sync round made durable (the engine's group-commit size). × @%d is the rate over the same target's rate at %d in flight.", lo.InFlight, lo.InFlight)
+	rounds := v.notes("%s: %s", func(n engine.Notes) string { return n.CommitCost })
+	if rounds != "" {
+		rounds = "; " + rounds
+	}
+	s.Para("acks=all, sync=always, 1 KiB records. A batch is a Kafka record batch the broker acknowledged (one per partition per produce request). Fsyncs are the engines' sync rounds from the broker's /metrics (each durable engine reports every round that made appends durable%s); device flushes come from the disk's counters, which every process on the disk adds to. Waiting writes is the mean number of appends one sync round made durable (the engine's group-commit size). × @%d is the rate over the same target's rate at %d in flight.",
+		rounds, lo.InFlight, lo.InFlight)
 	t := s.Table("workload", "target", "records/s", "records/batch", "fsyncs/batch", "records/fsync", "waiting writes", "device flushes/batch", fmt.Sprintf("× @%d", lo.InFlight)).Left(0)
 	for _, w := range pts {
 		for _, n := range v.targets() {
@@ -227,30 +205,10 @@ func (v *view) groupCommitText(s *bench.Section, lo, hi matrix.Workload, many []
 			w.Producers, records(w.PerClient()), plain(v.med(seg, w, matrix.Waiters)), amp(fpb), plain(1/fpb),
 			ratio(div(v.med(seg, w, matrix.RecordsPerSec), v.med(seg, lo, matrix.RecordsPerSec))))
 		if k := v.med("kfake", w, matrix.RecordsPerSec); !math.IsNaN(k) {
-			text += fmt.Sprintf("; kfake, which never fsyncs, manages %s records/s with the same producers, so what bounds this workload is the cost of a produce request per record or two (client, protocol, broker) on two cores, not the disk", rate(k))
+			text += fmt.Sprintf("; kfake, which never fsyncs, manages %s records/s with the same producers, so what bounds this workload is the cost of a produce request per record or two (client, protocol, broker) on %s, not the disk", rate(k), v.run.Cores())
 		}
 		s.Para("%s.", text)
 	}
-	verdict := "does not hold here, end to end"
-	if up >= 800 {
-		verdict = "holds here"
-	}
-	s.Para("The seed project claimed group commit makes durable writes 800× faster than an fsync per record; through the Kafka protocol the best speed-up measured in this run is %s, so the claim %s. The storage engines alone come closer (results/engines.md measures appends without the broker); through a broker, once fsyncs are shared, the per-record work of the protocol, the client and the broker on a 2-core machine is the limit.",
-		ratio(v.bestSpeedUp(lo, append([]matrix.Workload{hi}, many...))), verdict)
-}
-
-// bestSpeedUp is the largest rate over the rate at lo, over engines and
-// workloads.
-func (v *view) bestSpeedUp(lo matrix.Workload, ws []matrix.Workload) float64 {
-	best := math.NaN()
-	for _, n := range v.engines() {
-		for _, w := range ws {
-			if x := div(v.med(n, w, matrix.RecordsPerSec), v.med(n, lo, matrix.RecordsPerSec)); !math.IsNaN(x) && (math.IsNaN(best) || x > best) {
-				best = x
-			}
-		}
-	}
-	return best
 }
 
 func (v *view) sizes(rep *bench.Report) {
@@ -267,7 +225,7 @@ func (v *view) sizes(rep *bench.Report) {
 	if best == "" {
 		return
 	}
-	s.Para("Small records cost per record (protocol decoding, CRC checks, allocation, one callback each): records/s fall slowly as records grow while MB/s climb. At %s the per-byte cost dominates: %s leads with %s MB/s%s. Per payload byte, segment writes a batch once (plus a 20-byte frame header per batch), badger writes values once into its value log plus a small key entry, and pebble writes every byte to its WAL and again when the memtable flushes; the write amplification below shows what reached the disk.",
+	s.Para("Small records cost per record (protocol decoding, CRC checks, allocation, one callback each): records/s fall slowly as records grow while MB/s climb. At %s the per-byte cost dominates: %s leads with %s MB/s%s. What each engine writes per payload byte is in the write amplification below, by design and as measured.",
 		matrix.SizeName(big.RecordBytes), best, mbps(bestV), lead(vsNext, next))
 }
 

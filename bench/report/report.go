@@ -18,6 +18,7 @@ import (
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/matrix"
+	"github.com/minikafka/minikafka/engine"
 )
 
 // Files of a run directory.
@@ -143,7 +144,7 @@ func spreadText(s bench.Spread, format func(float64) string) string {
 // Formats; a figure not measured (NaN) reads "–".
 func rate(x float64) string   { return bench.Rate(x) }
 func millis(x float64) string { return bench.Millis(x) }
-func ratio(x float64) string  { return bench.Ratio(x) }
+func ratio(x float64) string  { return bench.Times(x) }
 func mbps(x float64) string   { return orDash(x, "%.1f") }
 func amp(x float64) string    { return orDash(x, "%.2f") }
 func plain(x float64) string  { return orDash(x, "%.3g") }
@@ -174,6 +175,37 @@ func sortWorkloads(ws []matrix.Workload) {
 		}
 		return a.Producers < b.Producers
 	})
+}
+
+// design is what the run recorded of an engine's design (nothing for a
+// peer, or a run from before runs recorded it).
+func (v *view) design(name string) engine.Notes {
+	if t, ok := v.run.Target(name); ok && t.Design != nil {
+		return *t.Design
+	}
+	return engine.Notes{}
+}
+
+// notes joins what the run's engines (and the reference line) say about
+// one aspect of their design, each after its name in format ("%s %s":
+// "segment appends ..."); "" when none says anything.
+func (v *view) notes(format string, aspect func(engine.Notes) string) string {
+	var parts []string
+	for _, t := range v.run.Targets {
+		if a := aspect(v.design(t.Name)); a != "" {
+			parts = append(parts, fmt.Sprintf(format, t.Name, a))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// sentence is text with a trailing space when there is any, for prose
+// that a missing note leaves out.
+func sentence(format, text string) string {
+	if text == "" {
+		return ""
+	}
+	return fmt.Sprintf(format, text) + " "
 }
 
 // records is "1 record" or "16 records".

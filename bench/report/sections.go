@@ -8,6 +8,7 @@ import (
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/matrix"
+	"github.com/minikafka/minikafka/engine"
 )
 
 func (v *view) latency(rep *bench.Report) {
@@ -24,8 +25,8 @@ func (v *view) latency(rep *bench.Report) {
 	if best == "" {
 		return
 	}
-	s.Para("With %d records in flight a record's latency is mostly queueing: Little's law puts the mean near in-flight ÷ throughput, so the faster targets tend to have the lower medians. The tail is where designs differ: among the engines %s has the lowest p99 (%s). A p99 far above the median means stretches in which no acknowledgement came back; the designs suggest where to look (this run does not attribute them): for pebble, memtable flushes and compactions competing with WAL syncs; for badger, value log file rotations and memtable flushes; for segment, segment rolls and slow fdatasyncs; for all of them, on a shared 2-core machine, the scheduler.",
-		ref.InFlight, best, millis(-bestV))
+	s.Para("With %d records in flight a record's latency is mostly queueing: Little's law puts the mean near in-flight ÷ throughput, so the faster targets tend to have the lower medians. The tail is where designs differ: among the engines %s has the lowest p99 (%s). A p99 far above the median means stretches in which no acknowledgement came back; the designs suggest where to look (this run does not attribute them): %sfor all of them, on a shared machine of %s, the scheduler.",
+		ref.InFlight, best, millis(-bestV), sentence("%s;", v.notes("for %s, %s", func(n engine.Notes) string { return n.Stalls })), v.run.Cores())
 }
 
 func (v *view) variants(rep *bench.Report) {
@@ -134,8 +135,8 @@ func (v *view) reads(rep *bench.Report) {
 	if best == "" {
 		return
 	}
-	s.Para("Catch-up at %s: %s leads with %s MB/s%s. The broker returns stored batches as they are, so a read costs what the engine needs to find and copy them: segment reads its files sequentially with large reads from an index lookup; pebble iterates sstables block by block (32 KiB blocks) and checks each batch's CRC; badger walks its keys in the LSM and reads every value from the value log through its pointer. From a cold page cache all of them read from the device.",
-		matrix.SizeName(ref.RecordBytes), best, mbps(bestV), lead(vsNext, next))
+	s.Para("Catch-up at %s: %s leads with %s MB/s%s. The broker returns stored batches as they are, so a read costs what the engine needs to find and copy them%s. From a cold page cache all of them read from the device.",
+		matrix.SizeName(ref.RecordBytes), best, mbps(bestV), lead(vsNext, next), readPaths(v))
 }
 
 func (v *view) amplification(rep *bench.Report) {
@@ -162,19 +163,44 @@ func (v *view) amplification(rep *bench.Report) {
 	}
 	v.chart(s, ChartAmplification)
 	m := func(n string, f matrix.Figure) string { return amp(v.med(n, ref, f)) }
-	s.Para("By design: segment writes each batch once into its segment file, plus a 20-byte frame header per batch and a sparse index of about 0.2%%, so both figures should sit near 1 (measured: %s written, %s on disk). pebble writes each batch to its WAL and again into an sstable when a memtable (16 MiB per partition here) flushes, and compactions may rewrite it, so writes reach 2 or more once memtables flush; a phase of a few seconds may end before most of them do, and its disk holds WAL files not yet recycled beside the sstables (measured: %s written, %s on disk). badger writes each value once to its value log and a key with a value pointer to its LSM, whose memtable WAL and value log are preallocated, memory-mapped files (measured: %s written, %s on disk). Device figures include the ext4 journal and any other process writing to the disk at the same time: on a busy machine they are an upper bound.",
-		m("segment", matrix.ProcWA), m("segment", matrix.SpaceAmp), m("pebble", matrix.ProcWA), m("pebble", matrix.SpaceAmp),
-		m("badger", matrix.ProcWA), m("badger", matrix.SpaceAmp))
+	var by []string
+	for _, n := range v.engines() {
+		if w := v.design(n).Writes; w != "" {
+			by = append(by, fmt.Sprintf("%s %s (measured: %s written, %s on disk)", n, w, m(n, matrix.ProcWA), m(n, matrix.SpaceAmp)))
+		}
+	}
+	if len(by) > 0 {
+		s.Para("By design: %s.", strings.Join(by, ". "))
+	}
+	s.Para("Device figures include the journal of the filesystem (%s here) and any other process writing to the disk at the same time: on a busy machine they are an upper bound.", orUnknown(v.run.Machine.Filesystem))
 	var above []string
-	for n, design := range map[string]float64{"segment": 1.05, "pebble": 2.5, "badger": 1.1} {
-		if x := v.med(n, ref, matrix.ProcWA); x > 1.5*design {
-			above = append(above, fmt.Sprintf("%s writes %s per payload byte, well above what its design accounts for (about %.1f)", n, amp(x), design))
+	for _, n := range v.engines() {
+		if want := v.design(n).WriteAmp; want > 0 {
+			if x := v.med(n, ref, matrix.ProcWA); x > 1.5*want {
+				above = append(above, fmt.Sprintf("%s writes %s per payload byte, well above what its design accounts for (about %.1f)", n, amp(x), want))
+			}
 		}
 	}
 	if len(above) > 0 {
 		sort.Strings(above)
 		s.Para("%s: the extra writes are worth a profile of the engine's I/O.", strings.Join(above, "; "))
 	}
+}
+
+// readPaths is ": segment reads ...; pebble iterates ..." from the
+// engines' notes, or nothing.
+func readPaths(v *view) string {
+	if p := v.notes("%s %s", func(n engine.Notes) string { return n.ReadPath }); p != "" {
+		return ": " + p
+	}
+	return ""
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }
 
 func (v *view) resources(rep *bench.Report) {
@@ -196,7 +222,15 @@ func (v *view) resources(rep *bench.Report) {
 		t.Row(n, v.fig(n, ref, matrix.CPUPerMillion, plain), v.fig(n, ref, matrix.RecordsPerSec, rate),
 			v.fig(n, ref, matrix.PeakRSS, bytesOf), bytesOf(peak))
 	}
-	s.Para("CPU per record is where the engines' work shows when the disk is not the limit: encoding a key and a value for the LSM engines and their background flushes, compactions and value log writes, against a copy into a buffer for segment. kfake's figure is the protocol and bookkeeping alone. Memory: the memory engine and kfake hold every record in RAM, so their peak grows with what the cell produced; pebble and badger hold memtables (and badger memory-maps its files, which counts as resident when touched); segment holds each partition's unwritten tail.")
+	text := "CPU per record is where the engines' work shows when the disk is not the limit" +
+		strings.TrimSuffix(": "+v.notes("%s, %s", func(n engine.Notes) string { return n.CPU }), ": ") + "."
+	if v.has("kfake") {
+		text += " kfake's figure is the protocol and bookkeeping alone, and it holds every record in RAM."
+	}
+	if mem := v.notes("%s holds %s", func(n engine.Notes) string { return n.Memory }); mem != "" {
+		text += " Memory: " + mem + "."
+	}
+	s.Para("%s", text)
 }
 
 // missingCells lists every cell repetition without a figure, with why.

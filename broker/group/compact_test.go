@@ -279,9 +279,9 @@ func TestCompactionCrashDuringCopy(t *testing.T) {
 			e.log.HoldDurable()
 			done := make(chan error, 1)
 			go func() { done <- e.c.Compact(context.Background()) }()
-			eventually(t, "the copy appended", func() bool {
+			require.Eventually(t, func() bool {
 				return e.c.LogStats().EndOffset == before.EndOffset+int64(before.LiveKeys)
-			})
+			}, waitLimit, time.Millisecond, "the copy appended")
 			base := c.fs
 			for i, pct := range []int{0, 30, 60, 100} {
 				c.fs = base.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: pct, RNG: rand.New(rand.NewPCG(uint64(i), 7))})
@@ -450,9 +450,9 @@ func TestCloseStopsCompaction(t *testing.T) {
 	e.log.HoldDurable()
 	done := make(chan error, 1)
 	go func() { done <- e.c.Compact(context.Background()) }()
-	eventually(t, "the copy appended", func() bool {
+	require.Eventually(t, func() bool {
 		return e.c.LogStats().EndOffset == before.EndOffset+int64(before.LiveKeys)
-	})
+	}, waitLimit, time.Millisecond, "the copy appended")
 	require.NoError(t, e.c.Close())
 	require.ErrorIs(t, recv(t, done), context.Canceled)
 	assert.Equal(t, before.StartOffset, e.log.Engine().StartOffset())

@@ -70,7 +70,7 @@ func TestCommitIsAnsweredAndVisibleOnlyOnceDurable(t *testing.T) {
 	appends := e.log.Appends()
 	done := make(chan *kmsg.OffsetCommitResponse, 1)
 	go func() { done <- e.c.OffsetCommit(commitReq("simple", "", -1, tpo{"t", 4, 40})) }()
-	eventually(t, "the commit is appended", func() bool { return e.log.Appends() > appends })
+	require.Eventually(t, func() bool { return e.log.Appends() > appends }, waitLimit, time.Millisecond, "the commit is appended")
 	assert.Equal(t, []int64{-1}, e.fetch("simple", 4), "not durable: not visible")
 	select {
 	case <-done:
@@ -103,7 +103,7 @@ func TestRestartRestoresGroupsAndOffsets(t *testing.T) {
 	assert.Equal(t, []byte("a-"+ids[1]), s.MemberAssignment)
 	// Those that do not come back expire after their session.
 	e.clk.Advance(sessionMs * time.Millisecond)
-	eventually(t, "members expired", func() bool { return e.state("g") == group.Empty })
+	require.Eventually(t, func() bool { return e.state("g") == group.Empty }, waitLimit, time.Millisecond, "members expired")
 }
 
 func TestSessionExpiryOnTheClock(t *testing.T) {
@@ -113,7 +113,7 @@ func TestSessionExpiryOnTheClock(t *testing.T) {
 		e.clk.Advance(sessionMs / 3 * time.Millisecond)
 		e.heartbeat("g", ids[0], gen)
 	}
-	eventually(t, "the silent member is removed", func() bool { return e.state("g") == group.PreparingRebalance })
+	require.Eventually(t, func() bool { return e.state("g") == group.PreparingRebalance }, waitLimit, time.Millisecond, "the silent member is removed")
 	assert.Equal(t, kerr.RebalanceInProgress.Code, e.heartbeat("g", ids[0], gen))
 	assert.Equal(t, kerr.UnknownMemberID.Code, e.heartbeat("g", ids[1], gen))
 	r := recv(t, e.joinAsync(joinReq("g", ids[0], 9, "", "sub")))
@@ -128,7 +128,7 @@ func TestStaticMemberRestartThroughCoordinator(t *testing.T) {
 	for _, inst := range []string{"a", "b"} {
 		chans = append(chans, e.joinAsync(joinReq("g", "", 9, inst, "sub")))
 	}
-	eventually(t, "both parked", func() bool { d, _ := e.c.Describe("g"); return len(d.Members) == 2 })
+	require.Eventually(t, func() bool { d, _ := e.c.Describe("g"); return len(d.Members) == 2 }, waitLimit, time.Millisecond, "both parked")
 	e.clk.Advance(group.DefaultInitialRebalanceDelay)
 	r0, r1 := recv(t, chans[0]), recv(t, chans[1])
 	leader, follower := r0, r1
@@ -157,7 +157,7 @@ func TestStaticMemberRestartThroughCoordinator(t *testing.T) {
 func TestCloseAnswersParkedRequests(t *testing.T) {
 	e := newEnv(t)
 	ch, _ := e.newMember("g")
-	eventually(t, "parked", func() bool { return e.state("g") == group.PreparingRebalance })
+	require.Eventually(t, func() bool { return e.state("g") == group.PreparingRebalance }, waitLimit, time.Millisecond, "parked")
 	require.NoError(t, e.c.Close())
 	assert.Equal(t, kerr.CoordinatorNotAvailable.Code, recv(t, ch).ErrorCode)
 	r := recv(t, e.joinAsync(joinReq("g", "", 9, "", "sub")))
@@ -187,13 +187,13 @@ func TestStoreFailures(t *testing.T) {
 	t.Run("assignment not durable", func(t *testing.T) {
 		e := newEnv(t)
 		ch, id := e.newMember("g")
-		eventually(t, "parked", func() bool { return e.state("g") == group.PreparingRebalance })
+		require.Eventually(t, func() bool { return e.state("g") == group.PreparingRebalance }, waitLimit, time.Millisecond, "parked")
 		e.clk.Advance(group.DefaultInitialRebalanceDelay)
 		require.Zero(t, recv(t, ch).ErrorCode)
 		e.log.FailDurable(grouptest.ErrInjected)
 		s := recv(t, e.syncAsync("g", id, 1, map[string][]byte{id: []byte("x")}))
 		assert.Equal(t, kerr.UnknownServerError.Code, s.ErrorCode)
-		eventually(t, "back to rebalancing", func() bool { return e.state("g") != group.Stable })
+		require.Eventually(t, func() bool { return e.state("g") != group.Stable }, waitLimit, time.Millisecond, "back to rebalancing")
 		e.log.FailDurable(nil)
 		r := recv(t, e.joinAsync(joinReq("g", id, 9, "", "sub")))
 		require.Zero(t, r.ErrorCode)
@@ -370,7 +370,7 @@ func TestOffsetsExpireOnTheClock(t *testing.T) {
 	e.clk.Advance(group.DefaultOffsetsRetention - time.Second)
 	assert.Equal(t, []int64{9}, e.fetch("old", 0))
 	e.clk.Advance(time.Second)
-	eventually(t, "the offsets expire", func() bool { return len(e.listGroups()) == 0 })
+	require.Eventually(t, func() bool { return len(e.listGroups()) == 0 }, waitLimit, time.Millisecond, "the offsets expire")
 	assert.Equal(t, []int64{-1}, e.fetch("old", 0))
 	e.restart()
 	assert.Equal(t, []int64{-1}, e.fetch("old", 0), "the expiry was stored")

@@ -103,12 +103,6 @@ func recv[T any](t *testing.T, ch <-chan T) T {
 	}
 }
 
-// eventually polls cond until it holds.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	require.Eventually(t, cond, waitLimit, time.Millisecond, "never happened: %s", what)
-}
-
 func (e *env) state(g string) group.State {
 	d, ok := e.c.Describe(g)
 	if !ok {
@@ -135,10 +129,10 @@ func (e *env) stable(g string, n int) ([]string, int32) {
 		ch, _ := e.newMember(g)
 		chans = append(chans, ch)
 	}
-	eventually(e.t, "all members parked", func() bool {
+	require.Eventually(e.t, func() bool {
 		d, _ := e.c.Describe(g)
 		return len(d.Members) == n && d.State == group.PreparingRebalance
-	})
+	}, waitLimit, time.Millisecond, "all members parked")
 	e.clk.Advance(group.DefaultInitialRebalanceDelay)
 	var resps []*kmsg.JoinGroupResponse
 	for _, ch := range chans {

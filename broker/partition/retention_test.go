@@ -146,5 +146,5 @@ func TestRetentionRunsOnTheClock(t *testing.T) {
 	appendAt(t, p, t0.UnixMilli()-5000, 1)
 	appendAt(t, p, t0.UnixMilli()+120_000, 1)
 	clk.Advance(time.Minute)
-	waitFor(t, "retention on the clock", func() bool { return p.StartOffset() == 1 })
+	require.Eventually(t, func() bool { return p.StartOffset() == 1 }, 20*time.Second, time.Millisecond, "retention on the clock")
 }

@@ -37,18 +37,6 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond) // polling a condition with a deadline, not waiting a fixed time
-	}
-}
-
 // TestPeriodicSnapshotsAndExpiry: a partition snapshots its producer state
 // every SnapshotBytes, forgets producers silent for a day when it does, keeps
 // the newest three snapshots, and after a crash rebuilds from the newest
@@ -81,10 +69,10 @@ func TestPeriodicSnapshotsAndExpiry(t *testing.T) {
 				// Written after the batch is durable, then the oldest pruned:
 				// wait for both, the newest name being this batch's end.
 				newest := fmt.Sprintf("producer-%020d.snapshot", app.LastOffset+1)
-				waitFor(t, newest, func() bool {
+				require.Eventually(t, func() bool {
 					s := snapshots(t, mem, dir)
 					return len(s) == min(i+1, 3) && s[len(s)-1] == newest
-				})
+				}, 20*time.Second, time.Millisecond, newest)
 			}
 			require.Len(t, snapshots(t, mem, dir), 3, "only the newest three are kept")
 			_, known := p.ProducerState().Producer(6)

@@ -1,35 +1,44 @@
-// Command bench is the end-to-end engine comparison: it starts mini-kafka's
-// broker once per cell over each storage engine, franz-go's kfake and NATS
-// JetStream, drives them with the same load, and writes
-// results/<run>/report.md, results.json and PNG charts, and the index
-// results/README.md.
+// Command bench is mini-kafka's one benchmark tool. A profile says what it
+// measures and which report it writes under -out (results/ by default):
 //
-//	go run ./cmd/bench -profile quick     # a smoke run: about 2 minutes (under 3)
-//	go run ./cmd/bench -profile full      # the full matrix: about 25 minutes on 2 cores (under 45)
-//	go run ./cmd/bench -render results/R  # the report and charts again from R/results.json
+//	go run ./cmd/bench -profile engines   # results/engines.md: every engine against a raw-disk group-commit loop, in process
+//	go run ./cmd/bench -profile broker    # results/broker.md: the broker per engine against kfake, and its peak RSS
+//	go run ./cmd/bench -profile groups    # results/groups.md: consumer group churn, settle time, cost of group traffic
+//	go run ./cmd/bench -profile quick     # results/<run>/: the end-to-end matrix, a smoke run of about 2 minutes
+//	go run ./cmd/bench -profile full      # results/<run>/: the end-to-end matrix, about 21 minutes on 2 cores
+//	go run ./cmd/bench -profile P -render FILE   # the report again from an earlier run's JSON (a run directory for quick/full)
+//	go run ./cmd/bench -profile P -help          # P's own flags
 //
-// What a profile runs (bench/matrix.Profiles): the concurrency sweep (1, 16,
-// 256, 1024 records in flight) at 1 KiB, acks=all, sync=always; the size
-// sweep (100 B, 1 KiB, 16 KiB) at 256 in flight; acks=1 and sync=interval
-// at 1 KiB and 256 in flight; tail and catch-up reads; a kill -9 recovery
-// per engine with 1 GiB of data (full); the engines' certification suites.
-// The quick profile runs a subset with shorter phases.
+// Every profile records the same facts about its run (machine, disk, load
+// average, commit, command line) and its figures as cells of repetitions
+// (package bench), judges its targets, and writes a markdown report with
+// the JSON it was rendered from; cmd/benchcheck compares a new run's
+// ratios with the committed one. The profile registry is in profiles.go:
+// a new report (the cluster and replication ones to come) is a new
+// profile file, its cells on a bench.Topology of several brokers.
 //
-// Run it from the module root: it builds ./cmd/broker once into a
-// temporary directory, and bench/peers (a separate Go module holding the
-// NATS server and client) with `go build` in that directory, and execs
-// them as child processes. Data goes to a temporary directory on this
-// checkout's disk (-dir to choose another).
+// The end-to-end matrix (bench/matrix) starts mini-kafka's broker once per
+// cell over each storage engine, franz-go's kfake and NATS JetStream, and
+// drives them with the same load: the concurrency sweep (1, 16, 256, 1024
+// records in flight) at 1 KiB, acks=all, sync=always; the size sweep
+// (100 B, 1 KiB, 16 KiB) at 256 in flight; many producers sharing the
+// in-flight records; acks=1 and sync=interval; tail and catch-up reads; a
+// kill -9 recovery per engine with 1 GiB of data (full); the engines'
+// certification suites. Besides results/<run>/ it rewrites the index
+// results/README.md and, in README.md, the block between report.MarkBegin
+// and report.MarkEnd with the newest full run's summary.
+//
+// Run it from the module root: the profiles that start brokers build
+// ./cmd/broker once into a temporary directory (and the matrix builds
+// bench/peers, a separate Go module holding the NATS server and client)
+// and exec them as child processes; kfake is this binary's serve-kfake
+// subcommand. Data goes to a temporary directory on this checkout's disk
+// (-dir to choose another).
 //
 // A cell that fails (a server that does not start or dies, a full disk, an
 // unknown engine) is reported with its phase and reason; the other cells
 // go on, and the report marks the missing ones. SIGINT stops the run and
 // still writes the report of what finished.
-//
-// Besides results/<run>/, it rewrites the index results/README.md and, in
-// README.md, the block between report.MarkBegin and report.MarkEnd (when
-// the README has those lines) with the newest full run's summary.
-// cmd/benchcheck compares a run's ratios with the last committed run.
 package main
 
 import (
@@ -41,6 +50,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/minikafka/minikafka/bench/server"
 )
 
 func main() {
@@ -53,10 +64,16 @@ func main() {
 // failure, 2 bad usage.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var err error
-	if len(args) > 0 && args[0] == serveKfakeCmd {
-		err = serveKfake(ctx, args[1:], stdout, stderr)
+	if len(args) > 0 && args[0] == server.ServeKfakeCmd {
+		// The benchmark runs kfake as a child process of its own binary,
+		// like the broker, so that both are measured the same way.
+		err = server.ServeKfake(ctx, args[1:], stdout, stderr)
 	} else {
-		err = runBench(ctx, args, stderr)
+		var e *env
+		var pl plan
+		if e, pl, err = parse(args, stderr); err == nil {
+			err = e.run(ctx, pl)
+		}
 	}
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):

@@ -13,59 +13,72 @@ import (
 
 	"github.com/minikafka/minikafka/bench/matrix"
 	"github.com/minikafka/minikafka/bench/report"
+	"github.com/minikafka/minikafka/bench/server"
 )
 
 // TestMain lets the test binary serve kfake for the end-to-end test, as
 // the bench binary does for itself.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == serveKfakeCmd {
+	if len(os.Args) > 1 && os.Args[1] == server.ServeKfakeCmd {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
 
-func TestParseOptions(t *testing.T) {
+func TestParse(t *testing.T) {
 	cases := []struct {
-		name string
-		args []string
-		ok   bool
+		name    string
+		args    []string
+		profile string
+		ok      bool
 	}{
-		{"defaults", nil, true},
-		{"full", []string{"-profile", "full"}, true},
-		{"unknown profile", []string{"-profile", "huge"}, false},
-		{"no targets", []string{"-targets", " , "}, false},
-		{"stray argument", []string{"now"}, false},
+		{"defaults", nil, "quick", true},
+		{"full", []string{"-profile", "full"}, "full", true},
+		{"full with =", []string{"-reps=2", "--profile=full"}, "full", true},
+		{"unknown profile", []string{"-profile", "huge"}, "", false},
+		{"another profile's flag", []string{"-profile", "quick", "-rss-records", "5"}, "", false},
+		{"stray argument", []string{"now"}, "", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var stderr strings.Builder
-			o, err := parseOptions(c.args, &stderr)
+			e, _, err := parse(c.args, &stderr)
 			if !c.ok {
-				assert.Error(t, err)
+				assert.ErrorIs(t, err, errUsage)
 				return
 			}
 			require.NoError(t, err)
-			assert.True(t, strings.HasPrefix(o.commandLine, "go run ./cmd/bench"))
+			assert.Equal(t, c.profile, e.profile)
+			assert.True(t, strings.HasPrefix(e.command, "go run ./cmd/bench"))
 		})
 	}
-	o, err := parseOptions([]string{"-reps", "5", "-duration", "2s", "-warm-up", "0"}, &strings.Builder{})
+	_, pl, err := parse([]string{"-reps", "5", "-duration", "2s", "-warm-up", "0"}, &strings.Builder{})
 	require.NoError(t, err)
-	p := o.profileWithOverrides()
+	p := pl.(*matrixPlan).profile()
 	assert.Equal(t, 5, p.Reps)
 	assert.Equal(t, 2*time.Second, p.Duration)
 	assert.Zero(t, p.WarmUp)
 }
 
+func TestHelpListsEveryProfile(t *testing.T) {
+	var stderr strings.Builder
+	assert.Equal(t, 0, run(context.Background(), []string{"-help"}, &strings.Builder{}, &stderr))
+	for _, n := range profileNames() {
+		assert.Contains(t, stderr.String(), "  "+n+" ")
+	}
+	assert.Contains(t, stderr.String(), "-targets", "the default profile's flags")
+}
+
 func TestRunNameDoesNotOverwrite(t *testing.T) {
 	out := t.TempDir()
-	o := options{out: out}
+	o := &matrixPlan{}
 	p := matrix.Profiles["quick"]
-	first := o.runName(p)
+	first := o.runName(out, p)
 	assert.True(t, strings.HasSuffix(first, "-quick"))
 	require.NoError(t, os.MkdirAll(filepath.Join(out, first), 0o755))
-	assert.Equal(t, first+"-2", o.runName(p))
+	assert.Equal(t, first+"-2", o.runName(out, p))
 	o.name = "mine"
-	assert.Equal(t, "mine", o.runName(p))
+	assert.Equal(t, "mine", o.runName(out, p))
 }
 
 func TestBuildTargets(t *testing.T) {
@@ -89,6 +102,77 @@ func TestRequireVersion(t *testing.T) {
 	assert.Equal(t, "v1.2.3", requireVersion(path, "github.com/a/b"))
 	assert.Equal(t, "v0.1.0", requireVersion(path, "github.com/c/d"))
 	assert.Empty(t, requireVersion(path, "github.com/e/f"))
+}
+
+// TestEnginesQuickRun runs the engines profile on two cheap subjects and
+// renders it again from its JSON.
+func TestEnginesQuickRun(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "results")
+	var stderr strings.Builder
+	code := run(context.Background(), []string{"-profile", "engines", "-quick", "-engines", "memory,raw", "-records", "3000",
+		"-append-time", "10ms", "-progress=false", "-dir", t.TempDir(), "-out", out}, &strings.Builder{}, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	md, err := os.ReadFile(filepath.Join(out, "engines.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "-engines memory,raw", "the report names its command line")
+	assert.Contains(t, string(md), "| memory |")
+	assert.Contains(t, stderr.String(), "MISSING segment", "targets are printed")
+
+	again := filepath.Join(t.TempDir(), "again")
+	require.Equal(t, 0, run(context.Background(), []string{"-profile", "engines", "-render", filepath.Join(out, "engines.json"), "-out", again},
+		&strings.Builder{}, &stderr), stderr.String())
+	md2, err := os.ReadFile(filepath.Join(again, "engines.md"))
+	require.NoError(t, err)
+	assert.Equal(t, string(md), string(md2), "the JSON holds everything the report shows")
+
+	assert.Equal(t, 1, run(context.Background(), []string{"-profile", "engines", "-quick", "-engines", "nope", "-out", t.TempDir(),
+		"-dir", t.TempDir(), "-progress=false"}, &strings.Builder{}, &strings.Builder{}), "an unknown engine fails the run")
+}
+
+// TestGroupsOnMemory runs the groups profile on the memory engine with
+// one settle run and no load pairs.
+func TestGroupsOnMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits on rebalances")
+	}
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stderr strings.Builder
+	code := run(ctx, []string{"-profile", "groups", "-engines", "memory", "-runs", "1", "-load-reps", "0",
+		"-dir", t.TempDir(), "-out", out}, &strings.Builder{}, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	md, err := os.ReadFile(filepath.Join(out, "groups.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "| memory |")
+	assert.NotContains(t, string(md), "## Failed measurements", stderr.String())
+	assert.NotContains(t, string(md), "## Produce throughput with group traffic", "no load pairs were asked for")
+}
+
+// TestBrokerKfakeOnly runs the broker profile end to end with kfake
+// alone (no broker build): the report says the targets are missing, and
+// renders again from its JSON.
+func TestBrokerKfakeOnly(t *testing.T) {
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stderr strings.Builder
+	code := run(ctx, []string{"-profile", "broker", "-quick", "-records", "2000", "-engines", "", "-rss-engines", "",
+		"-dir", t.TempDir(), "-out", out, "-progress=false"}, &strings.Builder{}, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	assert.Contains(t, stderr.String(), "MISSING")
+	md, err := os.ReadFile(filepath.Join(out, "broker.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "| kfake |")
+	assert.Contains(t, string(md), "2000 records of 100 B", "-records wins over -quick")
+	assert.Contains(t, string(md), "command: `go run ./cmd/bench -profile broker -quick -records 2000")
+
+	again := t.TempDir()
+	require.Equal(t, 0, run(ctx, []string{"-profile", "broker", "-render", filepath.Join(out, "broker.json"), "-out", again},
+		&strings.Builder{}, &stderr), stderr.String())
+	md2, err := os.ReadFile(filepath.Join(again, "broker.md"))
+	require.NoError(t, err)
+	assert.Equal(t, string(md), string(md2))
 }
 
 // TestBenchEndToEnd runs the command on kfake alone with tiny phases: it
@@ -116,5 +200,5 @@ func TestBenchEndToEnd(t *testing.T) {
 	assert.Contains(t, string(idx), "[e2e](e2e/report.md)")
 
 	var stderr2 strings.Builder
-	require.Equal(t, 0, run(ctx, []string{"-render", filepath.Join(out, "e2e")}, &strings.Builder{}, &stderr2), stderr2.String())
+	require.Equal(t, 0, run(ctx, []string{"-render", filepath.Join(out, "e2e"), "-readme", ""}, &strings.Builder{}, &stderr2), stderr2.String())
 }

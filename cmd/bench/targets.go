@@ -1,15 +1,15 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
 
-	"github.com/minikafka/minikafka/bench/broker"
 	"github.com/minikafka/minikafka/bench/matrix"
+	"github.com/minikafka/minikafka/bench/server"
 	"github.com/minikafka/minikafka/engine"
+
 	// The registry tells which engines exist and what they declare
 	// (durable, instrumentable filesystem).
 	_ "github.com/minikafka/minikafka/engines/all"
@@ -45,7 +45,7 @@ func buildTargets(names []string, bins binaries, partitions int32, logs io.Write
 			out = append(out, matrix.Target{
 				TargetInfo: matrix.TargetInfo{Name: n, Kind: matrix.KindPeer,
 					Note: "franz-go's in-memory fake cluster, never fsyncs: the protocol ceiling"},
-				Start:  matrix.StartChild(kfakeStarter(bins.self, partitions, logs)),
+				Start:  server.Kfake(bins.self, partitions, logs),
 				Driver: matrix.Kafka{},
 			})
 		case targetNATS:
@@ -57,12 +57,6 @@ func buildTargets(names []string, bins binaries, partitions int32, logs io.Write
 	return out
 }
 
-func kfakeStarter(self string, partitions int32, logs io.Writer) matrix.ChildStarter {
-	return func(string, string) (broker.ChildConfig, string, error) {
-		return broker.ChildConfig{Path: self, Args: []string{serveKfakeCmd, "-partitions", fmt.Sprint(partitions)}, Log: logs}, "", nil
-	}
-}
-
 func natsTarget(bins binaries, logs io.Writer) matrix.Target {
 	t := matrix.Target{
 		TargetInfo: matrix.TargetInfo{Name: targetNATS, Kind: matrix.KindPeer, Durable: true,
@@ -70,11 +64,10 @@ func natsTarget(bins binaries, logs io.Writer) matrix.Target {
 		Driver: matrix.NATS{Bin: bins.peers},
 	}
 	if bins.peersErr != nil {
-		err := bins.peersErr
-		t.Start = func(context.Context, string, string) (*matrix.Server, error) { return nil, err }
+		t.Start = server.Failing(bins.peersErr)
 		return t
 	}
-	t.Start = matrix.StartChild(matrix.NATSStarter(bins.peers, engine.DefaultSyncInterval, logs))
+	t.Start = server.NATS(bins.peers, engine.DefaultSyncInterval, logs)
 	return t
 }
 
@@ -87,6 +80,7 @@ func engineTarget(name string, bins binaries, partitions int32, logs io.Writer) 
 		// A non-durable engine's count would be the broker's state files
 		// alone: not a figure about the engine.
 		t.Durable, t.CountsFsyncs = d.Caps.Durable, d.Caps.Durable
+		t.Design, t.CustomFS = &d.Notes, d.Caps.CustomFS
 		t.Note = "mini-kafka's broker over the " + name + " engine"
 		if !d.Caps.Durable {
 			t.Kind = matrix.KindReference
@@ -96,19 +90,33 @@ func engineTarget(name string, bins binaries, partitions int32, logs io.Writer) 
 		t.Note = "not an engine of this build (" + err.Error() + ")"
 	}
 	if bins.brokerErr != nil {
-		err := bins.brokerErr
-		t.Start = func(context.Context, string, string) (*matrix.Server, error) { return nil, err }
+		t.Start = server.Failing(bins.brokerErr)
 		return t
 	}
-	t.Start = matrix.StartChild(matrix.BrokerStarter(bins.broker, name, partitions, logs))
+	t.Start = server.Broker(bins.broker, name, partitions, nil, logs)
 	return t
+}
+
+// fillDesign gives the engine targets of a run measured before runs
+// recorded them the design notes and capabilities of this build's
+// engines, so that rendering an old run again explains its figures.
+func fillDesign(run *matrix.Run) {
+	for i := range run.Targets {
+		t := &run.Targets[i]
+		if t.Kind == matrix.KindPeer || t.Design != nil {
+			continue
+		}
+		if d, err := engine.Lookup(t.Name); err == nil {
+			t.Design, t.CustomFS = &d.Notes, d.Caps.CustomFS
+		}
+	}
 }
 
 // setupLines describe how the targets were started, for the report.
 func setupLines(names []string, bins binaries, partitions int32) []string {
 	lines := []string{
 		fmt.Sprintf("broker: `%s %s` as a child process, fresh for every cell (built from ./cmd/broker)",
-			filepath.Base(bins.broker), strings.Join(matrix.BrokerArgs("ENGINE", "DIR", "ADDR", "METRICS_ADDR", "SYNC", partitions), " ")),
+			filepath.Base(bins.broker), strings.Join(server.BrokerArgs("ENGINE", "DIR", "ADDR", "METRICS_ADDR", "SYNC", partitions), " ")),
 		"Kafka client: franz-go " + bins.franzGo + " in the benchmark process; acks=all uses the idempotent producer (5 requests in flight), acks=1 the plain one with 5 in flight; unkeyed records, no compression",
 	}
 	for _, n := range names {

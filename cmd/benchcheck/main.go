@@ -7,6 +7,14 @@
 //
 //	go run ./cmd/benchcheck                              # newest run in results/ against the last committed one
 //	go run ./cmd/benchcheck -new results/R/results.json -base results/S/results.json
+//	go run ./cmd/benchcheck -profile engines             # results/engines.json against its committed version
+//
+// The one-file reports of the engines, broker and groups profiles are
+// checked the same way with -profile (or -new naming the file): the
+// engines' ratios against the raw disk and each engine's against kfake
+// gate, the rest (the groups' produce rates beside group traffic) are
+// reported. Files in the formats of the commands those profiles replaced
+// are read too, so a first run compares with the last committed one.
 //
 // Ratios, not rates, are compared: both sides of a ratio ran on the same
 // machine at the same time, so a slower machine does not fail the check,
@@ -39,6 +47,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/matrix"
 	"github.com/minikafka/minikafka/bench/report"
 )
@@ -69,6 +78,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 type options struct {
+	profile   string
 	newPath   string
 	basePath  string
 	results   string
@@ -81,8 +91,9 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o options
 	fs := flag.NewFlagSet("benchcheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.newPath, "new", "", "the new run's results.json (default: the newest run under -results)")
-	fs.StringVar(&o.basePath, "base", "", "the run to compare with (default: the newest run of the same profile committed at HEAD under -results, other than -new)")
+	fs.StringVar(&o.profile, "profile", "", "check a one-file report instead of a matrix run: "+strings.Join(fileReportNames(), "|")+" (new: -results/PROFILE.json; base: that file as committed at HEAD)")
+	fs.StringVar(&o.newPath, "new", "", "the new run's results.json, or a one-file report (engines.json, broker.json, groups.json) (default: the newest run under -results)")
+	fs.StringVar(&o.basePath, "base", "", "the run to compare with (default: the newest run of the same profile committed at HEAD under -results, other than -new; for a one-file report, the same file at HEAD)")
 	fs.StringVar(&o.results, "results", "results", "results directory")
 	fs.Float64Var(&o.tolerance, "tolerance", 0.15, "largest accepted drop of a ratio (0.15: 15 %)")
 	fs.BoolVar(&o.anyProf, "any-profile", false, "accept a base run of another profile")
@@ -92,6 +103,9 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 || o.tolerance <= 0 || o.tolerance >= 1 {
 		return fmt.Errorf("%w: want flags only and 0 < -tolerance < 1", errUsage)
+	}
+	if o.profile != "" || fileReports[reportOf(o.newPath)] != nil {
+		return o.checkFile(ctx, stdout)
 	}
 	next, newDir, err := o.newRun()
 	if err != nil {
@@ -103,7 +117,12 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "new:  %s (%s profile, commit %s)\nbase: %s (%s profile, commit %s)\n\n",
 		next.Name, next.Profile.Name, next.Commit, baseName, base.Profile.Name, base.Commit)
-	changes, drops := report.Compare(report.Ratios(base), report.Ratios(next), o.tolerance, o.all)
+	return o.verdict(stdout, report.Ratios(base), report.Ratios(next))
+}
+
+// verdict prints the comparison and fails on a headline drop.
+func (o options) verdict(stdout io.Writer, base, next []bench.Ratio) error {
+	changes, drops := bench.Compare(base, next, o.tolerance, o.all)
 	if err := printChanges(stdout, changes); err != nil {
 		return err
 	}
@@ -158,21 +177,32 @@ func (o options) baseRun(ctx context.Context, next *matrix.Run, newDir string) (
 	return best, bestName + " at HEAD", nil
 }
 
-// committedRuns reads every results.json under dir as committed at HEAD.
-func committedRuns(ctx context.Context, dir string) (map[string]*matrix.Run, error) {
-	abs, err := filepath.Abs(dir)
+// inRepo returns the top of the git work tree holding path, and path
+// relative to it.
+func inRepo(ctx context.Context, path string) (top, rel string, err error) {
+	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, err
+		return "", "", err
 	}
-	top, err := git(ctx, abs, "rev-parse", "--show-toplevel")
+	dir := abs
+	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+		dir = filepath.Dir(abs)
+	}
+	top, err = git(ctx, dir, "rev-parse", "--show-toplevel")
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s is not in a git work tree: %v", errUsage, dir, err)
+		return "", "", fmt.Errorf("%w: %s is not in a git work tree: %v", errUsage, path, err)
 	}
 	top = strings.TrimSpace(top)
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = real
 	}
-	rel, err := filepath.Rel(top, abs)
+	rel, err = filepath.Rel(top, abs)
+	return top, rel, err
+}
+
+// committedRuns reads every results.json under dir as committed at HEAD.
+func committedRuns(ctx context.Context, dir string) (map[string]*matrix.Run, error) {
+	top, rel, err := inRepo(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +239,7 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 	return string(out), nil
 }
 
-func printChanges(w io.Writer, changes []report.Change) error {
+func printChanges(w io.Writer, changes []bench.Change) error {
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "status\tratio\tbase\tnew\tchange")
 	num := func(x float64) string {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/minikafka/minikafka/bench"
+	"github.com/minikafka/minikafka/bench/brokerbench"
 	"github.com/minikafka/minikafka/bench/load"
 	"github.com/minikafka/minikafka/bench/matrix"
 )
@@ -20,7 +21,7 @@ import (
 // runWith makes a run where segment, pebble and kfake produce at the given
 // rates at the reference point.
 func runWith(name string, started time.Time, seg, peb, kf float64) *matrix.Run {
-	r := &matrix.Run{Name: name, Profile: matrix.Profiles["quick"], Started: started,
+	r := &matrix.Run{Name: name, Profile: matrix.Profiles["quick"], Facts: bench.Facts{Started: started},
 		Targets: []matrix.TargetInfo{{Name: "segment", Kind: matrix.KindEngine}, {Name: "pebble", Kind: matrix.KindEngine}, {Name: "kfake", Kind: matrix.KindPeer}},
 		Points:  []matrix.Point{{Workload: matrix.Reference, Slices: []string{matrix.SliceConcurrency}}},
 	}
@@ -29,7 +30,7 @@ func runWith(name string, started time.Time, seg, peb, kf float64) *matrix.Run {
 		rate float64
 	}{{"segment", seg}, {"pebble", peb}, {"kfake", kf}} {
 		rep := matrix.Rep{Produce: load.ProduceResult{Records: 100, RecordsPerSec: c.rate, Latency: bench.Summary{Count: 1}}}
-		r.Cells = append(r.Cells, &matrix.Cell{Target: c.name, Workload: matrix.Reference, Reps: []matrix.Rep{rep}})
+		r.Cells = append(r.Cells, &matrix.Cell{Cell: bench.Cell[matrix.Rep]{Target: c.name, Reps: []matrix.Rep{rep}}, Workload: matrix.Reference})
 	}
 	return r
 }
@@ -109,4 +110,54 @@ func TestCheckNeedsSomethingToCompare(t *testing.T) {
 	out.Reset()
 	assert.Equal(t, 0, run(context.Background(), []string{"-results", results, "-base", base}, &out, &errOut), errOut.String())
 	assert.Equal(t, 2, run(context.Background(), []string{"-tolerance", "2"}, &out, &errOut))
+}
+
+// brokerFile is a broker profile result where segment produces at seg
+// records/s against kfake's 100.
+func brokerFile(seg float64) *brokerbench.Result {
+	r := &brokerbench.Result{}
+	for _, c := range []struct {
+		name string
+		rate float64
+		ref  bool
+	}{{"kfake", 100, true}, {"segment", seg, false}} {
+		r.Cells = append(r.Cells, &brokerbench.Cell{Cell: bench.Cell[brokerbench.Rep]{Target: c.name, Workload: brokerbench.Throughput,
+			Reps: []brokerbench.Rep{{Produce: c.rate, Consume: 100}}}, Reference: c.ref})
+	}
+	return r
+}
+
+func TestCheckOneFileReportAgainstHEAD(t *testing.T) {
+	repo := gitRepo(t)
+	results := filepath.Join(repo, "results")
+	// The committed base is in the format `loadgen bench-broker` wrote:
+	// throughput cells without a workload.
+	legacy := `{"commit":"old","config":{"records":1000},"cells":[
+		{"target":"kfake","reference":true,"reps":[{"produce_records_per_s":100,"consume_records_per_s":100}]},
+		{"target":"segment","reps":[{"produce_records_per_s":100,"consume_records_per_s":100}]}]}`
+	require.NoError(t, os.MkdirAll(results, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(results, "broker.json"), []byte(legacy), 0o644))
+	commitAll(t, repo)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		seg  float64
+		code int
+		want string
+	}{
+		{"same", 100, 0, "ok      produce, acks=all, sync=always, segment"},
+		{"30% slower", 70, 1, "DROP    produce, acks=all, sync=always, segment"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.NoError(t, brokerFile(c.seg).Write(results))
+			var out, errOut strings.Builder
+			code := run(ctx, []string{"-results", results, "-profile", "broker"}, &out, &errOut)
+			assert.Equal(t, c.code, code, out.String()+errOut.String())
+			assert.Contains(t, out.String(), c.want)
+			assert.Contains(t, out.String(), "base: results/broker.json at HEAD (commit old)")
+		})
+	}
+	var out, errOut strings.Builder
+	assert.Equal(t, 2, run(ctx, []string{"-results", results, "-profile", "engines"}, &out, &errOut), "no engines.json to check")
+	assert.Equal(t, 2, run(ctx, []string{"-profile", "nosuch"}, &out, &errOut))
 }

@@ -20,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"slices"
@@ -79,6 +80,17 @@ func (e *env) seeds() []string {
 }
 
 // client opens a franz-go client on the seed brokers with opts added.
+// session is a client for one admin command and a context bounded by
+// -timeout; done releases both.
+func (e *env) session(ctx context.Context) (*kgo.Client, context.Context, func(), error) {
+	cl, err := e.client()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	return cl, ctx, func() { cancel(); cl.Close() }, nil
+}
+
 func (e *env) client(opts ...kgo.Opt) (*kgo.Client, error) {
 	seeds := e.seeds()
 	if len(seeds) == 0 {
@@ -142,13 +154,11 @@ func runAdmin(ctx context.Context, e *env, noun string, verbs []adminVerb, args 
 		last := len(names) - 1
 		return usageErr("%s %q: want %s or %s", noun, fs.Arg(0), strings.Join(names[:last], ", "), names[last])
 	}
-	cl, err := e.client()
+	cl, ctx, done, err := e.session(ctx)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(ctx, e.timeout)
-	defer cancel()
+	defer done()
 	return verbs[i].run(ctx, e, kadm.NewClient(cl), fs.Args()[1:])
 }
 
@@ -195,12 +205,7 @@ func run(ctx context.Context, e *env, args []string) int {
 func printUsage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintln(w, "usage: cli [-brokers host:port,...] <command> [flags] [args]")
 	fmt.Fprintln(w, "\ncommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(commands)) {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "\nglobal flags:")

@@ -30,13 +30,11 @@ func runMeta(ctx context.Context, e *env, args []string) error {
 	if len(pos) != 0 {
 		return usageErr("meta takes no arguments, got %q", pos)
 	}
-	cl, err := e.client()
+	cl, ctx, done, err := e.session(ctx)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(ctx, e.timeout)
-	defer cancel()
+	defer done()
 	m, err := kadm.NewClient(cl).Metadata(ctx)
 	if err != nil {
 		return fmt.Errorf("metadata: %w", err)

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minikafka/minikafka/bench/load"
 )
 
 func init() {
@@ -84,9 +86,11 @@ func (f *produceFlags) clientOpts(topic string) ([]kgo.Opt, error) {
 	default:
 		return nil, usageErr("-acks %q: want all, 1 or 0", f.acks)
 	}
-	codec, err := parseCodec(f.compression)
+	// One codec parser for the CLI and the load generator; a name it does
+	// not know is the user's mistake, so a usage error.
+	codec, err := load.Codec(f.compression)
 	if err != nil {
-		return nil, err
+		return nil, usageErr("-compression: %v", err)
 	}
 	opts = append(opts, kgo.ProducerBatchCompression(codec))
 	if f.partition >= 0 {
@@ -97,22 +101,6 @@ func (f *produceFlags) clientOpts(topic string) ([]kgo.Opt, error) {
 		opts = append(opts, kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
 	}
 	return opts, nil
-}
-
-func parseCodec(name string) (kgo.CompressionCodec, error) {
-	switch name {
-	case "", "none":
-		return kgo.NoCompression(), nil
-	case "gzip":
-		return kgo.GzipCompression(), nil
-	case "snappy":
-		return kgo.SnappyCompression(), nil
-	case "lz4":
-		return kgo.Lz4Compression(), nil
-	case "zstd":
-		return kgo.ZstdCompression(), nil
-	}
-	return kgo.CompressionCodec{}, usageErr("compression %q: want none, gzip, snappy, lz4 or zstd", name)
 }
 
 // producer sends records asynchronously (the client keeps per-partition

@@ -9,11 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
-
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/load"
+	"github.com/minikafka/minikafka/bench/progress"
 )
 
 // common are the flags of every workload command.
@@ -30,18 +28,11 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.topic, "topic", "loadgen", "topic")
 	fs.IntVar(&c.partitions, "partitions", 8, "create the topic with this many partitions if it does not exist (0: do not create)")
 	fs.StringVar(&c.jsonOut, "json", "", "also write the result as JSON to this file (- for stdout)")
-	fs.BoolVar(&c.progress, "progress", isTerminal(os.Stderr), "show a progress bar on stderr")
-}
-
-// isTerminal reports whether w is a terminal (progress bars only draw there
-// by default).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	fs.BoolVar(&c.progress, "progress", progress.IsTerminal(os.Stderr), "show a progress bar on stderr")
 }
 
 func (c *common) client() (load.Client, error) {
-	b := load.SplitBrokers(c.brokers)
+	b := bench.SplitList(c.brokers)
 	if len(b) == 0 {
 		return load.Client{}, usageErr("-brokers is empty")
 	}
@@ -65,25 +56,14 @@ func produceFlags(fs *flag.FlagSet, p *load.ProduceConfig) {
 	fs.DurationVar(&p.DeliveryTimeout, "delivery-timeout", 30*time.Second, "fail a record not acknowledged in this long (at least 1s)")
 }
 
-// bar returns a progress callback drawing a bar of total (or a spinner when
-// total is unknown) and a finish func; both are no-ops when disabled.
+// bar returns a progress callback drawing a bar of total records (or a
+// spinner when total is unknown) and a finish func; both are no-ops when
+// disabled.
 func bar(enabled bool, w io.Writer, what string, total int64) (func(int64), func()) {
 	if !enabled {
-		return nil, func() {}
+		return bench.NoBar(what, total)
 	}
-	if total <= 0 {
-		total = -1
-	}
-	b := progressbar.NewOptions64(total,
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetDescription(what),
-		progressbar.OptionShowCount(),
-		progressbar.OptionShowIts(),
-		progressbar.OptionSetItsString("rec"),
-		progressbar.OptionThrottle(200*time.Millisecond),
-		progressbar.OptionClearOnFinish(),
-	)
-	return func(n int64) { _ = b.Set64(n) }, func() { _ = b.Finish() }
+	return progress.NewBar(w, false)(what, total)
 }
 
 // writeJSON writes v to path ("-" is stdout).

@@ -5,7 +5,6 @@
 //	loadgen produce  -brokers B -topic T -records N [-record-size 100] [-rate R] ...
 //	loadgen consume  -brokers B -topic T -records N
 //	loadgen e2e      -brokers B -topic T -records N -rate R   (produce and consume together)
-//	loadgen bench-broker -out results                          (results/broker.md)
 //
 // Closed loop (the default) keeps -in-flight records outstanding per client;
 // -rate switches to open loop, where latency counts from each record's
@@ -19,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"slices"
@@ -28,7 +28,6 @@ import (
 type command struct {
 	name    string
 	summary string
-	hidden  bool
 	run     func(ctx context.Context, stdout, stderr io.Writer, args []string) error
 }
 
@@ -94,14 +93,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: loadgen <command> [flags]   (loadgen <command> -h for its flags)")
 	fmt.Fprintln(w, "\ncommands:")
-	names := make([]string, 0, len(commands))
-	for n, c := range commands {
-		if !c.hidden {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(commands)) {
 		fmt.Fprintf(w, "  %-13s %s\n", n, commands[n].summary)
 	}
 }

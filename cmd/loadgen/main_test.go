@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,32 +15,6 @@ import (
 	"github.com/minikafka/minikafka/bench/load"
 	"github.com/minikafka/minikafka/interop/interoptest"
 )
-
-// TestMain lets the test binary serve as loadgen's own child process
-// (bench-broker starts `loadgen serve-kfake`).
-func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "serve-kfake" {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-		defer stop()
-		os.Exit(run(ctx, os.Stdout, os.Stderr, os.Args[1:]))
-	}
-	os.Exit(m.Run())
-}
-
-// TestBenchBrokerKfakeOnly runs the benchmark command end to end with kfake
-// alone (no broker build): the report says the targets are missing.
-func TestBenchBrokerKfakeOnly(t *testing.T) {
-	out := t.TempDir()
-	code, _, stderr := loadgen(t, "bench-broker", "-quick", "-records", "2000", "-engines", "", "-rss-engines", "",
-		"-dir", t.TempDir(), "-out", out, "-progress=false")
-	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, stderr, "MISSING")
-	md, err := os.ReadFile(filepath.Join(out, "broker.md"))
-	require.NoError(t, err)
-	assert.Contains(t, string(md), "| kfake |")
-	assert.Contains(t, string(md), "2000 records of 100 B", "-records wins over -quick")
-	assert.Contains(t, string(md), "command: `loadgen bench-broker -quick -records 2000")
-}
 
 func loadgen(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
@@ -67,7 +39,7 @@ func TestUsage(t *testing.T) {
 		{"bad from", []string{"consume", "-brokers", "127.0.0.1:1", "-from", "middle"}, 2, "-from"},
 		{"bad fetch bytes", []string{"consume", "-fetch-max-bytes", "0"}, 2, "positive"},
 		{"e2e small records", []string{"e2e", "-record-size", "4"}, 2, "-record-size"},
-		{"help", []string{"help"}, 0, "bench-broker"},
+		{"help", []string{"help"}, 0, "e2e"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -164,17 +164,23 @@ func (fs *crashFS) wrap(name string, f vfs.File) vfs.File {
 	return &crashFile{fs: fs, name: name, f: f}
 }
 
-func (fs *crashFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+// opening counts an operation that creates or opens a file for writing,
+// all or nothing, and wraps the file it opens as name.
+func (fs *crashFS) opening(what, name string, open func() (vfs.File, error)) (vfs.File, error) {
 	var f vfs.File
-	err := fs.mutate("create "+name, allOrNothing(func() error {
+	err := fs.mutate(what, allOrNothing(func() error {
 		var err error
-		f, err = fs.mem.Create(name, category)
+		f, err = open()
 		return err
 	}))
 	if err != nil {
 		return nil, err
 	}
 	return fs.wrap(name, f), nil
+}
+
+func (fs *crashFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	return fs.opening("create "+name, name, func() (vfs.File, error) { return fs.mem.Create(name, category) })
 }
 
 func (fs *crashFS) Link(oldname, newname string) error {
@@ -199,16 +205,10 @@ func (fs *crashFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
 }
 
 func (fs *crashFS) OpenReadWrite(name string, category vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
-	var f vfs.File
-	err := fs.mutate("open-rw "+name, allOrNothing(func() error {
-		var err error
-		f, err = fs.mem.OpenReadWrite(name, category)
-		return err
-	}))
+	wf, err := fs.opening("open-rw "+name, name, func() (vfs.File, error) { return fs.mem.OpenReadWrite(name, category) })
 	if err != nil {
 		return nil, err
 	}
-	wf := fs.wrap(name, f)
 	for _, o := range opts {
 		o.Apply(wf)
 	}
@@ -245,16 +245,9 @@ func (fs *crashFS) Rename(oldname, newname string) error {
 }
 
 func (fs *crashFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
-	var f vfs.File
-	err := fs.mutate("reuse "+oldname+" "+newname, allOrNothing(func() error {
-		var err error
-		f, err = fs.mem.ReuseForWrite(oldname, newname, category)
-		return err
-	}))
-	if err != nil {
-		return nil, err
-	}
-	return fs.wrap(newname, f), nil
+	return fs.opening("reuse "+oldname+" "+newname, newname, func() (vfs.File, error) {
+		return fs.mem.ReuseForWrite(oldname, newname, category)
+	})
 }
 
 func (fs *crashFS) MkdirAll(dir string, perm os.FileMode) error {
@@ -364,12 +357,17 @@ func (f *crashFile) WriteAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-// Preallocate is not counted: it changes no contents (MemFS ignores it).
-func (f *crashFile) Preallocate(offset, length int64) error {
-	if err := f.fs.read("preallocate " + f.name); err != nil {
+// reading runs op, which changes no contents, unless the disk is gone.
+func (f *crashFile) reading(what string, op func() error) error {
+	if err := f.fs.read(what + " " + f.name); err != nil {
 		return err
 	}
-	return f.f.Preallocate(offset, length)
+	return op()
+}
+
+// Preallocate is not counted: it changes no contents (MemFS ignores it).
+func (f *crashFile) Preallocate(offset, length int64) error {
+	return f.reading("preallocate", func() error { return f.f.Preallocate(offset, length) })
 }
 
 func (f *crashFile) Stat() (vfs.FileInfo, error) {
@@ -379,16 +377,10 @@ func (f *crashFile) Stat() (vfs.FileInfo, error) {
 	return f.f.Stat()
 }
 
-func (f *crashFile) Sync() error {
-	return f.fs.mutate("sync "+f.name, allOrNothing(func() error {
-		return f.f.Sync()
-	}))
-}
+func (f *crashFile) Sync() error { return f.fs.mutate("sync "+f.name, allOrNothing(f.f.Sync)) }
 
 func (f *crashFile) SyncData() error {
-	return f.fs.mutate("syncdata "+f.name, allOrNothing(func() error {
-		return f.f.SyncData()
-	}))
+	return f.fs.mutate("syncdata "+f.name, allOrNothing(f.f.SyncData))
 }
 
 func (f *crashFile) SyncTo(length int64) (bool, error) {
@@ -402,10 +394,7 @@ func (f *crashFile) SyncTo(length int64) (bool, error) {
 }
 
 func (f *crashFile) Prefetch(offset, length int64) error {
-	if err := f.fs.read("prefetch " + f.name); err != nil {
-		return err
-	}
-	return f.f.Prefetch(offset, length)
+	return f.reading("prefetch", func() error { return f.f.Prefetch(offset, length) })
 }
 
 func (f *crashFile) Fd() uintptr { return f.f.Fd() }

@@ -5,7 +5,12 @@
 // Each case opens a fresh engine in its own directory, names the part of the
 // engine.LogEngine contract it checks, and reports every violation it finds
 // rather than stopping at the first. Cases that need a capability the driver
-// does not declare are skipped with the reason.
+// does not declare are skipped with the reason. Fsync failures are injected
+// with pebble's vfs/errorfs.
+//
+// The suite tests itself (selftest_test.go): it passes a correct engine,
+// and each case fails on an engine built to break the one rule that case
+// checks, run in a child process so that the failure can be seen.
 package enginetest
 
 import (
@@ -23,33 +28,37 @@ import (
 	"github.com/minikafka/minikafka/engine"
 )
 
+// cases are the suite, in order: each names the part of the contract it
+// checks. Every case has a broken engine that fails it in the self-test
+// (selftest_test.go), so a case that cannot fail shows.
+var cases = []struct {
+	name string
+	fn   func(*testing.T, *harness)
+}{
+	{"AppendAssignsContiguousOffsets", testContiguous},
+	{"AppendRefusesWrongBase", testWrongBase},
+	{"ReadFindsBatchFromAnyOffsetInIt", testReadWithinBatch},
+	{"ReadAtAndPastEnd", testReadPastEnd},
+	{"ReadReturnsAtLeastOneBatch", testMaxBytes},
+	{"ReadReturnsCallerOwnedBytes", testOwnership},
+	{"ReadIntoMatchesRead", testReadInto},
+	{"ReopenKeepsSyncedBatches", testReopen},
+	{"ManySegmentsReadAndReopen", testManySegments},
+	{"TruncateThenAppend", testTruncate},
+	{"TruncateOutOfRange", testTruncateOutOfRange},
+	{"DeleteBeforeMovesStart", testDeleteBefore},
+	{"DeleteBeforePastEndRestartsLog", testDeleteBeforePastEnd},
+	{"ConcurrentAppendersAndReaders", testConcurrent},
+	{"OneMiBBatch", testLargeBatch},
+	{"EmptyAndOversizedBatches", testBadBatches},
+	{"SyncHonoursContext", testSyncContext},
+	{"ObserverSeesEverySyncRound", testObserver},
+	{"EveryCallAfterClose", testClosed},
+	{"DirectoryOfAnotherEngine", testWrongEngine},
+}
+
 // Run runs the conformance suite against the driver.
 func Run(t *testing.T, d engine.Driver) {
-	cases := []struct {
-		name string
-		fn   func(*testing.T, *harness)
-	}{
-		{"AppendAssignsContiguousOffsets", testContiguous},
-		{"AppendRefusesWrongBase", testWrongBase},
-		{"ReadFindsBatchFromAnyOffsetInIt", testReadWithinBatch},
-		{"ReadAtAndPastEnd", testReadPastEnd},
-		{"ReadReturnsAtLeastOneBatch", testMaxBytes},
-		{"ReadReturnsCallerOwnedBytes", testOwnership},
-		{"ReadIntoMatchesRead", testReadInto},
-		{"ReopenKeepsSyncedBatches", testReopen},
-		{"ManySegmentsReadAndReopen", testManySegments},
-		{"TruncateThenAppend", testTruncate},
-		{"TruncateOutOfRange", testTruncateOutOfRange},
-		{"DeleteBeforeMovesStart", testDeleteBefore},
-		{"DeleteBeforePastEndRestartsLog", testDeleteBeforePastEnd},
-		{"ConcurrentAppendersAndReaders", testConcurrent},
-		{"OneMiBBatch", testLargeBatch},
-		{"EmptyAndOversizedBatches", testBadBatches},
-		{"SyncHonoursContext", testSyncContext},
-		{"ObserverSeesEverySyncRound", testObserver},
-		{"EveryCallAfterClose", testClosed},
-		{"DirectoryOfAnotherEngine", testWrongEngine},
-	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			h := &harness{t: t, d: d, dir: filepath.Join(t.TempDir(), "log")}

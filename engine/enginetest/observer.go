@@ -2,7 +2,6 @@ package enginetest
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -183,59 +183,18 @@ func observeNever(t *testing.T, h *harness) {
 	rec.checkEvents(t, appends, bytes, "SyncNever, after Close")
 }
 
-// errSyncFailed is what failingSyncFS's syncs return once it fails.
-var errSyncFailed = errors.New("enginetest: injected fsync failure")
-
-// failingSyncFS is an in-memory filesystem whose file syncs fail once
-// failing is set; everything else works.
-type failingSyncFS struct {
-	vfs.FS
-	failing atomic.Bool
-}
-
-func (fs *failingSyncFS) wrap(f vfs.File, err error) (vfs.File, error) {
-	if err != nil {
-		return nil, err
-	}
-	return &failingSyncFile{File: f, fs: fs}, nil
-}
-
-func (fs *failingSyncFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
-	return fs.wrap(fs.FS.Create(name, c))
-}
-
-func (fs *failingSyncFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
-	return fs.wrap(fs.FS.OpenReadWrite(name, c, opts...))
-}
-
-func (fs *failingSyncFS) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
-	return fs.wrap(fs.FS.ReuseForWrite(oldname, newname, c))
-}
-
-type failingSyncFile struct {
-	vfs.File
-	fs *failingSyncFS
-}
-
-func (f *failingSyncFile) Sync() error {
-	if f.fs.failing.Load() {
-		return errSyncFailed
-	}
-	return f.File.Sync()
-}
-
-func (f *failingSyncFile) SyncData() error {
-	if f.fs.failing.Load() {
-		return errSyncFailed
-	}
-	return f.File.SyncData()
-}
-
-func (f *failingSyncFile) SyncTo(length int64) (bool, error) {
-	if f.fs.failing.Load() {
-		return false, errSyncFailed
-	}
-	return f.File.SyncTo(length)
+// failingSyncs is an in-memory filesystem whose file and directory syncs
+// fail with errorfs.ErrInjected once failing is set; everything else works.
+func failingSyncs(failing *atomic.Bool) vfs.FS {
+	return errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
+		switch op.Kind {
+		case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo:
+			if failing.Load() {
+				return errorfs.ErrInjected
+			}
+		}
+		return nil
+	}))
 }
 
 // observeFailure: a round whose fsync fails is reported once, with its
@@ -244,7 +203,8 @@ func observeFailure(t *testing.T, d engine.Driver) {
 	if !d.Caps.CustomFS {
 		t.Skipf("engine %s does not declare CustomFS: no fsync failure can be injected", d.Name)
 	}
-	fs := &failingSyncFS{FS: vfs.NewMem()}
+	var failing atomic.Bool
+	fs := failingSyncs(&failing)
 	rec := &syncRecorder{}
 	e, err := d.Open("/log", engine.Options{FS: fs, Sync: engine.SyncAlways, Observer: rec})
 	require.NoError(t, err)
@@ -255,7 +215,7 @@ func observeFailure(t *testing.T, d engine.Driver) {
 	rec.checkEvents(t, 3, 300, "before the failure")
 	before := len(rec.snapshot())
 
-	fs.failing.Store(true)
+	failing.Store(true)
 	if err := e.Append(Batch(e.EndOffset(), 1, 100)); err == nil {
 		require.Error(t, e.Sync(ctx, e.EndOffset()), "a Sync whose fsync fails fails")
 	}
@@ -269,7 +229,7 @@ func observeFailure(t *testing.T, d engine.Driver) {
 		failed = append(failed, ev)
 	}
 	if assert.Len(t, failed, 1, "contract: the round whose fsync failed is reported, once, with its error (events: %+v)", after) {
-		assert.ErrorIs(t, failed[0].Err, errSyncFailed, "the event's Err is the round's failure")
+		assert.ErrorIs(t, failed[0].Err, errorfs.ErrInjected, "the event's Err is the round's failure")
 	}
 
 	// Failed, the engine makes no more rounds: nothing more is reported.

@@ -100,9 +100,10 @@ const Name = "badger"
 
 // Driver is the badger engine as the registry and the suites see it.
 var Driver = engine.Driver{
-	Name: Name,
-	Caps: engine.Capabilities{CustomFS: false, Durable: true},
-	Open: func(dir string, opts engine.Options) (engine.LogEngine, error) { return Open(dir, opts) },
+	Name:  Name,
+	Caps:  engine.Capabilities{CustomFS: false, Durable: true},
+	Open:  func(dir string, opts engine.Options) (engine.LogEngine, error) { return Open(dir, opts) },
+	Notes: notes,
 }
 
 func init() { engine.Register(Driver) }

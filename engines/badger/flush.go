@@ -143,8 +143,9 @@ func (e *Engine) broadcastLocked() {
 	e.changed = make(chan struct{})
 }
 
-// tickEvery wakes the flusher every interval (SyncInterval).
-func (e *Engine) tickEvery(t clock.Timer, interval time.Duration) {
+// every runs f on each tick of t, re-armed for interval, until the engine
+// stops.
+func (e *Engine) every(t clock.Timer, interval time.Duration, f func()) {
 	defer e.workers.Done()
 	defer t.Stop()
 	for {
@@ -153,36 +154,26 @@ func (e *Engine) tickEvery(t clock.Timer, interval time.Duration) {
 			return
 		case <-t.C():
 		}
-		e.wake()
+		f()
 		t.Reset(interval)
 	}
 }
 
-// gcEvery runs value log garbage collection every gcInterval, as long as it
-// finds files worth rewriting.
-func (e *Engine) gcEvery(t clock.Timer) {
-	defer e.workers.Done()
-	defer t.Stop()
+// collectGarbage runs value log garbage collection as long as it finds
+// files worth rewriting, or until the engine stops.
+func (e *Engine) collectGarbage() {
 	for {
+		err := e.db.RunValueLogGC(gcDiscardRatio)
+		if err != nil {
+			if !errors.Is(err, badgerdb.ErrNoRewrite) && !errors.Is(err, badgerdb.ErrRejected) {
+				e.log.log.Warn("badger: value log GC", "err", err)
+			}
+			return
+		}
 		select {
 		case <-e.stop:
 			return
-		case <-t.C():
+		default:
 		}
-		for {
-			err := e.db.RunValueLogGC(gcDiscardRatio)
-			if err != nil {
-				if !errors.Is(err, badgerdb.ErrNoRewrite) && !errors.Is(err, badgerdb.ErrRejected) {
-					e.log.log.Warn("badger: value log GC", "err", err)
-				}
-				break
-			}
-			select {
-			case <-e.stop:
-				return
-			default:
-			}
-		}
-		t.Reset(gcInterval)
 	}
 }

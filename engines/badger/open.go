@@ -91,10 +91,10 @@ func Open(dir string, opts engine.Options) (*Engine, error) {
 	// advanced right after Open fires them.
 	e.workers.Add(2)
 	go e.flushLoop()
-	go e.gcEvery(opts.Clock.NewTimer(gcInterval))
+	go e.every(opts.Clock.NewTimer(gcInterval), gcInterval, e.collectGarbage)
 	if opts.Sync == engine.SyncInterval {
 		e.workers.Add(1)
-		go e.tickEvery(opts.Clock.NewTimer(opts.SyncInterval), opts.SyncInterval)
+		go e.every(opts.Clock.NewTimer(opts.SyncInterval), opts.SyncInterval, e.wake)
 	}
 	return e, nil
 }

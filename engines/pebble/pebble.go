@@ -116,9 +116,10 @@ const Name = "pebble"
 
 // Driver is the pebble engine as the registry and the suites see it.
 var Driver = engine.Driver{
-	Name: Name,
-	Caps: engine.Capabilities{CustomFS: true, Durable: true},
-	Open: func(dir string, opts engine.Options) (engine.LogEngine, error) { return Open(dir, opts) },
+	Name:  Name,
+	Caps:  engine.Capabilities{CustomFS: true, Durable: true},
+	Open:  func(dir string, opts engine.Options) (engine.LogEngine, error) { return Open(dir, opts) },
+	Notes: notes,
 }
 
 func init() { engine.Register(Driver) }

@@ -7,7 +7,7 @@ package segment
 //
 //	go test -run XXX -bench . -benchtime 20000x ./engines/segment
 //
-// cmd/enginebench is the real comparison; these are for quick checks.
+// `cmd/bench -profile engines` is the real comparison; these are for quick checks.
 
 import (
 	"context"
@@ -276,7 +276,7 @@ func BenchmarkReopen(b *testing.B) {
 
 // BenchmarkColdRead reads a 100 MB log from a cold page cache (evicted with
 // posix_fadvise before each pass), beside a plain sequential read(2) of the
-// same segment files: b.N passes of each. As in cmd/enginebench, the
+// same segment files: b.N passes of each. As in the engines profile of cmd/bench, the
 // engine is opened before the clock starts.
 func BenchmarkColdRead(b *testing.B) {
 	dir := b.TempDir()

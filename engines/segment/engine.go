@@ -17,9 +17,10 @@ const Name = "segment"
 
 // Driver is the segment engine as the registry and the suites see it.
 var Driver = engine.Driver{
-	Name: Name,
-	Caps: engine.Capabilities{CustomFS: true, Durable: true},
-	Open: func(dir string, opts engine.Options) (engine.LogEngine, error) { return Open(dir, opts) },
+	Name:  Name,
+	Caps:  engine.Capabilities{CustomFS: true, Durable: true},
+	Open:  func(dir string, opts engine.Options) (engine.LogEngine, error) { return Open(dir, opts) },
+	Notes: notes,
 }
 
 func init() { engine.Register(Driver) }
@@ -115,6 +116,26 @@ func (e *Engine) failed() error {
 	return nil
 }
 
+// lockAll takes both locks a rewrite of the log needs, the flusher's
+// first, and returns what releases them.
+func (e *Engine) lockAll() (unlock func()) {
+	e.flushMu.Lock()
+	e.mu.Lock()
+	return func() {
+		e.mu.Unlock()
+		e.flushMu.Unlock()
+	}
+}
+
+// writable says why the log takes no write: it is closed, or a write or
+// sync failed (sticky).
+func (e *Engine) writable() error {
+	if e.closed.Load() {
+		return engine.ErrClosed
+	}
+	return e.failed()
+}
+
 // Append implements engine.LogEngine. The frame is copied into the active
 // segment's in-memory tail under the append lock, and is readable at once;
 // the flusher writes it to the file and Sync makes it durable.
@@ -124,10 +145,7 @@ func (e *Engine) Append(b engine.Batch) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.closed.Load() {
-		return engine.ErrClosed
-	}
-	if err := e.failed(); err != nil {
+	if err := e.writable(); err != nil {
 		return err
 	}
 	if end := e.end.Load(); b.BaseOffset != end {

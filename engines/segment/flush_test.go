@@ -20,18 +20,6 @@ import (
 	"github.com/minikafka/minikafka/engine/enginetest"
 )
 
-// waitFor polls cond until it holds or a generous deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // within runs f and fails the test if it does not return in time: the
 // operations it is used on must not wait for an fsync.
 func within(t *testing.T, what string, f func()) {
@@ -131,11 +119,11 @@ func TestGroupCommit(t *testing.T) {
 	for _, b := range later {
 		go func() { errs <- e.Sync(context.Background(), b.NextOffset()) }()
 	}
-	waitFor(t, "every Sync to queue for the next round", func() bool {
+	require.Eventually(t, func() bool {
 		e.sm.mu.Lock()
 		defer e.sm.mu.Unlock()
 		return e.sm.next != nil && e.sm.next.waiters == waiters
-	})
+	}, 20*time.Second, time.Millisecond, "every Sync to queue for the next round")
 	select {
 	case err := <-firstDone:
 		t.Fatalf("the first Sync returned (%v) before its fsync finished", err)
@@ -246,11 +234,11 @@ func TestSyncInterval(t *testing.T) {
 	assert.Empty(t, readAll(t, open(t, crash(mem, 0), engine.Options{})), "nothing is durable yet")
 
 	clk.Advance(time.Second)
-	waitFor(t, "the interval's flush", func() bool {
+	require.Eventually(t, func() bool {
 		e.sm.mu.Lock()
 		defer e.sm.mu.Unlock()
 		return e.sm.synced == bs[4].NextOffset()
-	})
+	}, 20*time.Second, time.Millisecond, "the interval's flush")
 	requireBatches(t, bs, readAll(t, open(t, crash(mem, 0), engine.Options{})), "durable after the interval")
 }
 

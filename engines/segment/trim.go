@@ -19,14 +19,8 @@ import (
 // point leaves a prefix of the old log at least as long as the cut, and the
 // cut itself once the sealed index is durable.
 func (e *Engine) Truncate(offset int64) error {
-	e.flushMu.Lock()
-	defer e.flushMu.Unlock()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed.Load() {
-		return engine.ErrClosed
-	}
-	if err := e.failed(); err != nil {
+	defer e.lockAll()()
+	if err := e.writable(); err != nil {
 		return err
 	}
 	start, end := e.start.Load(), e.end.Load()
@@ -151,14 +145,8 @@ func (e *Engine) resetLocked(offset int64) error {
 // (durably); then whole segments below it are removed. The active segment is
 // never removed here.
 func (e *Engine) DeleteBefore(offset int64) error {
-	e.flushMu.Lock()
-	defer e.flushMu.Unlock()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed.Load() {
-		return engine.ErrClosed
-	}
-	if err := e.failed(); err != nil {
+	defer e.lockAll()()
+	if err := e.writable(); err != nil {
 		return err
 	}
 	if offset <= e.start.Load() {

@@ -5,7 +5,11 @@
 package interoptest
 
 import (
+	"context"
+	"os"
+	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -84,4 +88,27 @@ func Broker(engineName string, opts ...brokertest.Option) Target {
 		b := brokertest.Start(t, all...)
 		return &Server{Name: "broker/" + engineName, Addr: b.Addr, Durable: d.Caps.Durable, Restart: b.Restart}
 	}}
+}
+
+// Context bounds a test's client calls, so that a server that hangs fails
+// the test instead of hanging it; it ends with the test.
+func Context(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// KcatPath finds kcat. Without it the test skips, except under CI (the CI
+// variable set), where .ci/run installs it and its absence is a failure.
+func KcatPath(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("kcat")
+	if err == nil {
+		return p
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("kcat is not installed but CI is set: .ci/run installs it (apt-get install kcat)")
+	}
+	t.Skip("kcat is not installed (apt-get install kcat); set CI to make this a failure")
+	return ""
 }
