@@ -60,6 +60,9 @@ func (s *Server) proposeISR(p *partition.Partition, prop replication.ProposeISR)
 			s.log.Info("ISR change refused", "topic", p.Topic(), "partition", p.Index(), "isr", prop.NewISR, "err", res.Err)
 		} else {
 			s.log.Info("ISR changed", "topic", p.Topic(), "partition", p.Index(), "isr", res.ISR, "partition-epoch", res.PartitionEpoch)
+			if st, ok := p.LeaderStatus(s.cfg.Clock.Now()); ok {
+				s.metrics.replication.isrChanged(len(st.ISR), len(res.ISR))
+			}
 		}
 		res.Now = s.cfg.Clock.Now()
 		p.AlterPartitionResult(gen, res)

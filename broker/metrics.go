@@ -21,6 +21,7 @@ type metrics struct {
 	badRequests   prometheus.Counter
 	durableWait   prometheus.Observer
 	syncs         *syncMetrics // the engines' Observer
+	replication   *replicationMetrics
 }
 
 // latencyBuckets span 50µs to about 13s.
@@ -67,7 +68,8 @@ func newMetrics(s *Server) *metrics {
 	respInflight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "minikafka_inflight_response_bytes", Help: "Fetched record bytes held in memory across connections.",
 	}, func() float64 { return float64(s.respBudget.inUse()) })
-	collected := []prometheus.Collector{m.requests, m.latency, m.conns, m.connsRejected, m.badRequests, durable, disk, inflight, respInflight}
+	m.replication = newReplicationMetrics(s)
+	collected := []prometheus.Collector{m.requests, m.latency, m.conns, m.connsRejected, m.badRequests, durable, disk, inflight, respInflight, m.replication}
 	for _, c := range append(collected, syncCollectors...) {
 		if err := reg.Register(c); err != nil {
 			// A caller's registry that already holds our metrics (two

@@ -49,14 +49,19 @@ func Dir(dir string) Option { return func(c *broker.Config) { c.Dir = dir } }
 // Configure applies f to the configuration: any other setting.
 func Configure(f func(*broker.Config)) Option { return Option(f) }
 
-// Start starts a broker and closes it when the test ends.
-func Start(t testing.TB, opts ...Option) *Broker {
-	t.Helper()
-	cfg := broker.Config{
+// baseConfig is every test broker's configuration before the options.
+func baseConfig(t testing.TB) broker.Config {
+	return broker.Config{
 		Engine:     "memory",
 		AutoCreate: true,
 		Logger:     slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
+}
+
+// Start starts a broker and closes it when the test ends.
+func Start(t testing.TB, opts ...Option) *Broker {
+	t.Helper()
+	cfg := baseConfig(t)
 	for _, o := range opts {
 		o(&cfg)
 	}

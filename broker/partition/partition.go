@@ -89,6 +89,9 @@ type Partition struct {
 	epochs  *replication.EpochCache
 	repl    Replication
 	savedHW int64 // the high watermark checkpoint's value
+	// replBytesIn and replBytesOut count record bytes replicated into this
+	// replica and served from it to followers.
+	replBytesIn, replBytesOut atomic.Int64
 	// fetchable wakes followers' fetches parked at this leader when the
 	// durable end moves or the role changes; its value is unused.
 	fetchable watermark

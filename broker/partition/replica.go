@@ -278,6 +278,23 @@ func (p *Partition) afterAppendCheck() error {
 	return nil
 }
 
+// LeaderStatus is the leader's replication state (ISR, followers' lag) as
+// of now, and false when this broker does not lead the partition.
+func (p *Partition) LeaderStatus(now time.Time) (replication.LeaderStatus, bool) {
+	p.repMu.Lock()
+	defer p.repMu.Unlock()
+	if l := p.role.leader; l != nil {
+		return l.Status(now), true
+	}
+	return replication.LeaderStatus{}, false
+}
+
+// ReplicationBytes is how many record bytes this replica has appended as a
+// follower (in) and served to followers as leader (out) since it opened.
+func (p *Partition) ReplicationBytes() (in, out int64) {
+	return p.replBytesIn.Load(), p.replBytesOut.Load()
+}
+
 // EndOffsetForEpoch answers OffsetForLeaderEpoch from the leader epoch
 // cache: the largest epoch at or below epoch and the offset where it ends
 // here (the log end for the latest), or (-1, -1) when nothing is known.
@@ -329,6 +346,7 @@ func (p *Partition) ServeFollower(ev replication.FollowerFetch, maxBytes int) (R
 		return rd, p.storageErr("read for a follower", err)
 	}
 	rd.Records = concat(bs, answer.To)
+	p.replBytesOut.Add(int64(len(rd.Records)))
 	return rd, nil
 }
 
@@ -476,6 +494,7 @@ func (p *Partition) appendReplicatedLocked(infos []replication.BatchInfo, bytesA
 		}
 		p.producers.Record(h, info.BaseOffset, nowMs)
 		p.sinceSnap += int64(len(b))
+		p.replBytesIn.Add(int64(len(b)))
 	}
 	p.afterAppendLocked(p.log.EndOffset())
 	return nil

@@ -1,0 +1,178 @@
+package brokertest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minikafka/minikafka/broker"
+)
+
+// Cluster is n in-process brokers, every one a controller voter, on
+// loopback listeners: what a test of replication or failover needs without
+// processes (interop/clusterinterop runs processes).
+type Cluster struct {
+	Nodes []*Node
+}
+
+// Node is one broker of a Cluster.
+type Node struct {
+	Config broker.Config
+	// Addr and CtlAddr stay the same across Restart.
+	Addr, CtlAddr string
+	Server        *broker.Server
+	done          chan struct{}
+}
+
+// StartCluster starts n brokers (node ids 1..n) and waits until each is
+// registered and unfenced. They stop when the test ends.
+func StartCluster(t testing.TB, n int, opts ...Option) *Cluster {
+	t.Helper()
+	c := &Cluster{}
+	var voters []broker.Voter
+	var lns, ctls []net.Listener
+	for i := range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		ctl, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		lns, ctls = append(lns, ln), append(ctls, ctl)
+		voters = append(voters, broker.Voter{ID: int32(i + 1), Addr: ctl.Addr().String()})
+	}
+	for i := range n {
+		cfg := baseConfig(t)
+		for _, o := range opts {
+			o(&cfg)
+		}
+		if cfg.Dir == "" || i > 0 {
+			cfg.Dir = t.TempDir()
+		}
+		cfg.NodeID, cfg.Controllers = int32(i+1), voters
+		cfg.ControllerAddr, cfg.AdvertisedAddr = ctls[i].Addr().String(), lns[i].Addr().String()
+		nd := &Node{Config: cfg, Addr: cfg.AdvertisedAddr, CtlAddr: cfg.ControllerAddr}
+		nd.serve(t, lns[i], ctls[i])
+		c.Nodes = append(c.Nodes, nd)
+	}
+	t.Cleanup(func() {
+		// Concurrently: a broker's controlled shutdown needs a quorum.
+		var wg sync.WaitGroup
+		for _, nd := range c.Nodes {
+			wg.Add(1)
+			go func() { defer wg.Done(); nd.stop(t) }()
+		}
+		wg.Wait()
+	})
+	for _, nd := range c.Nodes {
+		nd.waitReady(t)
+	}
+	return c
+}
+
+// Node returns node id (1-based).
+func (c *Cluster) Node(id int32) *Node { return c.Nodes[id-1] }
+
+func (nd *Node) serve(t testing.TB, ln, ctl net.Listener) {
+	t.Helper()
+	s, err := broker.New(nd.Config)
+	if err != nil {
+		ln.Close()
+		ctl.Close()
+		require.NoError(t, err, "broker.New")
+	}
+	nd.Server, nd.done = s, make(chan struct{})
+	done := nd.done
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = s.Serve(ln) }()
+	go func() { defer wg.Done(); _ = s.ServeController(ctl) }()
+	go func() { wg.Wait(); close(done) }()
+}
+
+func (nd *Node) waitReady(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	require.NoError(t, nd.Server.WaitReady(ctx), "broker %d ready", nd.Config.NodeID)
+}
+
+// Stop closes the node's broker gracefully (a controlled shutdown). A
+// stopped node stays stopped until Start.
+func (nd *Node) Stop(t testing.TB) { nd.stop(t) }
+
+func (nd *Node) stop(t testing.TB) {
+	t.Helper()
+	if nd.Server == nil {
+		return
+	}
+	require.NoError(t, nd.Server.Close(), "broker %d Close", nd.Config.NodeID)
+	<-nd.done
+	nd.Server = nil
+}
+
+// Start starts a stopped node again on its directory and addresses, and
+// waits until it is unfenced.
+func (nd *Node) Start(t testing.TB) {
+	t.Helper()
+	ln, err := net.Listen("tcp", nd.Addr)
+	require.NoError(t, err)
+	ctl, err := net.Listen("tcp", nd.CtlAddr)
+	require.NoError(t, err)
+	nd.serve(t, ln, ctl)
+	nd.waitReady(t)
+}
+
+// Seeds are the addresses of the running nodes.
+func (c *Cluster) Seeds() []string {
+	var out []string
+	for _, nd := range c.Nodes {
+		if nd.Server != nil {
+			out = append(out, nd.Addr)
+		}
+	}
+	return out
+}
+
+// Client is a franz-go client seeded with the running nodes, closed when
+// the test ends.
+func (c *Cluster) Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Seeds()...)}, opts...)...)
+	require.NoError(t, err, "kgo.NewClient")
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// CreateTopic creates a topic and waits until the metadata of every running
+// node has it with a leader for every partition.
+func (c *Cluster) CreateTopic(t testing.TB, name string, partitions int32, rf int16, configs map[string]*string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(c.Client(t)).CreateTopic(ctx, partitions, rf, configs, name)
+	require.NoError(t, err, "create topic %s", name)
+	require.NoError(t, resp.Err, "create topic %s", name)
+	require.Eventually(t, func() bool {
+		for _, nd := range c.Nodes {
+			if nd.Server == nil {
+				continue
+			}
+			tp, ok := nd.Server.Metadata().Topic(name)
+			if !ok {
+				return false
+			}
+			for _, p := range tp.Partitions {
+				if p.Leader < 0 {
+					return false
+				}
+			}
+		}
+		return true
+	}, 30*time.Second, 5*time.Millisecond, fmt.Sprintf("every node has topic %s with leaders", name))
+}

@@ -1,0 +1,109 @@
+package broker_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minikafka/minikafka/broker"
+	"github.com/minikafka/minikafka/broker/brokertest"
+	"github.com/minikafka/minikafka/cluster"
+)
+
+// TestMinInsyncReplicas: with min.insync.replicas 3 on RF 3, acks=all is
+// refused with NOT_ENOUGH_REPLICAS once a replica is gone, before anything
+// is appended, while acks=1 is still accepted; the replica's return
+// restores acks=all.
+func TestMinInsyncReplicas(t *testing.T) {
+	c := brokertest.StartCluster(t, 3, brokertest.Engine("segment"))
+	three := "3"
+	c.CreateTopic(t, "m", 1, 3, map[string]*string{cluster.ConfigMinInsyncReplicas: &three})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	all := c.Client(t, kgo.DefaultProduceTopic("m"), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(0))
+	require.NoError(t, all.ProduceSync(ctx, &kgo.Record{Value: []byte("in sync")}).FirstErr())
+
+	leader := c.Nodes[0].Server.Metadata()
+	tp, _ := leader.Topic("m")
+	victim := tp.Partitions[0].Replicas[0]
+	if victim == tp.Partitions[0].Leader {
+		victim = tp.Partitions[0].Replicas[1]
+	}
+	c.Node(victim).Stop(t)
+	require.Eventually(t, func() bool {
+		err := all.ProduceSync(ctx, &kgo.Record{Value: []byte("under min ISR")}).FirstErr()
+		return errors.Is(err, kerr.NotEnoughReplicas)
+	}, 30*time.Second, 50*time.Millisecond, "acks=all refused with NOT_ENOUGH_REPLICAS")
+	one := c.Client(t, kgo.DefaultProduceTopic("m"), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	require.NoError(t, one.ProduceSync(ctx, &kgo.Record{Value: []byte("acks=1")}).FirstErr())
+
+	c.Node(victim).Start(t)
+	require.Eventually(t, func() bool {
+		return all.ProduceSync(ctx, &kgo.Record{Value: []byte("back in sync")}).FirstErr() == nil
+	}, 60*time.Second, 100*time.Millisecond, "acks=all accepted once the ISR is whole again")
+}
+
+// TestReplicationMetrics: the leaders' and followers' replication shows in
+// /metrics: bytes out on the leader and in on the followers, no
+// under-replicated partition while all are up, one once a follower stops.
+func TestReplicationMetrics(t *testing.T) {
+	c := brokertest.StartCluster(t, 3, brokertest.Engine("segment"))
+	c.CreateTopic(t, "r", 1, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := c.Client(t, kgo.DefaultProduceTopic("r"), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	for range 20 {
+		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: make([]byte, 1000)}).FirstErr())
+	}
+	tp, _ := c.Nodes[0].Server.Metadata().Topic("r")
+	leader := c.Node(tp.Partitions[0].Leader)
+	assert.Greater(t, metric(t, leader.Server, "minikafka_replication_bytes_out_total"), 20_000.0)
+	for _, id := range tp.Partitions[0].Replicas {
+		if id != leader.Config.NodeID {
+			assert.Greater(t, metric(t, c.Node(id).Server, "minikafka_replication_bytes_in_total"), 20_000.0, "follower %d", id)
+		}
+	}
+	assert.Zero(t, metric(t, leader.Server, "minikafka_under_replicated_partitions"))
+
+	var follower int32
+	for _, id := range tp.Partitions[0].Replicas {
+		if id != leader.Config.NodeID {
+			follower = id
+		}
+	}
+	c.Node(follower).Stop(t)
+	require.Eventually(t, func() bool {
+		return metric(t, leader.Server, "minikafka_under_replicated_partitions") == 1
+	}, 30*time.Second, 20*time.Millisecond, "the partition is under-replicated")
+}
+
+var metricLine = regexp.MustCompile(`(?m)^(\w+)(?:\{[^}]*\})? (\S+)$`)
+
+// metric scrapes s's /metrics and returns the value of name (summed over
+// its label sets).
+func metric(t *testing.T, s *broker.Server, name string) float64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	s.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, err := io.ReadAll(rec.Body)
+	require.NoError(t, err)
+	sum := 0.0
+	for _, m := range metricLine.FindAllStringSubmatch(string(body), -1) {
+		if m[1] == name {
+			v, err := strconv.ParseFloat(m[2], 64)
+			require.NoError(t, err)
+			sum += v
+		}
+	}
+	return sum
+}
