@@ -93,7 +93,9 @@ func (m *replicationMetrics) Collect(ch chan<- prometheus.Metric) {
 		offline = offlinePartitions(s.store.Image())
 	}
 	gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
-	counter := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v) }
+	counter := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	}
 	gauge(m.underReplicated, float64(under))
 	gauge(m.underMinISR, float64(underMin))
 	gauge(m.offline, float64(offline))
