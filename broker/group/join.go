@@ -323,20 +323,14 @@ func (g *Group) electJoinedLeader() bool {
 	return false
 }
 
-// becomeEmpty ends a generation with no members. A group with no offsets
-// to keep dies (and leaves a tombstone if it was ever written).
+// becomeEmpty ends a generation with no members. The group stays Empty,
+// with or without offsets, as Kafka keeps it: listed, describable and
+// deletable until offsets.retention after it emptied (Tick forgets it then).
 func (g *Group) becomeEmpty(now time.Time) {
 	g.generation++
 	g.protocol = ""
 	g.leader = ""
 	g.setState(Empty, now)
-	if len(g.offsets) == 0 && len(g.inflight) == 0 && len(g.pending) == 0 {
-		if g.persisted {
-			g.store(storeDelete, nil, g.tombstones()...)
-		}
-		g.setState(Dead, now)
-		return
-	}
 	g.store(storeMetadata, nil, g.metadataRecord(now))
 }
 

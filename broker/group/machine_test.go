@@ -152,7 +152,13 @@ func TestNextDeadlineDrivesTimers(t *testing.T) {
 	ids := h.stable(1)
 	require.Equal(t, h.now.Add(session), h.g.NextDeadline())
 	h.advanceTo(h.now.Add(session))
-	require.Equal(t, Dead, h.g.State(), "last member gone and no offsets: nothing to keep")
+	require.Equal(t, Empty, h.g.State(), "last member gone and no offsets: the group stays Empty, as Kafka keeps it")
+	assertCode(t, kerr.UnknownMemberID, h.heartbeat(ids[0], 1))
+	emptied := h.now
+	h.g.set.OffsetsRetention = time.Hour
+	require.Equal(t, emptied.Add(time.Hour), h.g.NextDeadline(), "the retention that forgets it")
+	h.advanceTo(emptied.Add(time.Hour))
+	require.Equal(t, Dead, h.g.State(), "nothing to keep once the retention passed")
 	last := h.stores[len(h.stores)-1]
 	require.Len(t, last.Records, 1)
 	assert.Nil(t, last.Records[0].Value, "the stored metadata is tombstoned")

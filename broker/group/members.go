@@ -202,11 +202,24 @@ func (g *Group) Tick(now time.Time) {
 		}
 	case Empty:
 		g.expireOffsets(now)
-		if len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 && len(g.inflight) == 0 && g.persisted {
+		// As Kafka: an Empty group stays (listed, describable, deletable)
+		// until offsets.retention after it emptied, with or without
+		// offsets, and only then goes.
+		if at := g.emptyExpiresAt(); !at.IsZero() && !now.Before(at) && len(g.offsets) == 0 {
 			g.store(storeDelete, nil, g.tombstones()...)
 			g.setState(Dead, now)
 		}
 	}
+}
+
+// emptyExpiresAt is when an Empty group with nothing left in it is
+// forgotten: offsets.retention after it emptied. Zero when it never is
+// (retention off), or has something to keep.
+func (g *Group) emptyExpiresAt() time.Time {
+	if g.state != Empty || len(g.members) > 0 || len(g.pending) > 0 || len(g.inflight) > 0 || !g.persisted || g.set.OffsetsRetention <= 0 {
+		return time.Time{}
+	}
+	return g.stateSince.Add(g.set.OffsetsRetention)
 }
 
 // NextDeadline is when Tick next has something to do; zero if never.
@@ -236,6 +249,7 @@ func (g *Group) NextDeadline() time.Time {
 		take(g.syncDeadline)
 	case Empty:
 		take(g.offsetsExpireAt())
+		take(g.emptyExpiresAt())
 	}
 	return next
 }

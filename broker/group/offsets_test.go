@@ -194,6 +194,20 @@ func TestOffsetsExpireInEmptyGroups(t *testing.T) {
 		require.False(t, ok)
 		assert.Equal(t, Dead, h.g.State(), "its stored metadata is tombstoned too")
 	})
+	t.Run("an Empty group without offsets stays until the retention passes", func(t *testing.T) {
+		h := newHarness(t)
+		h.g.set.OffsetsRetention = retention
+		ids := h.stable(1)
+		emptied := h.now
+		h.g.Leave(h.now, []LeaveMember{{MemberID: ids[0]}})
+		h.collect()
+		require.Equal(t, Empty, h.g.State(), "listed, describable and deletable, as Kafka keeps it")
+		h.advance(retention / 2)
+		require.Equal(t, Empty, h.g.State())
+		assert.Equal(t, emptied.Add(retention), h.g.NextDeadline())
+		h.advanceTo(emptied.Add(retention))
+		assert.Equal(t, Dead, h.g.State(), "forgotten once offsets.retention after it emptied has passed")
+	})
 	t.Run("never while it has members", func(t *testing.T) {
 		h := newHarness(t)
 		h.g.set.OffsetsRetention = retention

@@ -75,7 +75,9 @@ func runProduce(ctx context.Context, e *env, args []string) error {
 }
 
 func (f *produceFlags) clientOpts(topic string) ([]kgo.Opt, error) {
-	opts := []kgo.Opt{kgo.DefaultProduceTopic(topic)}
+	// A topic that does not exist is created by a broker that auto-creates
+	// topics, as kcat's produce does; kgo asks only when told to.
+	opts := []kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation()}
 	switch f.acks {
 	case "all", "-1":
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))

@@ -22,6 +22,16 @@ func TestProduceArgsConsumeFromBeginning(t *testing.T) {
 	})
 }
 
+// TestProduceAutoCreates: producing to a topic that does not exist creates
+// it on a broker that auto-creates topics, as kcat's produce does.
+func TestProduceAutoCreates(t *testing.T) {
+	eachTarget(t, 1, func(t *testing.T, addr string) {
+		ok(t, addr, "", "produce", "fresh", "born")
+		out := ok(t, addr, "", "consume", "fresh", "-from-beginning", "-n", "1")
+		assert.Equal(t, []string{"born"}, lines(out))
+	})
+}
+
 func TestProduceStdinLines(t *testing.T) {
 	eachTarget(t, 1, func(t *testing.T, addr string) {
 		ok(t, addr, "", "topics", "create", "stdin", "-partitions", "1")
