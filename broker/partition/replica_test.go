@@ -85,3 +85,45 @@ func TestReplicationThroughPartitions(t *testing.T) {
 		})
 	}
 }
+
+// TestDivergedFollowerTruncatesAndLeads: a replica that led an epoch of its
+// own and appended what nobody else has (a leader cut off) truncates that
+// suffix when it follows the new leader (a diverging epoch, KIP-320), and
+// can lead afterwards: its log, durable end and epochs agree again.
+func TestDivergedFollowerTruncatesAndLeads(t *testing.T) {
+	p := newPair(t, segment.Name, engine.SyncAlways)
+	ctx := ctxT(t)
+	app, err := p.leader.Append(batchtest.Plain(t, 2))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { p.round(); return p.leader.HighWatermark() == 2 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, p.leader.WaitHighWatermark(ctx, app.LastOffset+1))
+
+	state := func(self, leader, epoch int32) partition.ReplicaState {
+		return partition.ReplicaState{
+			Self: self, BrokerEpoch: int64(self), Lead: true, Leader: leader, LeaderEpoch: epoch, PartitionEpoch: epoch,
+			Replicas: []int32{1, 2}, ISR: []int32{1, 2}, MinISR: 1,
+			Eligible: []replication.ISRMember{{ID: 1, BrokerEpoch: 1}, {ID: 2, BrokerEpoch: 2}}, Now: time.Now(),
+		}
+	}
+	// Broker 2 leads epoch 1 alone for a while and appends 3 records that
+	// broker 1 never sees.
+	_, err = p.follow.SetState(state(2, 2, 1))
+	require.NoError(t, err)
+	_, err = p.follow.Append(batchtest.Plain(t, 3))
+	require.NoError(t, err)
+	require.NoError(t, p.follow.WaitDurable(ctx, 5))
+	// Broker 1 leads epoch 2; broker 2 follows it and truncates to 2.
+	_, err = p.leader.SetState(state(1, 1, 2))
+	require.NoError(t, err)
+	_, err = p.follow.SetState(state(2, 1, 2))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { p.round(); return p.follow.EndOffset() == 2 }, 5*time.Second, time.Millisecond,
+		"the follower truncates the suffix the leader never had")
+	// And broker 2 can lead epoch 3.
+	_, err = p.follow.SetState(state(2, 2, 3))
+	require.NoError(t, err, "lead after a truncation")
+	require.True(t, p.follow.Role().Local)
+	_, err = p.follow.Append(batchtest.Plain(t, 1))
+	require.NoError(t, err)
+	require.Equal(t, int64(3), p.follow.EndOffset())
+}

@@ -29,6 +29,9 @@ func (p *Partition) truncateLocked(offset int64) error {
 	if err := p.log.Truncate(offset); err != nil {
 		return p.storageErr("truncate", err)
 	}
+	// What was durable past the cut is gone: the durable end follows the
+	// log end down (a later role reads it).
+	p.durable.lower(p.log.EndOffset())
 	p.ti.reset()
 	p.logger.Info("log truncated to where it parts from the leader's", "offset", offset)
 	return p.rebuildProducers()
