@@ -96,6 +96,11 @@ type Config struct {
 	// TickInterval is how often leaders check their followers' lag and
 	// retry ISR changes; 0 means DefaultTickInterval.
 	TickInterval time.Duration
+	// Manual starts no goroutine: no partition syncs or snapshots in the
+	// background (the caller calls Partition.Sync after appends), no
+	// retention or tick loop (the caller calls EnforceRetention and Tick).
+	// The simulator runs partitions this way, one event at a time.
+	Manual bool
 }
 
 // DefaultTickInterval is Config.TickInterval's default.
@@ -188,9 +193,24 @@ func OpenManager(cfg Config) (*Manager, error) {
 		m.unlock()
 		return nil, err
 	}
-	go m.retentionLoop()
-	go m.tickLoop()
+	if cfg.Manual {
+		close(m.done)
+		close(m.ticked)
+	} else {
+		go m.retentionLoop()
+		go m.tickLoop()
+	}
 	return m, nil
+}
+
+// Tick ticks every partition's leader now, as the tick loop does every
+// TickInterval (for a Manager opened with Config.Manual).
+func (m *Manager) Tick(now time.Time) {
+	for _, k := range m.Keys() { // in order: the simulator replays it
+		if p, ok := m.Get(k); ok {
+			p.Tick(now)
+		}
+	}
 }
 
 // hwCheckpointEvery is how often each partition's high watermark

@@ -159,7 +159,11 @@ func openPartition(m *Manager, spec Spec) (*Partition, error) {
 		log.Close()
 		return nil, fmt.Errorf("partition %s-%d: %w", topic, index, err)
 	}
-	go p.loop()
+	if m.cfg.Manual {
+		close(p.done) // no loop: the caller calls Sync
+	} else {
+		go p.loop()
+	}
 	return p, nil
 }
 

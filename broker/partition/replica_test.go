@@ -127,3 +127,20 @@ func TestDivergedFollowerTruncatesAndLeads(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(3), p.follow.EndOffset())
 }
+
+// TestManualManager: a manager opened with Manual starts no goroutine; a
+// leader's high watermark moves when the caller syncs, as the simulator
+// drives it.
+func TestManualManager(t *testing.T) {
+	m, err := partition.OpenManager(partition.Config{Dir: t.TempDir(), Engine: segment.Name, Manual: true,
+		EngineOptions: engine.Options{Sync: engine.SyncAlways}})
+	require.NoError(t, err)
+	defer m.Close()
+	p := onePartition(t, m, "t")
+	_, err = p.Append(batchtest.Plain(t, 2))
+	require.NoError(t, err)
+	require.Zero(t, p.HighWatermark(), "nothing synced yet: nobody syncs but the caller")
+	require.True(t, p.Sync())
+	require.Equal(t, int64(2), p.HighWatermark())
+	m.Tick(time.Now())
+}

@@ -203,22 +203,43 @@ func (p *Partition) loop() {
 			return
 		case <-p.kick:
 		}
-		if p.always {
-			end := p.log.EndOffset()
-			if err := p.log.Sync(ctx, end); err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				err = p.storageErr("sync", err)
-				p.logger.Error("log sync failed; the partition stops accepting writes", "err", err)
-				p.durable.close(err)
-				p.wm.close(err)
-				return
-			}
-			p.mu.Lock()
-			p.localDurable(end)
-			p.mu.Unlock()
+		if !p.syncOnce(ctx) {
+			return
 		}
-		p.maybeSnapshot(ctx)
 	}
+}
+
+// syncOnce is one round of the background loop: under SyncAlways, sync the
+// log and report what is durable; then write a producer snapshot if one is
+// due. It reports false once the partition failed or is closing.
+func (p *Partition) syncOnce(ctx context.Context) bool {
+	if p.always {
+		end := p.log.EndOffset()
+		if err := p.log.Sync(ctx, end); err != nil {
+			if ctx.Err() != nil {
+				return false
+			}
+			err = p.storageErr("sync", err)
+			p.logger.Error("log sync failed; the partition stops accepting writes", "err", err)
+			p.durable.close(err)
+			p.wm.close(err)
+			return false
+		}
+		p.mu.Lock()
+		p.localDurable(end)
+		p.mu.Unlock()
+	}
+	p.maybeSnapshot(ctx)
+	return true
+}
+
+// Sync does, now and on the caller's goroutine, what the background loop
+// does after appends: for a Manager opened with Config.Manual, whose
+// partitions have no loop (the simulator decides when a sync completes).
+// It reports false once the partition failed.
+func (p *Partition) Sync() bool {
+	if p.gone.Load() {
+		return false
+	}
+	return p.syncOnce(context.Background())
 }
