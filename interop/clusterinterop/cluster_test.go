@@ -61,9 +61,11 @@ type cluster struct {
 }
 
 type node struct {
-	id           int
-	dir          string
-	addr, ctl    string
+	id        int
+	dir       string
+	addr, ctl string
+	// netns, when set, is the network namespace the broker runs in.
+	netns        string
 	mu           sync.Mutex
 	cmd          *exec.Cmd
 	exited       chan struct{}
@@ -93,10 +95,21 @@ func freeAddrs(t *testing.T, n int) []string {
 func startCluster(t *testing.T, n int, engine string, args ...string) *cluster {
 	t.Helper()
 	addrs := freeAddrs(t, 2*n)
+	nodes := make([]*node, n)
+	for i := range n {
+		nodes[i] = &node{id: i + 1, dir: t.TempDir(), addr: addrs[2*i], ctl: addrs[2*i+1]}
+	}
+	return runCluster(t, nodes, engine, args...)
+}
+
+// runCluster starts the brokers of nodes (addresses and directories set)
+// and waits until every one is listed by Metadata.
+func runCluster(t *testing.T, nodes []*node, engine string, args ...string) *cluster {
+	t.Helper()
+	n := len(nodes)
 	c := &cluster{t: t, engine: engine, args: args}
 	var voters []string
-	for i := range n {
-		nd := &node{id: i + 1, dir: t.TempDir(), addr: addrs[2*i], ctl: addrs[2*i+1]}
+	for _, nd := range nodes {
 		c.nodes = append(c.nodes, nd)
 		voters = append(voters, fmt.Sprintf("%d@%s", nd.id, nd.ctl))
 	}
@@ -124,6 +137,9 @@ func (c *cluster) start(nd *node) {
 		"-controller-addr", nd.ctl, "-controllers", c.voters,
 	}, c.args...)
 	cmd := exec.Command(brokerBin, args...)
+	if nd.netns != "" {
+		cmd = exec.Command("ip", append([]string{"netns", "exec", nd.netns, brokerBin}, args...)...)
+	}
 	stderr, err := cmd.StderrPipe()
 	require.NoError(c.t, err)
 	nd.mu.Lock()
