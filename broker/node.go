@@ -40,6 +40,12 @@ const (
 	metadataEngine = segment.Name
 )
 
+// electionTicks is the quorum's election timeout in raft ticks (50 ms): a
+// follower campaigns 0.4 to 0.8 s after it last heard from its leader, and
+// a leader that has not heard from a quorum for 0.4 s stops acting.
+// Kafka's controller.quorum.election.timeout.ms is 1 s.
+const electionTicks = 8
+
 // raftID is node id's id in raft, where 0 means "none": Kafka's node ids
 // start at 0.
 func raftID(id int32) uint64 { return uint64(id) + 1 }
@@ -78,6 +84,7 @@ func (s *Server) openCluster() error {
 			NodeID: raftID(s.cfg.NodeID), Voters: ids, ClusterID: s.cfg.ClusterID,
 			Dir: fs.PathJoin(s.cfg.Dir, metadataDir), FS: fs, Engine: metadataEngine,
 			StateMachine: s.store, Logger: s.log.With("component", "quorum"),
+			ElectionTicks: electionTicks,
 		},
 		Transport:    tr,
 		Clock:        s.cfg.Clock,

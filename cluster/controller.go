@@ -60,8 +60,11 @@ type ControllerConfig struct {
 
 // Defaults of ControllerConfig.
 const (
-	DefaultSessionTimeout    = 3 * time.Second
-	DefaultFailoverGrace     = time.Second
+	DefaultSessionTimeout = 3 * time.Second
+	// DefaultFailoverGrace covers a few heartbeats (every 250 ms by
+	// default): a broker that is alive finds the new controller at once
+	// (it is a voter and sees the raft leader change).
+	DefaultFailoverGrace     = 750 * time.Millisecond
 	DefaultTickInterval      = 100 * time.Millisecond
 	DefaultRebalanceInterval = 2 * time.Second
 )
