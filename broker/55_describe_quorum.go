@@ -34,7 +34,7 @@ const clusterMetadataTopic = "__cluster_metadata"
 func handleDescribeQuorum(r *request) reply {
 	req := r.body.(*kmsg.DescribeQuorumRequest)
 	s := r.s
-	if s.quorum.Active() {
+	if s.quorumActive() {
 		return done(s.describeQuorum(req))
 	}
 	return later(func(ctx context.Context) kmsg.Response {
@@ -55,7 +55,7 @@ func handleDescribeQuorum(r *request) reply {
 // describes the quorum, the others say NOT_CONTROLLER.
 func handleDescribeQuorumHere(r *request) reply {
 	req := r.body.(*kmsg.DescribeQuorumRequest)
-	if !r.s.quorum.Active() {
+	if !r.s.quorumActive() {
 		resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
 		resp.ErrorCode = kerr.NotController.Code
 		return done(resp)

@@ -120,9 +120,8 @@ type Config struct {
 	Rack string
 	// Controllers are the controller quorum's voters. Empty means this node
 	// alone: a one-node cluster that is its own controller (it needs no
-	// controller listener then). This node must be one of them: every
-	// broker is a voter (combined mode; brokers that only follow the
-	// metadata are not supported yet).
+	// controller listener then). A node that is not one of them is a broker
+	// only: it follows the metadata log from the voters (metadata.go).
 	Controllers []Voter
 	// ControllerAddr is where this node's controller listens (raft and the
 	// controller APIs); ServeController serves it. Required with several
@@ -295,14 +294,21 @@ func (c Config) validate() error {
 			seen[v.ID] = true
 			self = self || v.ID == c.NodeID
 		}
-		if !self {
-			return fmt.Errorf("broker: node %d is not one of the controller voters %v (every node is a voter)", c.NodeID, c.Controllers)
-		}
-		if len(c.Controllers) > 1 && c.ControllerAddr == "" {
-			return errors.New("broker: a controller address is required with several voters")
+		if self && len(c.Controllers) > 1 && c.ControllerAddr == "" {
+			return errors.New("broker: a controller address is required for a voter among several")
 		}
 	}
 	return nil
+}
+
+// isVoter reports whether this node is one of the controller quorum's voters.
+func (c Config) isVoter() bool {
+	for _, v := range c.voters() {
+		if v.ID == c.NodeID {
+			return true
+		}
+	}
+	return false
 }
 
 // voters is the quorum's voter set: Controllers, or this node alone.

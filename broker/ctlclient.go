@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,6 +25,10 @@ type controllerClient struct {
 	mu      sync.Mutex
 	clients map[int32]*kgo.Client // by voter id
 	next    int                   // round robin when no leader is known
+	// lastGood is 1 + the voter that last answered as the active
+	// controller (0: none yet): where a broker that is not a voter tries
+	// first.
+	lastGood atomic.Int32
 }
 
 // retryBackoff is the pause between two attempts that found no controller.
@@ -49,7 +54,7 @@ func (c *controllerClient) request(ctx context.Context, req kmsg.Request) (kmsg.
 
 func (c *controllerClient) once(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	s := c.s
-	if s.quorum.Active() {
+	if s.quorumActive() {
 		if dq, ok := req.(*kmsg.DescribeQuorumRequest); ok {
 			return s.describeQuorum(dq), nil
 		}
@@ -78,7 +83,13 @@ func (c *controllerClient) once(ctx context.Context, req kmsg.Request) (kmsg.Res
 	resp, err := seeds[0].Request(attempt, r)
 	if err != nil {
 		s.log.Debug("controller request failed", "controller", target, "api", kmsg.NameForKey(req.Key()), "err", err)
+		c.lastGood.CompareAndSwap(target+1, 0)
 		return nil, err
+	}
+	if notController(resp) {
+		c.lastGood.CompareAndSwap(target+1, 0)
+	} else {
+		c.lastGood.Store(target + 1)
 	}
 	return resp, nil
 }

@@ -53,14 +53,59 @@ func raftID(id int32) uint64 { return uint64(id) + 1 }
 // nodeID is the inverse of raftID; -1 for raft's "none".
 func nodeID(r uint64) int32 { return int32(r) - 1 }
 
-// openCluster opens this node's quorum and controller. It runs after the
-// partitions are open and before anything is served.
+// openCluster opens this node's part of the cluster: for a voter its
+// quorum and controller, for a broker that is not one the follower of the
+// voters' metadata log. It runs after the partitions are open and before
+// anything is served.
 func (s *Server) openCluster() error {
 	fs := s.fs()
 	if err := checkNodeMeta(fs, s.cfg.Dir, s.cfg.NodeID, s.cfg.ClusterID); err != nil {
 		return err
 	}
 	s.store = cluster.NewStore()
+	var log cluster.Log = notAVoter{}
+	if s.cfg.isVoter() {
+		if err := s.openQuorum(); err != nil {
+			return err
+		}
+		log = quorumLog{s.quorum}
+	}
+	s.ctl = cluster.NewController(cluster.ControllerConfig{
+		NodeID:    s.cfg.NodeID,
+		ClusterID: s.cfg.ClusterID,
+		Settings: cluster.Settings{
+			MinInsyncReplicas:        s.cfg.Cluster.MinInsyncReplicas,
+			UncleanLeaderElection:    s.cfg.Cluster.UncleanLeaderElection,
+			DefaultPartitions:        s.cfg.DefaultPartitions,
+			DefaultReplicationFactor: s.cfg.Cluster.DefaultReplicationFactor,
+			MaxPartitions:            s.cfg.MaxPartitions,
+		},
+		Log:            log,
+		Store:          s.store,
+		Clock:          s.cfg.Clock,
+		SessionTimeout: s.cfg.Cluster.SessionTimeout,
+		Logger:         s.log,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopController = cancel
+	s.bg.Add(1)
+	if s.quorum == nil {
+		go func() {
+			defer s.bg.Done()
+			s.followMetadata(ctx)
+		}()
+		return nil
+	}
+	go func() {
+		defer s.bg.Done()
+		s.ctl.Run(ctx)
+	}()
+	return nil
+}
+
+// openQuorum opens this voter's raft node over the metadata log.
+func (s *Server) openQuorum() error {
+	fs := s.fs()
 	voters := s.cfg.voters()
 	ids := make([]uint64, len(voters))
 	addrs := map[uint64]string{}
@@ -94,29 +139,6 @@ func (s *Server) openCluster() error {
 		return fmt.Errorf("broker: open the metadata quorum: %w", err)
 	}
 	s.quorum = q
-	s.ctl = cluster.NewController(cluster.ControllerConfig{
-		NodeID:    s.cfg.NodeID,
-		ClusterID: s.cfg.ClusterID,
-		Settings: cluster.Settings{
-			MinInsyncReplicas:        s.cfg.Cluster.MinInsyncReplicas,
-			UncleanLeaderElection:    s.cfg.Cluster.UncleanLeaderElection,
-			DefaultPartitions:        s.cfg.DefaultPartitions,
-			DefaultReplicationFactor: s.cfg.Cluster.DefaultReplicationFactor,
-			MaxPartitions:            s.cfg.MaxPartitions,
-		},
-		Log:            quorumLog{q},
-		Store:          s.store,
-		Clock:          s.cfg.Clock,
-		SessionTimeout: s.cfg.Cluster.SessionTimeout,
-		Logger:         s.log,
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	s.stopController = cancel
-	s.bg.Add(1)
-	go func() {
-		defer s.bg.Done()
-		s.ctl.Run(ctx)
-	}()
 	return nil
 }
 
@@ -148,7 +170,25 @@ func (l quorumLog) Propose(ctx context.Context, payload []byte) (uint64, error) 
 }
 func (l quorumLog) Active() bool             { return l.q.Active() }
 func (l quorumLog) Leader() (uint64, uint64) { return l.q.Leader() }
+
+// notAVoter is the Log of a broker that is not a voter: it never decides,
+// so its controller answers NOT_CONTROLLER and keeps only the settings.
+type notAVoter struct{}
+
+func (notAVoter) Propose(context.Context, []byte) (uint64, error) { return 0, cluster.ErrNotController }
+func (notAVoter) Active() bool                                    { return false }
+func (notAVoter) Leader() (uint64, uint64)                        { return 0, 0 }
+
+// quorumActive reports whether this node is the active controller.
+func (s *Server) quorumActive() bool { return s.quorum != nil && s.quorum.Active() }
+
+// activeController is the active controller's node id, when known: the
+// raft leader for a voter, the voter that last answered for the others.
 func (s *Server) activeController() (int32, bool) {
+	if s.quorum == nil {
+		id := s.ctlClient.lastGood.Load()
+		return id - 1, id != 0
+	}
 	id, _ := s.quorum.Leader()
 	return nodeID(id), id != 0
 }

@@ -107,3 +107,47 @@ func metric(t *testing.T, s *broker.Server, name string) float64 {
 	}
 	return sum
 }
+
+// TestBrokerThatIsNotAVoter: a fourth broker, outside the quorum of three,
+// follows the voters' metadata log (Fetch on __cluster_metadata), registers,
+// hosts and leads replicas and serves clients like the others; restarted,
+// it fetches the metadata again and rejoins.
+func TestBrokerThatIsNotAVoter(t *testing.T) {
+	c := brokertest.StartClusterOf(t, 4, 3, brokertest.Engine("segment"))
+	c.CreateTopic(t, "all", 4, 4, nil)
+	observer := c.Node(4)
+	tp, ok := observer.Server.Metadata().Topic("all")
+	require.True(t, ok, "the observer's metadata has the topic")
+	leads := 0
+	for _, p := range tp.Partitions {
+		assert.Len(t, p.ISR, 4)
+		if p.Leader == 4 {
+			leads++
+		}
+	}
+	assert.Equal(t, 1, leads, "the observer leads its share of the partitions")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(observer.Addr), kgo.DefaultProduceTopic("all"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	require.NoError(t, err)
+	defer cl.Close()
+	for i := range 40 {
+		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Key: []byte{byte(i)}, Value: []byte("v")}).FirstErr())
+	}
+
+	observer.Stop(t)
+	observer.Start(t)
+	require.Eventually(t, func() bool {
+		img := observer.Server.Metadata()
+		t, ok := img.Topic("all")
+		if !ok {
+			return false
+		}
+		for _, p := range t.Partitions {
+			if len(p.ISR) != 4 {
+				return false
+			}
+		}
+		return true
+	}, 60*time.Second, 20*time.Millisecond, "the restarted observer catches up and rejoins every ISR")
+}

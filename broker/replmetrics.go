@@ -89,7 +89,7 @@ func (m *replicationMetrics) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	var offline int64
-	if s.quorum != nil && s.quorum.Active() {
+	if s.quorumActive() {
 		offline = offlinePartitions(s.store.Image())
 	}
 	gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }

@@ -21,7 +21,25 @@ type Store struct {
 	changed chan struct{}
 	refused map[uint64]error // recent refusals by offset, for proposers
 	order   []uint64         // refusal offsets, oldest first, to bound the map
+	// recent are the last batches applied, for brokers that follow the
+	// metadata log without being voters (Since); kept is the first offset
+	// they may hold: a follower asking for less needs the snapshot.
+	recent []Entry
+	kept   uint64
+	bytes  int
 }
+
+// Entry is one batch of the metadata log at its offset.
+type Entry struct {
+	Offset  uint64
+	Payload []byte
+}
+
+// Bounds on the batches a Store keeps for followers.
+const (
+	recentKept      = 4096
+	recentKeptBytes = 8 << 20
+)
 
 // refusalsKept bounds how many refusals a Store remembers: a proposer reads
 // its own at once, so a handful is plenty.
@@ -29,7 +47,7 @@ const refusalsKept = 64
 
 // NewStore returns a Store at the empty image.
 func NewStore() *Store {
-	s := &Store{changed: make(chan struct{}), refused: map[uint64]error{}}
+	s := &Store{changed: make(chan struct{}), refused: map[uint64]error{}, kept: 1}
 	s.img.Store(Empty())
 	return s
 }
@@ -56,8 +74,42 @@ func (s *Store) Apply(index uint64, payload []byte) error {
 	if err != nil && !errors.Is(err, ErrRefused) {
 		return err
 	}
+	s.mu.Lock()
+	s.recent = append(s.recent, Entry{Offset: index, Payload: payload})
+	s.bytes += len(payload)
+	for len(s.recent) > recentKept || s.bytes > recentKeptBytes {
+		s.kept = s.recent[0].Offset + 1
+		s.bytes -= len(s.recent[0].Payload)
+		s.recent = s.recent[1:]
+	}
+	s.mu.Unlock()
 	s.publish(next, index, err)
 	return nil
+}
+
+// Since returns the batches applied at offset from and after, up to about
+// maxBytes of payload (at least one), and false when from is older than the
+// batches this Store still has: the caller then restores the snapshot. A
+// broker that is not a voter follows the log this way.
+func (s *Store) Since(from uint64, maxBytes int) ([]Entry, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if from < s.kept {
+		return nil, false
+	}
+	var out []Entry
+	size := 0
+	for _, e := range s.recent {
+		if e.Offset < from {
+			continue
+		}
+		if len(out) > 0 && size+len(e.Payload) > maxBytes {
+			break
+		}
+		out = append(out, e)
+		size += len(e.Payload)
+	}
+	return out, true
 }
 
 // Snapshot encodes the current image.
@@ -73,6 +125,9 @@ func (s *Store) Restore(index uint64, data []byte) error {
 		return fmt.Errorf("cluster: snapshot at %d holds offset %d", index, m.Offset())
 	}
 	m.offset = index
+	s.mu.Lock()
+	s.recent, s.bytes, s.kept = nil, 0, index+1
+	s.mu.Unlock()
 	s.publish(m, index, nil)
 	return nil
 }

@@ -31,9 +31,16 @@ type Node struct {
 	done          chan struct{}
 }
 
-// StartCluster starts n brokers (node ids 1..n) and waits until each is
-// registered and unfenced. They stop when the test ends.
+// StartCluster starts n brokers (node ids 1..n), every one a voter, and
+// waits until each is registered and unfenced. They stop when the test ends.
 func StartCluster(t testing.TB, n int, opts ...Option) *Cluster {
+	t.Helper()
+	return StartClusterOf(t, n, n, opts...)
+}
+
+// StartClusterOf is StartCluster where only nodes 1..voters are controller
+// voters; the others are brokers that follow the voters' metadata.
+func StartClusterOf(t testing.TB, n, voterCount int, opts ...Option) *Cluster {
 	t.Helper()
 	c := &Cluster{}
 	var voters []broker.Voter
@@ -44,7 +51,9 @@ func StartCluster(t testing.TB, n int, opts ...Option) *Cluster {
 		ctl, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		lns, ctls = append(lns, ln), append(ctls, ctl)
-		voters = append(voters, broker.Voter{ID: int32(i + 1), Addr: ctl.Addr().String()})
+		if i < voterCount {
+			voters = append(voters, broker.Voter{ID: int32(i + 1), Addr: ctl.Addr().String()})
+		}
 	}
 	for i := range n {
 		cfg := baseConfig(t)
