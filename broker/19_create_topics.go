@@ -35,23 +35,12 @@ func init() { register(19, 0, 7, handleCreateTopics) }
 
 func handleCreateTopics(r *request) reply {
 	req := r.body.(*kmsg.CreateTopicsRequest)
-	s := r.s
-	return later(func(ctx context.Context) kmsg.Response {
-		ctx, cancel := withTimeout(ctx, s.cfg.Clock, adminTimeout(req.TimeoutMillis))
-		defer cancel()
-		resp, failed := s.forward(ctx, req)
-		if failed != nil {
-			return failed
-		}
-		cr := resp.(*kmsg.CreateTopicsResponse)
-		if !req.ValidateOnly {
-			for _, st := range cr.Topics {
-				if st.ErrorCode == 0 {
-					_ = s.awaitTopic(ctx, st.Topic, uuid.UUID(st.TopicID))
-				}
+	return r.s.forwardAdmin(req, req.TimeoutMillis, func(ctx context.Context, resp kmsg.Response) {
+		for _, st := range resp.(*kmsg.CreateTopicsResponse).Topics {
+			if st.ErrorCode == 0 && !req.ValidateOnly {
+				_ = r.s.awaitTopic(ctx, st.Topic, uuid.UUID(st.TopicID))
 			}
 		}
-		return cr
 	})
 }
 
@@ -62,18 +51,25 @@ func adminTimeout(ms int32) time.Duration {
 	return max(time.Duration(ms)*time.Millisecond, 5*time.Second)
 }
 
-// forward sends a client's admin request to the active controller. When
-// none answers it returns the request's own response with NOT_CONTROLLER
-// on every topic instead.
-func (s *Server) forward(ctx context.Context, req kmsg.Request) (kmsg.Response, kmsg.Response) {
-	resp, err := s.ctlClient.request(ctx, req)
-	if err == nil {
-		return resp, nil
-	}
-	s.log.Warn("no controller answered an admin request", "api", kmsg.NameForKey(req.Key()), "err", err)
-	local, herr := s.ctl.Handle(ctx, req) // answers NOT_CONTROLLER for every topic
-	if herr != nil {
-		panic(herr)
-	}
-	return nil, local
+// forwardAdmin is the waiting phase of a client's admin request: it goes
+// to the active controller (up to timeoutMs, at least a few seconds), then
+// settle waits, within the same time, for this broker's metadata to show
+// what the controller did. When no controller answers, the request's own
+// response says NOT_CONTROLLER on every topic.
+func (s *Server) forwardAdmin(req kmsg.Request, timeoutMs int32, settle func(context.Context, kmsg.Response)) reply {
+	return later(func(ctx context.Context) kmsg.Response {
+		ctx, cancel := withTimeout(ctx, s.cfg.Clock, adminTimeout(timeoutMs))
+		defer cancel()
+		resp, err := s.ctlClient.request(ctx, req)
+		if err != nil {
+			s.log.Warn("no controller answered an admin request", "api", kmsg.NameForKey(req.Key()), "err", err)
+			local, herr := s.ctl.Handle(ctx, req) // not active: NOT_CONTROLLER for every topic
+			if herr != nil {
+				panic(herr)
+			}
+			return local
+		}
+		settle(ctx, resp)
+		return resp
+	})
 }

@@ -28,21 +28,12 @@ func init() { register(20, 0, 6, handleDeleteTopics) }
 
 func handleDeleteTopics(r *request) reply {
 	req := r.body.(*kmsg.DeleteTopicsRequest)
-	s := r.s
-	return later(func(ctx context.Context) kmsg.Response {
-		ctx, cancel := withTimeout(ctx, s.cfg.Clock, adminTimeout(req.TimeoutMillis))
-		defer cancel()
-		resp, failed := s.forward(ctx, req)
-		if failed != nil {
-			return failed
-		}
-		dr := resp.(*kmsg.DeleteTopicsResponse)
-		for _, st := range dr.Topics {
+	return r.s.forwardAdmin(req, req.TimeoutMillis, func(ctx context.Context, resp kmsg.Response) {
+		for _, st := range resp.(*kmsg.DeleteTopicsResponse).Topics {
 			if st.ErrorCode == 0 {
-				s.awaitGone(ctx, uuid.UUID(st.TopicID))
+				r.s.awaitGone(ctx, uuid.UUID(st.TopicID))
 			}
 		}
-		return dr
 	})
 }
 

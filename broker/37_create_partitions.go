@@ -27,21 +27,12 @@ func init() { register(37, 0, 3, handleCreatePartitions) }
 
 func handleCreatePartitions(r *request) reply {
 	req := r.body.(*kmsg.CreatePartitionsRequest)
-	s := r.s
-	return later(func(ctx context.Context) kmsg.Response {
-		ctx, cancel := withTimeout(ctx, s.cfg.Clock, adminTimeout(req.TimeoutMillis))
-		defer cancel()
-		resp, failed := s.forward(ctx, req)
-		if failed != nil {
-			return failed
-		}
-		cr := resp.(*kmsg.CreatePartitionsResponse)
-		for i, st := range cr.Topics {
+	return r.s.forwardAdmin(req, req.TimeoutMillis, func(ctx context.Context, resp kmsg.Response) {
+		for i, st := range resp.(*kmsg.CreatePartitionsResponse).Topics {
 			if st.ErrorCode == 0 && !req.ValidateOnly {
-				s.awaitPartitions(ctx, st.Topic, req.Topics[i].Count)
+				r.s.awaitPartitions(ctx, st.Topic, req.Topics[i].Count)
 			}
 		}
-		return cr
 	})
 }
 

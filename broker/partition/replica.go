@@ -153,7 +153,7 @@ func (p *Partition) applyLocked(acts []replication.Action) error {
 				p.repl.ProposeISR(p, a)
 			}
 		case replication.SaveEpochs:
-			if err := writeCheckpoint(p.fs, p.fs.PathJoin(p.dir, epochsCheckpointFile), epochsMagic, p.epochs.Marshal()); err != nil {
+			if err := engine.WriteChecked(p.fs, p.fs.PathJoin(p.dir, epochsCheckpointFile), epochsMagic, p.epochs.Marshal()); err != nil {
 				p.logger.Warn("leader epoch checkpoint failed; a restart rebuilds it from the log", "err", err)
 			}
 		case replication.Truncate:

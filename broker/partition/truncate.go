@@ -6,6 +6,7 @@ import (
 	"iter"
 
 	"github.com/minikafka/minikafka/broker/batch"
+	"github.com/minikafka/minikafka/engine"
 	"github.com/minikafka/minikafka/replication"
 )
 
@@ -64,7 +65,7 @@ func (p *Partition) rebuildProducers() error {
 
 // loadHW reads the high watermark checkpoint, clamped to the log.
 func (p *Partition) loadHW(end int64) int64 {
-	body, found, err := readCheckpoint(p.fs, p.fs.PathJoin(p.dir, hwCheckpointFile), hwMagic)
+	body, found, err := engine.ReadChecked(p.fs, p.fs.PathJoin(p.dir, hwCheckpointFile), hwMagic)
 	hw := int64(0)
 	if err == nil && found {
 		hw, err = decodeOffset(body)
@@ -82,7 +83,7 @@ func (p *Partition) saveHW() {
 	if hw == p.savedHW {
 		return
 	}
-	if err := writeCheckpoint(p.fs, p.fs.PathJoin(p.dir, hwCheckpointFile), hwMagic, encodeOffset(hw)); err != nil {
+	if err := engine.WriteChecked(p.fs, p.fs.PathJoin(p.dir, hwCheckpointFile), hwMagic, encodeOffset(hw)); err != nil {
 		p.logger.Warn("high watermark checkpoint failed", "err", err)
 		return
 	}
@@ -93,7 +94,7 @@ func (p *Partition) saveHW() {
 // partition leader epochs when its checkpoint is missing or damaged, and
 // cuts it to the log (a crash may have taken a tail the checkpoint saw).
 func (p *Partition) loadEpochs() error {
-	body, found, err := readCheckpoint(p.fs, p.fs.PathJoin(p.dir, epochsCheckpointFile), epochsMagic)
+	body, found, err := engine.ReadChecked(p.fs, p.fs.PathJoin(p.dir, epochsCheckpointFile), epochsMagic)
 	if err == nil && found {
 		if p.epochs, err = replication.UnmarshalEpochCache(body); err == nil {
 			p.epochs.TruncateFromEnd(p.log.EndOffset())
@@ -101,7 +102,7 @@ func (p *Partition) loadEpochs() error {
 			return nil
 		}
 	}
-	if err != nil && !errors.Is(err, errBadCheckpoint) && !errors.Is(err, replication.ErrBadEpochs) {
+	if err != nil && !errors.Is(err, engine.ErrCorrupt) && !errors.Is(err, errBadCheckpoint) && !errors.Is(err, replication.ErrBadEpochs) {
 		return err
 	}
 	if found {
