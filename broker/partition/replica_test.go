@@ -144,3 +144,37 @@ func TestManualManager(t *testing.T) {
 	require.Equal(t, int64(2), p.HighWatermark())
 	m.Tick(time.Now())
 }
+
+// TestFollowerRefusesACorruptBatch: a fetched batch that fails its CRC is
+// refused, never stored; the next fetch asks for the same offset again.
+func TestFollowerRefusesACorruptBatch(t *testing.T) {
+	p := newPair(t, segment.Name, engine.SyncAlways)
+	_, err := p.leader.Append(batchtest.Plain(t, 2))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { p.leader.Sync(); return p.leader.EndOffset() == 2 }, 5*time.Second, time.Millisecond)
+	fr, ok := p.follow.NextFetch()
+	require.True(t, ok)
+	rd, err := p.leader.ServeFollower(replication.FollowerFetch{
+		Replica: 2, BrokerEpoch: 2, CurrentLeaderEpoch: fr.CurrentLeaderEpoch,
+		FetchOffset: fr.FetchOffset, LastFetchedEpoch: fr.LastFetchedEpoch, Now: time.Now(),
+	}, 1<<20)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		if len(rd.Records) > 0 {
+			return true
+		}
+		rd, err = p.leader.ServeFollower(replication.FollowerFetch{Replica: 2, BrokerEpoch: 2, CurrentLeaderEpoch: fr.CurrentLeaderEpoch,
+			FetchOffset: fr.FetchOffset, LastFetchedEpoch: fr.LastFetchedEpoch, Now: time.Now()}, 1<<20)
+		return err == nil && len(rd.Records) > 0
+	}, 5*time.Second, time.Millisecond)
+	bad := append([]byte(nil), rd.Records...)
+	bad[len(bad)-1] ^= 0xff // a record byte: the CRC no longer matches
+	err = p.follow.HandleFetch(partition.FetchResult{FetchOffset: fr.FetchOffset, HighWatermark: rd.HighWatermark, Records: bad})
+	require.True(t, err == nil || partition.IsBackoff(err), "refused: %v", err)
+	require.Zero(t, p.follow.EndOffset(), "nothing stored")
+	again, ok := p.follow.NextFetch()
+	require.True(t, ok)
+	require.Equal(t, fr.FetchOffset, again.FetchOffset, "the same offset is fetched again")
+	require.NoError(t, p.follow.HandleFetch(partition.FetchResult{FetchOffset: again.FetchOffset, HighWatermark: rd.HighWatermark, Records: rd.Records}))
+	require.Equal(t, int64(2), p.follow.EndOffset(), "the good copy is stored")
+}
