@@ -173,7 +173,13 @@ func (s *Server) ensureOffsetsTopic(ctx context.Context) error {
 	if _, ok := s.store.Image().Topic(offsetsTopic); ok {
 		return nil
 	}
-	rf := min(int(s.cfg.Cluster.OffsetsTopicReplicationFactor), len(s.store.Image().ActiveBrokers()))
+	// offsets.topic.replication.factor, lowered to the brokers the cluster
+	// has: at least its voters, so that a cluster whose brokers are still
+	// starting waits for them (COORDINATOR_NOT_AVAILABLE, retried) rather
+	// than keeping its offsets on fewer replicas for good; a one-node
+	// cluster gets one replica.
+	brokers := max(len(s.cfg.voters()), len(s.store.Image().ActiveBrokers()))
+	rf := min(int(s.cfg.Cluster.OffsetsTopicReplicationFactor), brokers)
 	return s.createTopicsVia(ctx, offsetsTopic, s.cfg.Cluster.OffsetsTopicPartitions, int16(max(rf, 1)))
 }
 
