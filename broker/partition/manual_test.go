@@ -7,12 +7,14 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/minikafka/minikafka/broker/batch/batchtest"
 	"github.com/minikafka/minikafka/broker/partition"
 	"github.com/minikafka/minikafka/clock"
 	"github.com/minikafka/minikafka/engine"
 	"github.com/minikafka/minikafka/engines/segment"
+	"github.com/minikafka/minikafka/replication"
 )
 
 // Tests of Config.Manual: the caller (the simulator) does what the
@@ -56,4 +58,88 @@ func TestManualTickSavesHighWatermark(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(2), p3.HighWatermark(), "the tick wrote the checkpoint")
 	require.NoError(t, m.Close())
+}
+
+// TestManualAcks: a produce's AckWait says without blocking what
+// WaitDurable and WaitHighWatermark would return: not yet before the sync
+// the partition asked for, done after it, and NOT_LEADER_OR_FOLLOWER once
+// the leadership it was appended under ended, even if a later one's high
+// watermark passes it.
+func TestManualAcks(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	m := openManual(t, vfs.NewMem(), clk)
+	defer m.Close()
+	p := onePartition(t, m, "t")
+	require.False(t, p.SyncWanted())
+	app, err := p.Append(batchtest.Plain(t, 2))
+	require.NoError(t, err)
+	require.True(t, p.SyncWanted(), "the append asks for a sync")
+	require.False(t, p.SyncWanted(), "once")
+	one, all := p.AwaitAck(1, app.LastOffset+1), p.AwaitAck(-1, app.LastOffset+1)
+	for _, w := range []partition.AckWait{one, all} {
+		done, err := w.Poll()
+		require.False(t, done)
+		require.NoError(t, err)
+	}
+	bs, err := p.ReadLog(0, 1<<20)
+	require.NoError(t, err)
+	require.Len(t, bs, 1, "ReadLog reads above the high watermark")
+	rd, err := p.Read(0, 1<<20)
+	require.NoError(t, err)
+	require.Empty(t, rd.Records, "Read does not")
+
+	require.True(t, p.Sync())
+	require.Equal(t, int64(2), p.DurableEnd())
+	for _, w := range []partition.AckWait{one, all} {
+		done, err := w.Poll()
+		require.True(t, done)
+		require.NoError(t, err)
+	}
+
+	app, err = p.Append(batchtest.Plain(t, 1))
+	require.NoError(t, err)
+	w := p.AwaitAck(-1, app.LastOffset+1)
+	st := partition.ReplicaState{Self: 1, BrokerEpoch: 1, Lead: true, Leader: 1, LeaderEpoch: 1, Replicas: []int32{1}, ISR: []int32{1}, MinISR: 1, Now: clk.Now()}
+	_, err = p.SetState(st)
+	require.NoError(t, err)
+	require.True(t, p.Sync())
+	require.Equal(t, int64(3), p.HighWatermark(), "the next leadership commits the batch")
+	done, err := w.Poll()
+	require.True(t, done)
+	require.ErrorIs(t, err, kerr.NotLeaderForPartition, "but the wait was the ended leadership's")
+}
+
+// TestManualFollowerData: FollowerDataReady is WaitFollowerData's
+// condition; the Configure hooks see each state machine's configuration.
+func TestManualFollowerData(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var leaders, followers int
+	m, err := partition.OpenManager(partition.Config{Dir: "/data", Engine: segment.Name, Manual: true, Clock: clk,
+		EngineOptions: engine.Options{FS: vfs.NewMem(), Sync: engine.SyncAlways},
+		Replication: partition.Replication{
+			ConfigureLeader:   func(*replication.LeaderConfig) { leaders++ },
+			ConfigureFollower: func(*replication.FollowerConfig) { followers++ },
+		}})
+	require.NoError(t, err)
+	defer m.Close()
+	p, err := m.Ensure(partition.Spec{Topic: "t", TopicID: topicID("t")})
+	require.NoError(t, err)
+	st := partition.ReplicaState{Self: 1, BrokerEpoch: 1, Lead: true, Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, MinISR: 1, Now: clk.Now()}
+	_, err = p.SetState(st)
+	require.NoError(t, err)
+	require.False(t, p.FollowerDataReady(0))
+	_, err = p.Append(batchtest.Plain(t, 1))
+	require.NoError(t, err)
+	require.False(t, p.FollowerDataReady(0), "not before it is durable")
+	require.True(t, p.Sync())
+	require.True(t, p.FollowerDataReady(0))
+	require.False(t, p.FollowerDataReady(1))
+	st.Leader, st.LeaderEpoch = 2, 1
+	_, err = p.SetState(st)
+	require.NoError(t, err)
+	require.True(t, p.FollowerDataReady(1), "a follower of a former leader is answered at once")
+	fs, ok := p.FollowerState()
+	require.True(t, ok)
+	require.Equal(t, int32(2), fs.Leader)
+	require.Equal(t, []int{1, 1}, []int{leaders, followers})
 }

@@ -54,6 +54,12 @@ type Replication struct {
 	ProposeISR func(p *Partition, prop replication.ProposeISR)
 	// LagTime is replica.lag.time.max.ms; 0: replication.DefaultLagTime.
 	LagTime time.Duration
+	// ConfigureLeader and ConfigureFollower, when set, see each state
+	// machine's configuration before it is built. They are a test seam:
+	// the simulator switches a protection off through them in a build with
+	// the mutations tag (replication's Mutate); the broker leaves them nil.
+	ConfigureLeader   func(*replication.LeaderConfig)
+	ConfigureFollower func(*replication.FollowerConfig)
 }
 
 // role is the state machine a partition runs.
@@ -101,25 +107,33 @@ func (p *Partition) SetState(st ReplicaState) (bool, error) {
 	p.epoch, p.leaderID, p.leader = st.LeaderEpoch, st.Leader, lead
 	switch {
 	case lead:
-		l, acts, err := replication.NewLeader(replication.LeaderConfig{
+		cfg := replication.LeaderConfig{
 			Self: st.Self, BrokerEpoch: st.BrokerEpoch, Replicas: st.Replicas, ISR: st.ISR, ELR: st.ELR,
 			LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch, MinISR: st.MinISR,
 			LagTime: p.repl.LagTime, LogStart: p.log.StartOffset(), LogEnd: p.log.EndOffset(),
 			DurableEnd: p.durable.get(), HW: p.wm.get(), Epochs: p.epochs, Eligible: st.Eligible, Now: st.Now,
-		})
+		}
+		if p.repl.ConfigureLeader != nil {
+			p.repl.ConfigureLeader(&cfg)
+		}
+		l, acts, err := replication.NewLeader(cfg)
 		if err != nil {
 			p.leader = false
 			return true, p.wrap(fmt.Errorf("become leader at epoch %d: %w", st.LeaderEpoch, err))
 		}
 		p.role.leader = l
-		p.leaderGone = make(chan struct{})
+		p.tenure = &tenure{gone: make(chan struct{})}
 		p.applyLocked(acts)
 	case follow:
-		f, acts, err := replication.NewFollower(replication.FollowerConfig{
+		cfg := replication.FollowerConfig{
 			Self: st.Self, BrokerEpoch: st.BrokerEpoch, Leader: st.Leader, LeaderEpoch: st.LeaderEpoch,
 			SyncAlways: p.always, LogStart: p.log.StartOffset(), LogEnd: p.log.EndOffset(),
 			DurableEnd: p.durable.get(), HW: p.wm.get(), Epochs: p.epochs,
-		})
+		}
+		if p.repl.ConfigureFollower != nil {
+			p.repl.ConfigureFollower(&cfg)
+		}
+		f, acts, err := replication.NewFollower(cfg)
 		if err != nil {
 			return true, p.wrap(fmt.Errorf("become follower of %d at epoch %d: %w", st.Leader, st.LeaderEpoch, err))
 		}
@@ -130,12 +144,21 @@ func (p *Partition) SetState(st ReplicaState) (bool, error) {
 	return true, nil
 }
 
+// tenure is one leadership of this broker's.
+type tenure struct {
+	gone chan struct{} // closed when it ends
+	// endHW is the high watermark when it ended, set before gone is
+	// closed: a produce it acknowledges is one that HW passed.
+	endHW int64
+}
+
 // endLeadership fails every produce waiting for this leadership: its
 // batches may still be committed by the next leader, and the producer's
 // retry finds them there (the producer state is replicated).
 func (p *Partition) endLeadership() {
-	close(p.leaderGone)
-	p.leaderGone = nil
+	p.tenure.endHW = p.wm.get()
+	close(p.tenure.gone)
+	p.tenure = nil
 	p.wm.poke()
 }
 
@@ -289,6 +312,17 @@ func (p *Partition) LeaderStatus(now time.Time) (replication.LeaderStatus, bool)
 	return replication.LeaderStatus{}, false
 }
 
+// FollowerState is the follower's replication state, and false when this
+// broker does not follow the partition.
+func (p *Partition) FollowerState() (replication.FollowerState, bool) {
+	p.repMu.Lock()
+	defer p.repMu.Unlock()
+	if f := p.role.follower; f != nil {
+		return f.State(), true
+	}
+	return replication.FollowerState{}, false
+}
+
 // ReplicationBytes is how many record bytes this replica has appended as a
 // follower (in) and served to followers as leader (out) since it opened.
 func (p *Partition) ReplicationBytes() (in, out int64) {
@@ -356,7 +390,7 @@ func (p *Partition) ServeFollower(ev replication.FollowerFetch, maxBytes int) (R
 func (p *Partition) WaitFollowerData(done <-chan struct{}, offset int64) {
 	for {
 		ch := p.fetchable.changed()
-		if p.gone.Load() || p.durable.get() > offset || !p.Role().Local {
+		if p.FollowerDataReady(offset) {
 			return
 		}
 		select {
@@ -365,6 +399,13 @@ func (p *Partition) WaitFollowerData(done <-chan struct{}, offset int64) {
 			return
 		}
 	}
+}
+
+// FollowerDataReady reports, without blocking, what ends
+// WaitFollowerData: a follower at offset has something to fetch, or is
+// to be answered at once (the role changed, the partition closed).
+func (p *Partition) FollowerDataReady(offset int64) bool {
+	return p.gone.Load() || p.durable.get() > offset || !p.Role().Local
 }
 
 type engineBatch = engine.Batch
