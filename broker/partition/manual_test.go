@@ -143,3 +143,32 @@ func TestManualFollowerData(t *testing.T) {
 	require.Equal(t, int32(2), fs.Leader)
 	require.Equal(t, []int{1, 1}, []int{leaders, followers})
 }
+
+// TestFollowerTakesNewBrokerEpoch: a follower built before its broker
+// registered (broker epoch 0, as the reconciler gives it then) fetches
+// with the epoch the broker registered with as soon as the metadata says
+// so, though the leader and its epoch stay the same: with the old one the
+// leader never takes it back into the ISR (found by the simulator: a
+// broker restarted after a controlled shutdown stayed out of the ISR).
+func TestFollowerTakesNewBrokerEpoch(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	m := openManual(t, vfs.NewMem(), clk)
+	defer m.Close()
+	p, err := m.Ensure(partition.Spec{Topic: "t", TopicID: topicID("t")})
+	require.NoError(t, err)
+	st := partition.ReplicaState{Self: 2, BrokerEpoch: 0, Leader: 1, LeaderEpoch: 3, Replicas: []int32{1, 2}, ISR: []int32{1}, MinISR: 1, Now: clk.Now()}
+	_, err = p.SetState(st)
+	require.NoError(t, err)
+	fr, ok := p.NextFetch()
+	require.True(t, ok)
+	require.Zero(t, fr.BrokerEpoch)
+
+	st.BrokerEpoch, st.Lead = 20, true
+	changed, err := p.SetState(st)
+	require.NoError(t, err)
+	require.True(t, changed, "a new broker epoch is a new role")
+	fr, ok = p.NextFetch()
+	require.True(t, ok)
+	require.Equal(t, int64(20), fr.BrokerEpoch)
+	require.Equal(t, int32(3), fr.CurrentLeaderEpoch)
+}

@@ -77,8 +77,10 @@ type Partition struct {
 	gone      atomic.Bool // closed, readable without mu
 	producers *producer.State
 	epoch     int32 // the leader epoch of the current role
-	leader    bool  // this broker leads the partition (at epoch)
-	leaderID  int32 // who leads it, as the metadata says (-1: nobody)
+	// brokerEpoch is this broker's epoch the current role was built with.
+	brokerEpoch int64
+	leader      bool  // this broker leads the partition (at epoch)
+	leaderID    int32 // who leads it, as the metadata says (-1: nobody)
 	// tenure is this broker's current leadership, nil while it does not
 	// lead: produces waiting for the high watermark under it fail with
 	// NOT_LEADER_OR_FOLLOWER once it ends.

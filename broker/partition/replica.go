@@ -89,7 +89,11 @@ func (p *Partition) SetState(st ReplicaState) (bool, error) {
 	}
 	lead := st.Lead && st.Leader == st.Self
 	follow := !lead && st.Leader >= 0 && st.Leader != st.Self && slices.Contains(st.Replicas, st.Self)
-	same := st.LeaderEpoch == p.epoch && st.Leader == p.leaderID && lead == p.leader && (follow == (p.role.follower != nil))
+	// A new broker epoch (this broker registered again) is a new role too:
+	// its fetches and proposals must carry it, or the leader never takes
+	// this replica back into the ISR (KIP-903).
+	same := st.LeaderEpoch == p.epoch && st.Leader == p.leaderID && lead == p.leader &&
+		(follow == (p.role.follower != nil)) && st.BrokerEpoch == p.brokerEpoch
 	if same {
 		if l := p.role.leader; l != nil {
 			p.applyLocked(l.Step(replication.MetadataUpdate{
@@ -104,7 +108,7 @@ func (p *Partition) SetState(st ReplicaState) (bool, error) {
 		p.endLeadership()
 	}
 	p.role = role{gen: p.role.gen + 1}
-	p.epoch, p.leaderID, p.leader = st.LeaderEpoch, st.Leader, lead
+	p.epoch, p.leaderID, p.leader, p.brokerEpoch = st.LeaderEpoch, st.Leader, lead, st.BrokerEpoch
 	switch {
 	case lead:
 		cfg := replication.LeaderConfig{

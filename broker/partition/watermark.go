@@ -160,9 +160,9 @@ func (p *Partition) WaitHighWatermark(ctx context.Context, end int64) error {
 // Take it right after the Append, under the leadership the batch was
 // appended in.
 type AckWait struct {
-	p    *Partition
-	acks int16
-	end  int64
+	p      *Partition
+	acks   int16
+	end    int64
 	tenure *tenure // that leadership; nil: none
 }
 
