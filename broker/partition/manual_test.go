@@ -172,3 +172,57 @@ func TestFollowerTakesNewBrokerEpoch(t *testing.T) {
 	require.Equal(t, int64(20), fr.BrokerEpoch)
 	require.Equal(t, int32(3), fr.CurrentLeaderEpoch)
 }
+
+// TestFollowerResyncsAfterFailedAppend: a follower whose append of fetched
+// batches fails (a full disk) fetches them again from its log end once
+// the disk takes them: the Follower that counted them is rebuilt from the
+// log. It waited for good for a sync of batches that were never stored
+// (found by the simulator: a follower on a full disk never rejoined the
+// ISR).
+func TestFollowerResyncsAfterFailedAppend(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	st := func(self int32) partition.ReplicaState {
+		return partition.ReplicaState{Self: self, BrokerEpoch: int64(self), Lead: true, Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2},
+			MinISR: 1, Eligible: []replication.ISRMember{{ID: 1, BrokerEpoch: 1}, {ID: 2, BrokerEpoch: 2}}, Now: clk.Now()}
+	}
+	mk := func(self int32, eng, dir string) *partition.Partition {
+		m, err := partition.OpenManager(partition.Config{Dir: dir, Engine: eng, Manual: true, Clock: clk,
+			EngineOptions: engine.Options{Sync: engine.SyncAlways}})
+		require.NoError(t, err)
+		t.Cleanup(func() { m.Close() })
+		p, err := m.Ensure(partition.Spec{Topic: "t", TopicID: topicID("t")})
+		require.NoError(t, err)
+		_, err = p.SetState(st(self))
+		require.NoError(t, err)
+		return p
+	}
+	followerDir := t.TempDir()
+	leader, follower := mk(1, segment.Name, t.TempDir()), mk(2, flakyName, followerDir)
+	round := func() error {
+		fr, ok := follower.NextFetch()
+		require.True(t, ok, "the follower has a fetch to send")
+		rd, err := leader.ServeFollower(replication.FollowerFetch{Replica: 2, BrokerEpoch: 2, CurrentLeaderEpoch: fr.CurrentLeaderEpoch,
+			FetchOffset: fr.FetchOffset, LastFetchedEpoch: fr.LastFetchedEpoch, Now: clk.Now()}, 1<<20)
+		require.NoError(t, err)
+		return follower.HandleFetch(partition.FetchResult{FetchOffset: fr.FetchOffset, HighWatermark: rd.HighWatermark,
+			LogStartOffset: rd.LogStartOffset, Records: rd.Records})
+	}
+	_, err := leader.Append(batchtest.Plain(t, 2))
+	require.NoError(t, err)
+	require.True(t, leader.Sync())
+
+	f := flakyAt(pathOf(followerDir, "t", 0, "log"))
+	f.set(func(f *flakyEngine) { f.failAppend = true })
+	require.ErrorIs(t, round(), kerr.KafkaStorageError)
+	require.Zero(t, follower.EndOffset())
+	fs, ok := follower.FollowerState()
+	require.True(t, ok)
+	require.Zero(t, fs.LogEnd, "the follower knows its log kept nothing")
+
+	f.set(func(f *flakyEngine) { f.failAppend = false })
+	require.NoError(t, round())
+	require.Equal(t, int64(2), follower.EndOffset())
+	require.True(t, follower.Sync())
+	require.NoError(t, round())
+	require.Equal(t, int64(2), leader.HighWatermark(), "the follower's next fetch commits the batch")
+}

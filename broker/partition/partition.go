@@ -77,7 +77,9 @@ type Partition struct {
 	gone      atomic.Bool // closed, readable without mu
 	producers *producer.State
 	epoch     int32 // the leader epoch of the current role
-	// brokerEpoch is this broker's epoch the current role was built with.
+	// self and brokerEpoch are this broker's id and the epoch the current
+	// role was built with.
+	self        int32
 	brokerEpoch int64
 	leader      bool  // this broker leads the partition (at epoch)
 	leaderID    int32 // who leads it, as the metadata says (-1: nobody)

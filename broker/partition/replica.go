@@ -108,7 +108,7 @@ func (p *Partition) SetState(st ReplicaState) (bool, error) {
 		p.endLeadership()
 	}
 	p.role = role{gen: p.role.gen + 1}
-	p.epoch, p.leaderID, p.leader, p.brokerEpoch = st.LeaderEpoch, st.Leader, lead, st.BrokerEpoch
+	p.epoch, p.leaderID, p.leader, p.brokerEpoch, p.self = st.LeaderEpoch, st.Leader, lead, st.BrokerEpoch, st.Self
 	switch {
 	case lead:
 		cfg := replication.LeaderConfig{
@@ -129,20 +129,9 @@ func (p *Partition) SetState(st ReplicaState) (bool, error) {
 		p.tenure = &tenure{gone: make(chan struct{})}
 		p.applyLocked(acts)
 	case follow:
-		cfg := replication.FollowerConfig{
-			Self: st.Self, BrokerEpoch: st.BrokerEpoch, Leader: st.Leader, LeaderEpoch: st.LeaderEpoch,
-			SyncAlways: p.always, LogStart: p.log.StartOffset(), LogEnd: p.log.EndOffset(),
-			DurableEnd: p.durable.get(), HW: p.wm.get(), Epochs: p.epochs,
+		if err := p.followLocked(); err != nil {
+			return true, err
 		}
-		if p.repl.ConfigureFollower != nil {
-			p.repl.ConfigureFollower(&cfg)
-		}
-		f, acts, err := replication.NewFollower(cfg)
-		if err != nil {
-			return true, p.wrap(fmt.Errorf("become follower of %d at epoch %d: %w", st.Leader, st.LeaderEpoch, err))
-		}
-		p.role.follower = f
-		p.applyLocked(acts)
 	}
 	p.fetchable.poke()
 	return true, nil
@@ -154,6 +143,27 @@ type tenure struct {
 	// endHW is the high watermark when it ended, set before gone is
 	// closed: a produce it acknowledges is one that HW passed.
 	endHW int64
+}
+
+// followLocked builds the Follower of the role set (leader, leader epoch,
+// broker epoch) from the log as it is. The caller holds mu and repMu.
+func (p *Partition) followLocked() error {
+	cfg := replication.FollowerConfig{
+		Self: p.self, BrokerEpoch: p.brokerEpoch, Leader: p.leaderID, LeaderEpoch: p.epoch,
+		SyncAlways: p.always, LogStart: p.log.StartOffset(), LogEnd: p.log.EndOffset(),
+		DurableEnd: p.durable.get(), HW: p.wm.get(), Epochs: p.epochs,
+	}
+	if p.repl.ConfigureFollower != nil {
+		p.repl.ConfigureFollower(&cfg)
+	}
+	f, acts, err := replication.NewFollower(cfg)
+	if err != nil {
+		p.role.follower = nil
+		return p.wrap(fmt.Errorf("become follower of %d at epoch %d: %w", p.leaderID, p.epoch, err))
+	}
+	p.role.follower = f
+	p.applyLocked(acts)
+	return nil
 }
 
 // endLeadership fails every produce waiting for this leadership: its
@@ -485,15 +495,38 @@ func (p *Partition) HandleFetch(r FetchResult) error {
 		FetchOffset: r.FetchOffset, Err: r.Err, HighWatermark: r.HighWatermark,
 		LogStartOffset: r.LogStartOffset, DivergingEpoch: r.Diverging, Batches: infos,
 	})
-	outcome := p.applyLocked(acts)
+	// In order: the Append before the HW that follows it.
+	var outcome error
 	for _, a := range acts {
 		if ap, ok := a.(replication.Append); ok {
 			if err := p.appendReplicatedLocked(ap.Batches, batches); err != nil {
+				p.resyncFollowerLocked()
 				return err
 			}
+			continue
+		}
+		if err := p.applyLocked([]replication.Action{a}); err != nil && outcome == nil {
+			outcome = err
 		}
 	}
 	return outcome
+}
+
+// resyncFollowerLocked rebuilds the Follower from the log after an
+// append of fetched batches failed (a full disk): f counted them all, its
+// epoch cache assigned their epochs, and what it did after the Append (the
+// high watermark, the log start) was not done. Left as it was, it would
+// fetch past the log end, or under sync=always wait forever for a sync of
+// what is not there. The caller holds mu and repMu.
+func (p *Partition) resyncFollowerLocked() {
+	if p.epochs.TruncateFromEnd(p.log.EndOffset()) {
+		if err := writeCheckpoint(p.fs, p.fs.PathJoin(p.dir, epochsCheckpointFile), epochsMagic, p.epochs.Marshal()); err != nil {
+			p.logger.Warn("leader epoch checkpoint failed; a restart rebuilds it from the log", "err", err)
+		}
+	}
+	if err := p.followLocked(); err != nil {
+		p.logger.Error("rebuilding the follower after a failed append", "err", err)
+	}
 }
 
 // splitFetched splits a fetched record set into batches and their headers,
@@ -528,13 +561,16 @@ func splitFetched(records []byte) (map[int64][]byte, []replication.BatchInfo, er
 // state records each, so that a failover keeps idempotence.
 func (p *Partition) appendReplicatedLocked(infos []replication.BatchInfo, bytesAt map[int64][]byte) error {
 	nowMs := p.clock.Now().UnixMilli()
-	for _, info := range infos {
+	for i, info := range infos {
 		b := bytesAt[info.BaseOffset]
 		h, err := batch.ParseHeader(b)
 		if err != nil {
 			return p.wrap(fmt.Errorf("replicated batch at %d: %w", info.BaseOffset, err))
 		}
 		if err := p.log.Append(engineBatch{BaseOffset: info.BaseOffset, Records: h.Offsets(), Data: b}); err != nil {
+			if i > 0 {
+				p.afterAppendLocked(p.log.EndOffset()) // what was appended is synced
+			}
 			return p.storageErr("append replicated", err)
 		}
 		p.producers.Record(h, info.BaseOffset, nowMs)
