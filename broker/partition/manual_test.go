@@ -204,7 +204,7 @@ func TestFollowerResyncsAfterFailedAppend(t *testing.T) {
 		rd, err := leader.ServeFollower(replication.FollowerFetch{Replica: 2, BrokerEpoch: 2, CurrentLeaderEpoch: fr.CurrentLeaderEpoch,
 			FetchOffset: fr.FetchOffset, LastFetchedEpoch: fr.LastFetchedEpoch, Now: clk.Now()}, 1<<20)
 		require.NoError(t, err)
-		return follower.HandleFetch(partition.FetchResult{FetchOffset: fr.FetchOffset, HighWatermark: rd.HighWatermark,
+		return follower.HandleFetch(partition.FetchResult{Request: fr, HighWatermark: rd.HighWatermark,
 			LogStartOffset: rd.LogStartOffset, Records: rd.Records})
 	}
 	_, err := leader.Append(batchtest.Plain(t, 2))
@@ -225,4 +225,35 @@ func TestFollowerResyncsAfterFailedAppend(t *testing.T) {
 	require.True(t, follower.Sync())
 	require.NoError(t, round())
 	require.Equal(t, int64(2), leader.HighWatermark(), "the follower's next fetch commits the batch")
+}
+
+// TestStaleFetchAnswerIsDropped: an answer to a fetch of an earlier role
+// (here FENCED_LEADER_EPOCH: the old fetch carried leader epoch 3 to a
+// leader already at 4) does not reach the follower of the new one, which
+// would take itself for stale and wait for metadata that never comes
+// (found by the simulator: a follower stayed out of the ISR for good).
+func TestStaleFetchAnswerIsDropped(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	m := openManual(t, vfs.NewMem(), clk)
+	defer m.Close()
+	p, err := m.Ensure(partition.Spec{Topic: "t", TopicID: topicID("t")})
+	require.NoError(t, err)
+	st := partition.ReplicaState{Self: 2, BrokerEpoch: 2, Lead: true, Leader: 1, LeaderEpoch: 3, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, MinISR: 1, Now: clk.Now()}
+	_, err = p.SetState(st)
+	require.NoError(t, err)
+	old, ok := p.NextFetch()
+	require.True(t, ok)
+	st.LeaderEpoch = 4
+	_, err = p.SetState(st)
+	require.NoError(t, err)
+
+	require.NoError(t, p.HandleFetch(partition.FetchResult{Request: old, Err: kerr.FencedLeaderEpoch}))
+	fr, ok := p.NextFetch()
+	require.True(t, ok, "the new role still fetches")
+	require.Equal(t, int32(4), fr.CurrentLeaderEpoch)
+
+	err = p.HandleFetch(partition.FetchResult{Request: fr, Err: kerr.FencedLeaderEpoch})
+	require.True(t, partition.IsNeedMetadata(err), "an answer to its own fetch counts: %v", err)
+	_, ok = p.NextFetch()
+	require.False(t, ok)
 }

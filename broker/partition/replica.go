@@ -462,7 +462,12 @@ func (p *Partition) NextFetch() (replication.FetchRequest, bool) {
 // FetchResult is the leader's answer for this partition, as a follower's
 // fetcher got it.
 type FetchResult struct {
-	FetchOffset    int64
+	// Request is the fetch it answers, as NextFetch gave it. An answer to
+	// a fetch of an earlier role (another leader, leader epoch or broker
+	// epoch) is dropped: a FENCED_LEADER_EPOCH that the old leader gave
+	// the old role's fetch would make the new role wait for metadata
+	// that never comes.
+	Request        replication.FetchRequest
 	Err            error // kerr value of the partition's error code
 	HighWatermark  int64
 	LogStartOffset int64
@@ -488,11 +493,11 @@ func (p *Partition) HandleFetch(r FetchResult) error {
 	p.repMu.Lock()
 	defer p.repMu.Unlock()
 	f := p.role.follower
-	if f == nil {
+	if q := r.Request; f == nil || q.Leader != p.leaderID || q.CurrentLeaderEpoch != p.epoch || q.BrokerEpoch != p.brokerEpoch {
 		return nil
 	}
 	acts := f.Step(replication.FetchResponse{
-		FetchOffset: r.FetchOffset, Err: r.Err, HighWatermark: r.HighWatermark,
+		FetchOffset: r.Request.FetchOffset, Err: r.Err, HighWatermark: r.HighWatermark,
 		LogStartOffset: r.LogStartOffset, DivergingEpoch: r.Diverging, Batches: infos,
 	})
 	// In order: the Append before the HW that follows it.

@@ -51,7 +51,7 @@ func (p *pair) round() bool {
 		Replica: 2, BrokerEpoch: 2, CurrentLeaderEpoch: fr.CurrentLeaderEpoch,
 		FetchOffset: fr.FetchOffset, LastFetchedEpoch: fr.LastFetchedEpoch, Now: time.Now(),
 	}, 1<<20)
-	res := partition.FetchResult{FetchOffset: fr.FetchOffset, HighWatermark: rd.HighWatermark, LogStartOffset: rd.LogStartOffset, Diverging: rd.Diverging, Records: rd.Records}
+	res := partition.FetchResult{Request: fr, HighWatermark: rd.HighWatermark, LogStartOffset: rd.LogStartOffset, Diverging: rd.Diverging, Records: rd.Records}
 	if err != nil {
 		res.Err = err
 	}
