@@ -35,7 +35,7 @@ func (l *lostWrites) elected(s *Sim, r *replica) {
 			got, ok := valueAt(s, r, off)
 			if !ok || !slices.Equal(got, v) {
 				s.violate("lost-write", "%s acknowledged %q at %s offset %d (acks=all); broker %d leads epoch %d with %q there (log [%d, %d))",
-					a.by, v, r.tp, off, r.b.id, r.leaderEpoch, got, r.log.StartOffset(), r.log.EndOffset())
+					a.by, v, r.tp, off, r.b.id, r.p.Role().LeaderEpoch, got, r.p.StartOffset(), r.p.EndOffset())
 				return
 			}
 		}
@@ -44,10 +44,10 @@ func (l *lostWrites) elected(s *Sim, r *replica) {
 
 // valueAt is the value of the record at off in r's log.
 func valueAt(s *Sim, r *replica, off int64) ([]byte, bool) {
-	if off < r.log.StartOffset() || off >= r.log.EndOffset() {
+	if off < r.p.StartOffset() || off >= r.p.EndOffset() {
 		return nil, false
 	}
-	bs, err := r.log.Read(off, 1)
+	bs, err := r.p.ReadLog(off, 1)
 	if err != nil || len(bs) == 0 {
 		return nil, false
 	}
