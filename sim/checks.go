@@ -62,13 +62,13 @@ func (c *checks) hwLowered(r *replica, from, to int64) { c.hws.lowered(c.s, r, f
 
 func (c *checks) served(r *replica, offset int64, resp fetchResp) { c.hws.served(c.s, r, offset, resp) }
 
-func (c *checks) acked(p *producerClient, k tp, base int64, values [][]byte) {
+func (c *checks) acked(p *producerClient, k tp, base int64, epoch int32, values [][]byte) {
 	if p.acks == -1 {
 		c.s.stats.AckedAll++
 	} else {
 		c.s.stats.AckedOne++
 	}
-	c.lost.acked(p, k, base, values)
+	c.lost.acked(p, k, base, epoch, values)
 }
 
 func (c *checks) polled(cl *consumerClient, k tp, pos int64, batches [][]byte) {

@@ -28,10 +28,12 @@ type produceReq struct {
 type produceResp struct {
 	err        error
 	base, last int64
+	epoch      int32 // the acknowledging leader's epoch, for the checkers (not on the wire)
 }
 
 type waiter struct {
 	base, last int64
+	epoch      int32 // of the leadership the wait is under
 	ack        partition.AckWait
 	deadline   int64
 	reply      func(produceResp)
@@ -58,7 +60,7 @@ func (b *broker) serveProduce(pr produceReq, reply func(produceResp)) {
 		return
 	}
 	r.waiters = append(r.waiters, &waiter{
-		base: app.BaseOffset, last: app.LastOffset, ack: r.p.AwaitAck(pr.acks, app.LastOffset+1),
+		base: app.BaseOffset, last: app.LastOffset, epoch: r.p.Role().LeaderEpoch, ack: r.p.AwaitAck(pr.acks, app.LastOffset+1),
 		deadline: b.s.now + produceWaitMs, reply: reply,
 	})
 	b.later(produceWaitMs, "produce-wait", b.settle)
@@ -75,7 +77,7 @@ func (r *replica) resolveWaiters() {
 		done, err := w.ack.Poll()
 		switch {
 		case done && err == nil:
-			w.reply(produceResp{base: w.base, last: w.last})
+			w.reply(produceResp{base: w.base, last: w.last, epoch: w.epoch})
 		case done:
 			w.reply(produceResp{err: kafkaErr(err)})
 		case r.b.s.now >= w.deadline:
@@ -113,3 +115,4 @@ func (b *broker) serveConsume(t tp, offset int64) fetchResp {
 	b.s.checks.served(r, offset, resp)
 	return resp
 }
+
