@@ -115,4 +115,3 @@ func (b *broker) serveConsume(t tp, offset int64) fetchResp {
 	b.s.checks.served(r, offset, resp)
 	return resp
 }
-
