@@ -290,7 +290,7 @@ func (f *fetcher) handle(resp *kmsg.FetchResponse, inFlight map[partition.Key]se
 				continue
 			}
 			res := partition.FetchResult{
-				FetchOffset: sn.req.FetchOffset, Err: kerr.ErrorForCode(rp.ErrorCode),
+				Request: sn.req, Err: kerr.ErrorForCode(rp.ErrorCode),
 				HighWatermark: rp.HighWatermark, LogStartOffset: rp.LogStartOffset, Records: rp.RecordBatches,
 			}
 			if rp.DivergingEpoch.Epoch >= 0 && rp.DivergingEpoch.EndOffset >= 0 {

@@ -81,10 +81,11 @@ type Leader struct {
 	// retryAt is when to resend pending after a retriable error; zero when
 	// no retry is due.
 	retryAt time.Time
-	// holdExpand: the controller found a replica ineligible; no expansion
-	// until the metadata has been refreshed.
-	holdExpand bool
-	seq        uint64
+	// held is the proposal the controller found a replica of ineligible:
+	// the same ISR, with the same broker epochs, is not proposed again
+	// until the metadata has been refreshed (nil: nothing held).
+	held []ISRMember
+	seq  uint64
 
 	mut mutations
 }

@@ -65,11 +65,24 @@ func (l *Leader) joinable(f *follower) bool {
 // join. As in Kafka this is decided on the follower's fetch only: a
 // position it reported long ago says nothing of whether it keeps up now
 // (re-adding members that just lagged out would make the ISR flap).
+//
+// A proposal the controller refused as ineligible is not made again, the
+// same members with the same broker epochs, before the metadata is
+// refreshed; a member that fetched since with another broker epoch makes
+// it another proposal. (Holding every expansion until new metadata stalled
+// the ISR for good when the refused proposal was a retry carrying a
+// member's broker epoch from before it registered again, and this
+// leader's metadata already had the new one: none newer was coming. Found
+// by the simulator.)
 func (l *Leader) maybeExpand(f *follower) []Action {
-	if (l.pending != nil && !l.mut.proposeWhilePending) || l.holdExpand || slices.Contains(l.isr, f.id) || !l.joinable(f) {
+	if (l.pending != nil && !l.mut.proposeWhilePending) || slices.Contains(l.isr, f.id) || !l.joinable(f) {
 		return nil
 	}
-	return l.propose(inReplicaOrder(l.replicas, append(slices.Clone(l.isr), f.id)))
+	isr := inReplicaOrder(l.replicas, append(slices.Clone(l.isr), f.id))
+	if l.held != nil && slices.Equal(l.members(isr), l.held) {
+		return nil
+	}
+	return l.propose(isr)
 }
 
 // propose makes isr the change in flight. Each member goes with the broker
@@ -80,7 +93,14 @@ func (l *Leader) propose(isr []int32) []Action {
 		return nil
 	}
 	l.seq++
-	p := ProposeISR{Seq: l.seq, LeaderEpoch: l.leaderEpoch, PartitionEpoch: l.partitionEpoch}
+	p := ProposeISR{Seq: l.seq, LeaderEpoch: l.leaderEpoch, PartitionEpoch: l.partitionEpoch, NewISR: l.members(isr)}
+	l.pending, l.refused, l.retryAt, l.held = &p, false, time.Time{}, nil
+	return []Action{p.clone()}
+}
+
+// members are isr's ids with the broker epochs a proposal gives them.
+func (l *Leader) members(isr []int32) []ISRMember {
+	out := make([]ISRMember, 0, len(isr))
 	for _, id := range isr {
 		e := l.selfEpoch
 		if id != l.self {
@@ -89,10 +109,9 @@ func (l *Leader) propose(isr []int32) []Action {
 				e = f.brokerEpoch
 			}
 		}
-		p.NewISR = append(p.NewISR, ISRMember{ID: id, BrokerEpoch: e})
+		out = append(out, ISRMember{ID: id, BrokerEpoch: e})
 	}
-	l.pending, l.refused, l.retryAt = &p, false, time.Time{}
-	return []Action{p.clone()}
+	return out
 }
 
 // alterResult takes the controller's answer to the proposal in flight.
@@ -114,7 +133,7 @@ func (l *Leader) alterResult(ev AlterPartitionResult) []Action {
 		// The controller says it did not apply this, at the current
 		// partition epoch, and no controller ever will: back to the
 		// committed ISR. The metadata it judged by is newer than ours.
-		l.pending, l.holdExpand = nil, true
+		l.pending, l.held = nil, p.NewISR
 		return l.maybeAdvanceHW()
 	case retriable(ev.Err):
 		l.retryAt = ev.Now.Add(l.retryBackoff)
@@ -154,7 +173,7 @@ func (l *Leader) metadata(ev MetadataUpdate) []Action {
 	}
 	l.eligible = slices.Clone(ev.Eligible)
 	l.elr = slices.Clone(ev.ELR)
-	l.holdExpand = false
+	l.held = nil
 	if ev.PartitionEpoch > l.partitionEpoch {
 		return l.commit(ev.ISR, ev.PartitionEpoch)
 	}

@@ -315,6 +315,28 @@ func TestLeaderOneProposalInFlight(t *testing.T) {
 		_, ok = find[ProposeISR](l.Step(fetchOf(2, 10, 5, 5)))
 		require.True(t, ok)
 	})
+	t.Run("ineligible: a member fetching with another broker epoch is proposed again", func(t *testing.T) {
+		// The proposal carries 2@12; replica 2 registers again (epoch 20,
+		// and this leader's metadata says so) before the controller
+		// answers a retry of it: ineligible. No newer metadata comes;
+		// replica 2's next fetch, with 20, is a new proposal.
+		l, p := setup(t)
+		eligible := []ISRMember{{1, 11}, {2, 20}, {3, 13}}
+		require.Empty(t, l.Step(MetadataUpdate{LeaderEpoch: 5, PartitionEpoch: 7, ISR: []int32{1}, Eligible: eligible, Now: at(2)}))
+		fetch := fetchOf(2, 10, 5, 3)
+		fetch.BrokerEpoch = 20
+		_, ok := find[ProposeISR](l.Step(fetch))
+		require.False(t, ok, "one proposal at a time")
+		require.Empty(t, l.Step(AlterPartitionResult{Seq: p.Seq, Err: kerr.IneligibleReplica, Now: at(4)}))
+		fetch.Now = at(5)
+		next, ok := find[ProposeISR](l.Step(fetch))
+		require.True(t, ok, "not the proposal refused")
+		require.Equal(t, []ISRMember{{1, 11}, {2, 20}}, next.NewISR)
+		fetch.Now = at(6)
+		require.Empty(t, l.Step(AlterPartitionResult{Seq: next.Seq, Err: kerr.IneligibleReplica, Now: at(6)}))
+		_, ok = find[ProposeISR](l.Step(fetch))
+		require.False(t, ok, "the same proposal is held until the metadata is refreshed")
+	})
 	t.Run("retriable: resent after the backoff", func(t *testing.T) {
 		for _, err := range []error{kerr.RequestTimedOut, kerr.NotController, errors.New("connection reset")} {
 			l, p := setup(t)

@@ -9,6 +9,7 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"github.com/minikafka/minikafka/broker/partition"
 	"github.com/minikafka/minikafka/cluster"
 	"github.com/minikafka/minikafka/cluster/quorum"
 )
@@ -70,6 +71,9 @@ type broker struct {
 	pidBusy      bool
 	slowSync     bool
 
+	// The partitions: the product's manager of this incarnation, and the
+	// shell's state of each partition it holds.
+	parts    *partition.Manager
 	replicas map[tp]*replica
 	ticks    int64
 }
@@ -137,7 +141,10 @@ func (b *broker) start() {
 	b.ctlQueue, b.ctlOp, b.ctlDone, b.ctlTickBusy = nil, nil, nil, false
 	b.epoch, b.fenced, b.lifeBusy, b.wantShutdown = -1, true, false, false
 	b.pidNext, b.pidEnd, b.pidBusy = 0, 0, false
-	b.replicas = map[tp]*replica{}
+	if err := b.openPartitions(); err != nil {
+		b.s.violate("recovery", "b%d: the partitions do not open on what its disk kept: %v", b.id, err)
+		return
+	}
 	b.s.checks.brokerStarted(b)
 	b.process()
 	b.later(int64(b.rng.IntN(raftTickMs)), "tick", b.tick)
@@ -158,8 +165,12 @@ func (b *broker) crash(why string) {
 // cleanStop ends a controlled shutdown: every log synced and closed.
 func (b *broker) cleanStop() {
 	b.s.tracef("b%d controlled shutdown complete", b.id)
+	if err := b.parts.Close(); err != nil {
+		b.s.violate("partition", "b%d: closing the partitions: %v", b.id, err)
+		return
+	}
 	for _, r := range sortedReplicas(b.replicas) {
-		r.log.Close()
+		r.drain()
 	}
 	b.prevEpoch = b.epoch
 	b.stop()
@@ -171,11 +182,12 @@ func (b *broker) cleanStop() {
 	})
 }
 
+// stop ends the process. After a crash what waited on it is never
+// answered (its clients time out) and its partition manager is dropped as
+// it was; a controlled shutdown closed it first.
 func (b *broker) stop() {
-	for _, r := range sortedReplicas(b.replicas) {
-		r.close()
-	}
 	b.replicas = map[tp]*replica{}
+	b.parts = nil
 	if b.node != nil {
 		b.node.Close()
 	}
@@ -203,9 +215,10 @@ func (b *broker) tick() {
 	}
 	if b.ticks%5 == 0 {
 		b.lifecycle()
-		for _, r := range sortedReplicas(b.replicas) {
-			r.tick()
-		}
+	}
+	if b.ticks%(tickPartitionsMs/raftTickMs) == 0 && b.up {
+		b.parts.Tick(b.s.time())
+		b.settle()
 	}
 	b.process()
 	if b.up {

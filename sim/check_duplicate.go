@@ -30,7 +30,7 @@ func (d *duplicates) read(s *Sim, k tp, recs []batchtest.Record) {
 
 func (d *duplicates) log(s *Sim, r *replica) {
 	at := map[string]int64{}
-	for _, bt := range r.log.l.batches {
+	for _, bt := range storedBatches(r, r.p.StartOffset(), r.p.EndOffset()) {
 		for _, rec := range decode(s, [][]byte{bt.Data}) {
 			if off, ok := at[string(rec.Value)]; ok {
 				s.violate("duplicate", "%q stored at %s offsets %d and %d on leader %d", rec.Value, r.tp, off, rec.Offset, r.b.id)

@@ -14,10 +14,11 @@ func (h *highWatermarks) advanced(s *Sim, r *replica, from, to int64) {
 	}
 }
 
-func (h *highWatermarks) truncated(s *Sim, r *replica, to int64) {
-	if to < r.hw {
-		s.violate("hw-regression", "broker %d %s: truncated to %d, below its HW %d", r.b.id, r.tp, to, r.hw)
-	}
+// lowered: a truncation took the high watermark back (the partition
+// lowers it with the log, which under sync=always means it had
+// acknowledged what the cluster did not keep).
+func (h *highWatermarks) lowered(s *Sim, r *replica, from, to int64) {
+	s.violate("hw-regression", "broker %d %s: truncated to %d, below its HW %d", r.b.id, r.tp, to, from)
 }
 
 func (h *highWatermarks) served(s *Sim, r *replica, offset int64, resp fetchResp) {

@@ -7,35 +7,44 @@ import (
 
 // lostWrites looks for lost-write: a record acknowledged with acks=all at
 // offset o that is not at o, with the same value, on a replica that becomes
-// leader (checked at every election and at the end of the run, on every
-// leader). Records of deleted topics are forgotten.
+// leader of the acknowledging leader's epoch or a later one (checked at
+// every election and at the end of the run, on every leader). A replica
+// whose stale metadata makes it the leader of an older epoch need not have
+// it: the record was committed after that epoch had ended (a broker
+// partitioned from the quorum may apply an election long after newer ones
+// were made). Records of deleted topics are forgotten.
 type lostWrites struct {
 	batches map[tp][]ackedBatch
 }
 
 type ackedBatch struct {
 	base   int64
+	epoch  int32 // the acknowledging leader's
 	values [][]byte
 	by     string
 }
 
 func (l *lostWrites) init() { l.batches = map[tp][]ackedBatch{} }
 
-func (l *lostWrites) acked(p *producerClient, k tp, base int64, values [][]byte) {
+func (l *lostWrites) acked(p *producerClient, k tp, base int64, epoch int32, values [][]byte) {
 	if p.acks != -1 {
 		return
 	}
-	l.batches[k] = append(l.batches[k], ackedBatch{base: base, values: values, by: fmt.Sprintf("producer %d", p.id)})
+	l.batches[k] = append(l.batches[k], ackedBatch{base: base, epoch: epoch, values: values, by: fmt.Sprintf("producer %d", p.id)})
 }
 
 func (l *lostWrites) elected(s *Sim, r *replica) {
+	epoch := r.p.Role().LeaderEpoch
 	for _, a := range l.batches[r.tp] {
+		if a.epoch > epoch {
+			continue
+		}
 		for i, v := range a.values {
 			off := a.base + int64(i)
 			got, ok := valueAt(s, r, off)
 			if !ok || !slices.Equal(got, v) {
 				s.violate("lost-write", "%s acknowledged %q at %s offset %d (acks=all); broker %d leads epoch %d with %q there (log [%d, %d))",
-					a.by, v, r.tp, off, r.b.id, r.leaderEpoch, got, r.log.StartOffset(), r.log.EndOffset())
+					a.by, v, r.tp, off, r.b.id, epoch, got, r.p.StartOffset(), r.p.EndOffset())
 				return
 			}
 		}
@@ -44,10 +53,10 @@ func (l *lostWrites) elected(s *Sim, r *replica) {
 
 // valueAt is the value of the record at off in r's log.
 func valueAt(s *Sim, r *replica, off int64) ([]byte, bool) {
-	if off < r.log.StartOffset() || off >= r.log.EndOffset() {
+	if off < r.p.StartOffset() || off >= r.p.EndOffset() {
 		return nil, false
 	}
-	bs, err := r.log.Read(off, 1)
+	bs, err := r.p.ReadLog(off, 1)
 	if err != nil || len(bs) == 0 {
 		return nil, false
 	}

@@ -29,16 +29,7 @@ func (h *offsetHistory) committed(s *Sim, r *replica, from, to int64) {
 		bm, vm = map[int64][]byte{}, map[int64][]byte{}
 		h.batches[r.tp], h.values[r.tp] = bm, vm
 	}
-	start := max(from, r.log.StartOffset())
-	if start >= to || start >= r.log.EndOffset() {
-		return
-	}
-	i := r.log.find(start)
-	for ; i < len(r.log.l.batches); i++ {
-		bt := r.log.l.batches[i]
-		if bt.NextOffset() > to {
-			break
-		}
+	for _, bt := range storedBatches(r, from, to) {
 		if prev, ok := bm[bt.BaseOffset]; ok {
 			if !bytes.Equal(prev, bt.Data) {
 				s.violate("inconsistent-offsets", "replicas differ below the high watermark: broker %d holds another batch at %s offset %d than was committed before (HW %d -> %d)",

@@ -58,17 +58,17 @@ func (c *checks) hwAdvanced(r *replica, from, to int64) {
 	c.offsets.committed(c.s, r, from, to)
 }
 
-func (c *checks) truncated(r *replica, to int64) { c.hws.truncated(c.s, r, to) }
+func (c *checks) hwLowered(r *replica, from, to int64) { c.hws.lowered(c.s, r, from, to) }
 
 func (c *checks) served(r *replica, offset int64, resp fetchResp) { c.hws.served(c.s, r, offset, resp) }
 
-func (c *checks) acked(p *producerClient, k tp, base int64, values [][]byte) {
+func (c *checks) acked(p *producerClient, k tp, base int64, epoch int32, values [][]byte) {
 	if p.acks == -1 {
 		c.s.stats.AckedAll++
 	} else {
 		c.s.stats.AckedOne++
 	}
-	c.lost.acked(p, k, base, values)
+	c.lost.acked(p, k, base, epoch, values)
 }
 
 func (c *checks) polled(cl *consumerClient, k tp, pos int64, batches [][]byte) {
@@ -91,7 +91,7 @@ func (c *checks) polled(cl *consumerClient, k tp, pos int64, batches [][]byte) {
 func (c *checks) final() {
 	for _, b := range c.s.brokers {
 		for _, r := range sortedReplicas(b.replicas) {
-			if r.leader != nil {
+			if r.p.Role().Local {
 				c.lost.elected(c.s, r)
 				c.dups.log(c.s, r)
 			}

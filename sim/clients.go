@@ -104,7 +104,7 @@ func (p *producerClient) step() {
 		case !ok:
 			p.wake(20)
 		case r.err == nil:
-			s.checks.acked(p, k, r.base, p.values)
+			s.checks.acked(p, k, r.base, r.epoch, p.values)
 			p.sent++
 			p.seq += int32(len(p.values))
 			p.data = nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -13,19 +14,22 @@ import (
 )
 
 // The crash model. A broker's disk is a crashable pebble MemFS, for the
-// quorum's small files (META, HARDSTATE, SNAPSHOT: written with fsync and
-// rename, so CrashClone keeps exactly what the product's atomic writes
-// promise), and crash-model logs for the raft log and the partitions. A log
-// keeps what was synced; a power loss keeps a seeded share of the unsynced
-// tail (a prefix: files are written in order), and the last write it keeps
-// may be torn, which the next open's recovery finds and cuts, as every
-// engine's does. Disk faults: a sync that fails (EIO: the broker halts, as
-// Kafka does when its log directory fails), a full disk (appends refused
-// with ENOSPC for a while) and slow syncs (the sync's completion is an
-// event the simulator schedules late).
+// small files (the quorum's META, HARDSTATE, SNAPSHOT; the partitions'
+// partition.meta, checkpoints and producer snapshots: all written with
+// fsync and rename, so CrashClone keeps exactly what the product's atomic
+// writes promise), and crash-model logs for the raft log and the
+// partitions, opened through the engine registry. A log keeps what was
+// synced; a power loss keeps a seeded share of the unsynced tail (a
+// prefix: files are written in order), and the last write it keeps may be
+// torn, which the next open's recovery finds and cuts, as every engine's
+// does. Disk faults: a sync that fails (EIO: the broker halts, as Kafka
+// does when its log directory fails), a full disk (partition appends
+// refused with ENOSPC for a while) and slow syncs (the sync's completion is
+// an event the simulator schedules late).
 
-// EngineName is the engine the quorum's raft log opens through the
-// registry: a crash-model log of the broker whose FS it is given.
+// EngineName is the engine the quorum's raft log and the partitions open
+// through the registry: a crash-model log of the broker whose FS it is
+// given.
 const EngineName = "sim-crash"
 
 func init() {
@@ -37,16 +41,35 @@ func init() {
 			if !ok {
 				return nil, fmt.Errorf("sim: engine %s needs a simulated disk, not %T", EngineName, opts.FS)
 			}
-			return fs.disk.open(dir), nil
+			c := fs.disk.open(dir)
+			c.partition = strings.HasPrefix(dir, dataDir+"/")
+			return c, nil
 		},
 	})
 }
 
+// dataDir is the partition manager's directory on every broker's disk.
+const dataDir = "/data"
+
 // diskFS is the broker's MemFS, carrying its disk so that the registered
-// engine finds the logs that survived.
+// engine finds the logs that survived. Removing or renaming a directory
+// removes or moves the logs under it too, as it would an engine's files.
 type diskFS struct {
 	vfs.FS
 	disk *disk
+}
+
+func (f *diskFS) RemoveAll(name string) error {
+	f.disk.moveLogs(name, "")
+	return f.FS.RemoveAll(name)
+}
+
+func (f *diskFS) Rename(oldname, newname string) error {
+	if err := f.FS.Rename(oldname, newname); err != nil {
+		return err
+	}
+	f.disk.moveLogs(oldname, newname)
+	return nil
 }
 
 var (
@@ -56,16 +79,16 @@ var (
 
 // disk is one broker's storage across its incarnations.
 type disk struct {
-	mem   *vfs.MemFS
-	logs  map[string]*logState // by directory
-	files map[string][]byte    // checkpoints beside the partition logs, written atomically
-	full  bool                 // appends fail with errDiskFull
-	fail  bool                 // the next sync fails with errDiskIO
-	stats *Stats
+	mem     *vfs.MemFS
+	logs    map[string]*logState // by directory
+	handles []*crashLog          // handles of the running incarnation: a crash closes them
+	full    bool                 // partition appends fail with errDiskFull
+	fail    bool                 // the next sync fails with errDiskIO
+	stats   *Stats
 }
 
 func newDisk(stats *Stats) *disk {
-	d := &disk{mem: vfs.NewCrashableMem(), logs: map[string]*logState{}, files: map[string][]byte{}, stats: stats}
+	d := &disk{mem: vfs.NewCrashableMem(), logs: map[string]*logState{}, stats: stats}
 	_ = d.mem.MkdirAll("/", 0o755)
 	return d
 }
@@ -99,6 +122,10 @@ func (l *logState) syncedEnd() int64 {
 // the rest; every log keeps its synced batches and a prefix of the others,
 // the last of them torn with probability tornPct.
 func (d *disk) crash(rng *rand.Rand, unsyncedPct, tornPct int) {
+	for _, c := range d.handles {
+		c.closed = true // the process is gone: nothing more reaches the disk through it
+	}
+	d.handles = nil
 	d.mem = d.mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: unsyncedPct, RNG: rng})
 	for _, dir := range sortedKeys(d.logs) {
 		l := d.logs[dir]
@@ -130,16 +157,25 @@ func (d *disk) open(dir string) *crashLog {
 		l.torn = false
 	}
 	l.synced = len(l.batches)
-	return &crashLog{d: d, l: l}
+	c := &crashLog{d: d, l: l}
+	d.handles = append(d.handles, c)
+	return c
 }
 
-// remove deletes the log in dir (a partition of a deleted topic).
-func (d *disk) remove(dir string) {
-	delete(d.logs, dir)
-	for _, k := range sortedKeys(d.files) {
-		if len(k) > len(dir) && k[:len(dir)] == dir && k[len(dir)] == '/' {
-			delete(d.files, k)
+// moveLogs moves the logs in dir and below it to to, or drops them when to
+// is "" (the directory was removed).
+func (d *disk) moveLogs(dir, to string) {
+	var moved []string
+	for k := range d.logs { // the outcome does not depend on the order
+		if k == dir || strings.HasPrefix(k, dir+"/") {
+			moved = append(moved, k)
 		}
+	}
+	for _, k := range moved {
+		if to != "" {
+			d.logs[to+k[len(dir):]] = d.logs[k]
+		}
+		delete(d.logs, k)
 	}
 }
 
@@ -177,6 +213,9 @@ func (c *crashLog) Append(b engine.Batch) error {
 func (c *crashLog) Sync(_ context.Context, end int64) error {
 	if c.closed {
 		return engine.ErrClosed
+	}
+	if c.l.synced == len(c.l.batches) || c.l.batches[c.l.synced].BaseOffset >= end {
+		return nil // nothing to sync: no fsync, so no failing one
 	}
 	if c.d.fail {
 		c.d.fail = false

@@ -1,25 +1,32 @@
 // Package sim is mini-kafka's deterministic cluster simulator, after
 // TigerBeetle's VOPR: N brokers (1 to 5, every one a controller voter, as
 // in the product) run in one goroutine on a simulated clock, driving the
-// real state machines — quorum.Node (etcd raft), cluster.Store and
+// project's own code — quorum.Node (etcd raft), cluster.Store and
 // Metadata.Apply, cluster.ControllerCore and the decisions of
-// cluster.Settings, replication.Leader and Follower, producer.State and the
-// RecordBatch code — with faults, from one seed.
+// cluster.Settings, and each broker's partition layer, broker/partition
+// (a partition.Manager per incarnation in Manual mode, with the
+// replication package's Leader and Follower, producer state, epoch cache,
+// checkpoints and recovery inside it) — with faults, from one seed. What
+// the simulator writes itself is what the broker's shell does around
+// those: the network, the disk's crash model, the timers, the fetcher, the
+// reconciler and the waits.
 //
 // # The loop
 //
 // Time is in ticks of one simulated millisecond. A priority queue holds
 // (tick, sequence, event); Run pops the earliest, runs it on the node it
 // belongs to, and schedules what it causes: messages through the simulated
-// network, syncs through the crash-model disk, timers on the clock. The
-// messages are the product's: raftpb.Message between quorum nodes, the
-// kmsg requests and responses of the controller APIs (BrokerRegistration,
-// BrokerHeartbeat, AlterPartition, AllocateProducerIDs, CreateTopics,
-// DeleteTopics), and the replication package's FetchRequest with the
-// stored batch bytes in the answers. A run has a safety phase with faults,
-// then a liveness phase that heals everything and must, within a bound,
-// give every partition a leader and a full ISR and let every producer
-// finish.
+// network, syncs through the crash-model disk (a partition that asks for
+// one, Partition.SyncWanted, gets a Partition.Sync event), timers on the
+// clock (Manager.Tick every 50ms). The messages are the product's:
+// raftpb.Message between quorum nodes, the kmsg requests and responses of
+// the controller APIs (BrokerRegistration, BrokerHeartbeat, AlterPartition,
+// AllocateProducerIDs, CreateTopics, DeleteTopics), and the replication
+// package's FetchRequest with the stored batch bytes in the answers
+// (Partition.ServeFollower at the leader, Partition.HandleFetch at the
+// follower). A run has a safety phase with faults, then a liveness phase
+// that heals everything and must, within a bound, give every partition a
+// leader and a full ISR and let every producer finish.
 //
 // # Faults
 //
@@ -28,7 +35,7 @@
 // symmetric, asymmetric and FoundationDB's swizzle-clog; broker crashes
 // (power loss: the disk keeps what was synced and a seeded share of the
 // rest, the last write maybe torn) and restarts through the same recovery
-// code the broker runs; a sync that fails (the broker halts), a full disk,
+// code the broker runs (partition.OpenManager on what the disk kept); a sync that fails (the broker halts), a full disk,
 // slow syncs; controlled shutdowns; a broker lost for good (scenarios).
 //
 // # Checkers
@@ -37,13 +44,18 @@
 // duplicate, inconsistent-offsets (also: replicas byte-identical below the
 // high watermark), nonmonotonic-poll, poll-skip; two-leaders (one leader
 // per partition per epoch), epoch-regression, hw-regression,
-// read-above-hw, duplicate-producer-id, and liveness.
+// read-above-hw, duplicate-producer-id, and liveness; and "partition":
+// an error of the partition layer that the broker could only log (a role
+// it cannot take, a partition it cannot open or remove). The checkers read
+// the partitions through their API (ReadLog for the stored bytes).
 //
 // # Determinism and replay
 //
 // One master seed; each component draws from its own sub-seed (network,
 // faults, workload, each broker's disk and raft). Nothing else decides: no
-// goroutine, no real clock, no map iteration order. The same seed gives
+// goroutine, no real clock, no map iteration order (the partition
+// managers run in Manual mode on the simulated clock, which refuses to arm
+// a timer). The same seed gives
 // the same trace hash (TestDeterminism). A failure prints the options, the
 // violation, the end of the trace and the one command that replays it:
 //
@@ -54,7 +66,8 @@
 // Each named scenario (scenarios.go) passes on the real build and must
 // fail with its protection off. The replication switches are reachable
 // only in a build with the mutations tag (replication/mutations_export.go,
-// sim/mutations_on.go); unclean election and ELR are product settings.
+// sim/mutations_on.go, through the partitions' Replication.ConfigureLeader
+// and ConfigureFollower seams); unclean election and ELR are product settings.
 // TestMutations runs the tagged test binary as a subprocess, so
 // `go test ./...` covers it.
 package sim

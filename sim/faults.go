@@ -146,7 +146,7 @@ func (s *Sim) notConverged() string {
 				return fmt.Sprintf("%s-%d leader %d epoch %d isr %v replicas %v;%s", t.Name, pi, p.Leader, p.LeaderEpoch, p.ISR, p.Replicas, s.describeReplicas(tp{t.ID, int32(pi)}))
 			}
 			r := s.brokers[p.Leader-1].replicas[tp{t.ID, int32(pi)}]
-			if r == nil || r.leader == nil || r.leaderEpoch != p.LeaderEpoch {
+			if role := r.role(); !role.Local || role.LeaderEpoch != p.LeaderEpoch {
 				return fmt.Sprintf("%s-%d: broker %d does not lead it yet", t.Name, pi, p.Leader)
 			}
 		}
@@ -162,16 +162,15 @@ func (s *Sim) describeReplicas(k tp) string {
 		if r == nil {
 			continue
 		}
-		fmt.Fprintf(&b, " b%d[end %d durable %d hw %d epoch %d", br.id, r.log.EndOffset(), r.durable, r.hw, r.leaderEpoch)
-		if r.leader != nil {
-			st := r.leader.Status(s.time())
+		role := r.p.Role()
+		fmt.Fprintf(&b, " b%d[end %d durable %d hw %d epoch %d", br.id, r.p.EndOffset(), r.p.DurableEnd(), r.p.HighWatermark(), role.LeaderEpoch)
+		if st, ok := r.p.LeaderStatus(s.time()); ok {
 			fmt.Fprintf(&b, " leader isr %v pending %v refused %v", st.ISR, st.Pending, st.PendingRefused)
 			for _, f := range st.Followers {
 				fmt.Fprintf(&b, " f%d@%d/%d", f.ID, f.FetchOffset, f.BrokerEpoch)
 			}
 		}
-		if r.follower != nil {
-			st := r.follower.State()
+		if st, ok := r.p.FollowerState(); ok {
 			fmt.Fprintf(&b, " follower of %d busy %v stale %v sync-pending %v", st.Leader, r.fetchBusy, st.Stale, st.SyncPending)
 		}
 		b.WriteString("]")

@@ -2,145 +2,141 @@ package sim
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka/broker/partition"
 	"github.com/minikafka/minikafka/replication"
 )
 
-// Replication between brokers: a follower's Fetch (with its replica id and
-// broker epoch: the replication package's FetchRequest) goes to its leader,
-// which answers with the FetchAnswer its Leader decides, or parks the fetch
-// until its durable end moves (Kafka's long poll); the answer carries the
-// stored batch bytes as they are.
+// Replication between brokers, as the broker's fetcher and Fetch handler
+// do it: a follower's partition says what to fetch (Partition.NextFetch:
+// its replica id, broker epoch, fetch offset and last fetched epoch), the
+// request goes to its leader, whose partition answers it
+// (Partition.ServeFollower) or, with nothing to send yet, parks it until
+// its durable end passes the fetch offset or the role changes (Kafka's long
+// poll; Partition.FollowerDataReady), and the answer goes back to the
+// follower's partition (Partition.HandleFetch), which appends, truncates or
+// backs off. An answer that arrives after the follower's role changed is
+// still handed to it, as the fetcher does; the partition judges it.
 
 const (
 	fetchTimeoutMs = 300
 	fetchMaxWaitMs = 100
 	fetchMaxBytes  = 16 << 10
+	fetchBackoffMs = 100 // replica.fetch.backoff.ms
 )
-
-type fetchReq struct {
-	tp  tp
-	req replication.FetchRequest
-}
 
 type fetchResp struct {
 	err       error
 	hw        int64
 	logStart  int64
 	diverging *replication.EpochEnd
-	batches   [][]byte
+	records   []byte   // a follower's fetch: the stored batches, concatenated
+	batches   [][]byte // a consumer's: the same, one by one
 }
 
 type parkedFetch struct {
-	from     int64
+	req      replication.FollowerFetch
 	deadline int64
 	reply    func(fetchResp)
 }
 
 func (r *replica) maybeFetch() {
-	f := r.follower
-	if f == nil || r.fetchBusy || r.b.s.now < r.backoff || r.closed {
+	if r.fetchBusy || r.b.s.now < r.backoff {
 		return
 	}
-	req, ok := f.NextFetch()
+	req, ok := r.p.NextFetch()
 	if !ok {
 		return
 	}
-
 	r.fetchBusy = true
 	s, b := r.b.s, r.b
-	gen, role := b.gen, r.role
+	gen, role := b.gen, r.fetchRole
+	ff := replication.FollowerFetch{
+		Replica: req.Replica, BrokerEpoch: req.BrokerEpoch, CurrentLeaderEpoch: req.CurrentLeaderEpoch,
+		FetchOffset: req.FetchOffset, LastFetchedEpoch: req.LastFetchedEpoch,
+	}
 	s.rpc(b.id, req.Leader, "fetch", fetchTimeoutMs, func(reply func(any)) {
-		s.brokers[req.Leader-1].serveFetch(fetchReq{tp: r.tp, req: req}, func(fr fetchResp) { reply(fr) })
+		s.brokers[req.Leader-1].serveFetch(r.tp, ff, func(fr fetchResp) { reply(fr) })
 	}, func(resp any) {
-		if !b.up || b.gen != gen || r.role != role {
+		if !b.up || b.gen != gen || !r.current() {
 			return
 		}
-		r.fetchBusy = false
+		if r.fetchRole == role {
+			r.fetchBusy = false
+		}
 		fr, ok := resp.(fetchResp)
 		if !ok {
-			r.maybeFetch() // timed out: fetch again
+			if r.fetchRole == role {
+				r.backoff = s.now + fetchBackoffMs // the request failed: the fetcher pauses
+			}
+			b.settle()
 			return
 		}
-		r.fetched(f, req, fr)
-		b.process()
+		r.fetched(req, fr)
+		b.settle()
 	})
 }
 
-// fetched hands the leader's answer to the follower that asked.
-func (r *replica) fetched(f *replication.Follower, req replication.FetchRequest, fr fetchResp) {
-	ev := replication.FetchResponse{
-		FetchOffset: req.FetchOffset, Err: fr.err, HighWatermark: fr.hw, LogStartOffset: fr.logStart,
-		DivergingEpoch: fr.diverging,
-	}
-	data := map[int64][]byte{}
-	for _, raw := range fr.batches {
-		bi := info(raw)
-		ev.Batches = append(ev.Batches, bi)
-		data[bi.BaseOffset] = raw
-	}
-	r.followerActions(f, f.Step(ev), data)
-	if r.follower == f {
-		r.maybeFetch()
+// fetched hands the leader's answer to the follower's partition.
+func (r *replica) fetched(req replication.FetchRequest, fr fetchResp) {
+	err := r.p.HandleFetch(partition.FetchResult{
+		Request: req, Err: fr.err, HighWatermark: fr.hw, LogStartOffset: fr.logStart,
+		Diverging: fr.diverging, Records: fr.records,
+	})
+	r.observe()
+	if err != nil {
+		if !partition.IsBackoff(err) && !partition.IsNeedMetadata(err) {
+			r.b.s.tracef("b%d %s: applying a fetch: %v", r.b.id, r.tp, err)
+		}
+		r.backoff = r.b.s.now + fetchBackoffMs
 	}
 }
 
 // serveFetch answers a follower's fetch at this broker.
-func (b *broker) serveFetch(fr fetchReq, reply func(fetchResp)) {
-	r := b.replicas[fr.tp]
-	if r == nil || r.leader == nil {
+func (b *broker) serveFetch(k tp, ff replication.FollowerFetch, reply func(fetchResp)) {
+	r := b.replicas[k]
+	if r == nil {
 		reply(fetchResp{err: kerr.NotLeaderForPartition})
 		return
 	}
-	req := fr.req
-	acts := r.leader.Step(replication.FollowerFetch{
-		Replica: req.Replica, BrokerEpoch: req.BrokerEpoch, CurrentLeaderEpoch: req.CurrentLeaderEpoch,
-		FetchOffset: req.FetchOffset, LastFetchedEpoch: req.LastFetchedEpoch, Now: b.s.time(),
-	})
-	ans := acts[0].(replication.FetchAnswer)
-	r.leaderActions(r.leader, acts[1:])
-	if ans.Err != nil || ans.Diverging != nil {
-		reply(fetchResp{err: ans.Err, diverging: ans.Diverging, hw: ans.HighWatermark, logStart: ans.LogStartOffset})
-		return
+	p := &parkedFetch{req: ff, deadline: b.s.now + fetchMaxWaitMs, reply: reply}
+	if !r.serve(p, false) {
+		r.parked = append(r.parked, p)
+		b.later(fetchMaxWaitMs, "fetch-wait", b.settle)
 	}
-	if ans.From >= ans.To {
-		r.parked = append(r.parked, &parkedFetch{from: ans.From, deadline: b.s.now + fetchMaxWaitMs, reply: reply})
-		b.later(fetchMaxWaitMs, "fetch-wait", r.wakeParked)
-		return
-	}
-	reply(r.serve(ans.From))
-	b.process()
+	b.settle()
 }
 
-// serve reads from offset up to the durable end.
-func (r *replica) serve(from int64) fetchResp {
-	resp := fetchResp{hw: r.hw, logStart: r.log.StartOffset()}
-	if r.leader != nil {
-		resp.hw = r.leader.HW()
+// serve answers p, unless it has nothing to send and may wait (park): then
+// it reports false.
+func (r *replica) serve(p *parkedFetch, last bool) bool {
+	p.req.Now = r.b.s.time()
+	rd, err := r.p.ServeFollower(p.req, fetchMaxBytes)
+	r.observe()
+	if err == nil && rd.Diverging == nil && len(rd.Records) == 0 && !last {
+		return false
 	}
-	bs, err := r.log.Read(from, fetchMaxBytes)
+	resp := fetchResp{hw: rd.HighWatermark, logStart: rd.LogStartOffset, diverging: rd.Diverging, records: rd.Records}
 	if err != nil {
-		resp.err = kerr.OffsetOutOfRange
-		return resp
+		resp.err = kafkaErr(err)
 	}
-	for _, bt := range bs {
-		if bt.NextOffset() > r.durable {
-			break
-		}
-		resp.batches = append(resp.batches, bt.Data)
-	}
-	return resp
+	p.reply(resp)
+	return true
 }
 
 // wakeParked answers the parked fetches that have data or waited enough.
 func (r *replica) wakeParked() {
-	keep := r.parked[:0]
+	if len(r.parked) == 0 {
+		return
+	}
+	var keep []*parkedFetch
 	for _, p := range r.parked {
-		if r.durable > p.from || r.b.s.now >= p.deadline {
-			p.reply(r.serve(p.from))
+		if r.p.FollowerDataReady(p.req.FetchOffset) || r.b.s.now >= p.deadline {
+			r.serve(p, true)
 			continue
 		}
 		keep = append(keep, p)
@@ -148,42 +144,70 @@ func (r *replica) wakeParked() {
 	r.parked = keep
 }
 
-// alterPartition sends a Leader's ISR proposal to the controller and hands
-// the answer to the same Leader.
-func (r *replica) alterPartition(l *replication.Leader, p replication.ProposeISR) {
-	b := r.b
+// kafkaErr is the Kafka error an error wraps, as the wire carries it (an
+// error code); an error without one is UNKNOWN_SERVER_ERROR.
+func kafkaErr(err error) error {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke
+	}
+	return kerr.UnknownServerError
+}
+
+// proposeISR is the partitions' ProposeISR hook, as the broker's: the
+// leader's ISR change goes to the controller as an AlterPartition (v3:
+// each member with the broker epoch its fetch carried) through the
+// simulated network, and its answer back to the Leader that made it. It
+// runs under the partition's lock and only sends.
+func (b *broker) proposeISR(p *partition.Partition, prop replication.ProposeISR) {
+	pgen, gen := p.ProposalGen(), b.gen
+	k := tp{p.Key().TopicID, p.Key().Index}
 	req := kmsg.NewPtrAlterPartitionRequest()
 	req.Version = 3
 	req.BrokerID, req.BrokerEpoch = b.id, b.epoch
 	rt := kmsg.NewAlterPartitionRequestTopic()
-	rt.TopicID = r.tp.topic
+	rt.TopicID = k.topic
 	rp := kmsg.NewAlterPartitionRequestTopicPartition()
-	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = r.tp.part, p.LeaderEpoch, p.PartitionEpoch
-	for _, m := range p.NewISR {
+	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = k.part, prop.LeaderEpoch, prop.PartitionEpoch
+	for _, m := range prop.NewISR {
 		rp.NewEpochISR = append(rp.NewEpochISR, kmsg.AlterPartitionRequestTopicPartitionNewEpochISR{BrokerID: m.ID, BrokerEpoch: m.BrokerEpoch})
 	}
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	gen := b.gen
+	b.s.tracef("b%d %s proposes isr %v at partition epoch %d", b.id, k, prop.NewISR, prop.PartitionEpoch)
 	b.s.callController(b.id, b.controller(), req, func(resp kmsg.Response) {
-		if !b.up || b.gen != gen || r.leader != l {
+		r := b.replicas[k]
+		if !b.up || b.gen != gen || r == nil || r.p != p {
 			return
 		}
-		res := replication.AlterPartitionResult{Seq: p.Seq, Now: b.s.time(), Err: errNoAnswer}
+		res := replication.AlterPartitionResult{Seq: prop.Seq, Now: b.s.time(), Err: errNoAnswer}
 		if ar, ok := resp.(*kmsg.AlterPartitionResponse); ok {
 			res.Err = kerr.ErrorForCode(ar.ErrorCode)
-			for _, t := range ar.Topics {
-				for _, sp := range t.Partitions {
-					if sp.Partition == r.tp.part && res.Err == nil {
-						res.Err = kerr.ErrorForCode(sp.ErrorCode)
-						res.LeaderEpoch, res.PartitionEpoch, res.ISR = sp.LeaderEpoch, sp.PartitionEpoch, sp.ISR
+			if res.Err == nil {
+				res.Err = kerr.UnknownServerError
+				for _, t := range ar.Topics {
+					for _, sp := range t.Partitions {
+						if sp.Partition == k.part {
+							res.Err = kerr.ErrorForCode(sp.ErrorCode)
+							res.LeaderEpoch, res.PartitionEpoch, res.ISR = sp.LeaderEpoch, sp.PartitionEpoch, sp.ISR
+						}
 					}
 				}
 			}
 		}
-		r.leaderActions(l, l.Step(res))
+		b.s.tracef("b%d %s isr proposal answered: %v %v at partition epoch %d", b.id, k, res.Err, res.ISR, res.PartitionEpoch)
+		p.AlterPartitionResult(pgen, res)
 		b.process()
+		b.settle()
 	})
 }
 
 var errNoAnswer = errors.New("sim: no answer from the controller")
+
+// drain answers what waits on a partition that was just removed.
+func (r *replica) drain() {
+	r.resolveWaiters()
+	r.wakeParked()
+}
+
+func (r *replica) String() string { return fmt.Sprintf("b%d %s", r.b.id, r.tp) }

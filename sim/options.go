@@ -38,6 +38,10 @@ type Options struct {
 	// often the last write kept is torn.
 	UnsyncedKeepPct int
 	TornPct         int
+	// SnapshotBytes is the partitions' Config.SnapshotBytes: how much a
+	// partition appends between two producer state snapshots (0: the
+	// product's default, which these runs never reach).
+	SnapshotBytes int64
 	// Phases, in ticks (1 tick = 1 ms of simulated time).
 	SafetyTicks   int64
 	LivenessTicks int64 // the bound for the liveness phase
@@ -101,6 +105,7 @@ func Derive(seed uint64, p Profile) Options {
 	o.TornPct = []int{0, 50}[r.IntN(2)]
 	o.SafetyTicks = 2000 + int64(r.IntN(2000))
 	o.LivenessTicks = 20000
+	o.SnapshotBytes = []int64{0, 512, 4096}[r.IntN(3)]
 	if p == ProfileLong {
 		o.SafetyTicks = 5000 + int64(r.IntN(10000))
 		o.BatchesEach *= 4
@@ -115,9 +120,9 @@ func (o Options) String() string {
 	fmt.Fprintf(&b, "seed=%d brokers=%d rf=%d min-isr=%d topics=%dx%d producers=%d acks-all=%d%% batches=%d consumers=%d churn=%v shutdowns=%v",
 		o.Seed, o.Brokers, o.ReplicationFactor, o.MinISR, o.Topics, o.Partitions, o.Producers, o.AcksAllPct, o.BatchesEach,
 		o.Consumers, o.TopicChurn, o.ControlledStop)
-	fmt.Fprintf(&b, " drop=%d%% dup=%d%% delay=%d-%dms crash-every=%d partition-every=%d disk-every=%d unsynced-kept=%d%% torn=%d%% safety=%dms liveness<=%dms",
+	fmt.Fprintf(&b, " drop=%d%% dup=%d%% delay=%d-%dms crash-every=%d partition-every=%d disk-every=%d unsynced-kept=%d%% torn=%d%% snapshot-bytes=%d safety=%dms liveness<=%dms",
 		o.DropPct, o.DupPct, o.DelayMin, o.DelayMax, o.CrashEvery, o.PartitionEvery, o.DiskEvery, o.UnsyncedKeepPct, o.TornPct,
-		o.SafetyTicks, o.LivenessTicks)
+		o.SnapshotBytes, o.SafetyTicks, o.LivenessTicks)
 	if o.LostBroker > 0 {
 		fmt.Fprintf(&b, " lost-broker=%d", o.LostBroker)
 	}

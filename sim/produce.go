@@ -1,20 +1,21 @@
 package sim
 
 import (
-	"errors"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/minikafka/minikafka/broker/batch"
-	"github.com/minikafka/minikafka/engine"
+	"github.com/minikafka/minikafka/broker/partition"
 )
 
-// The leader's produce path, as the product's: validate the batch, check
-// the idempotent producer's sequence (a duplicate is answered with the
-// offsets it was stored at), assign offsets and the leader epoch, append,
-// and answer acks=1 once the batch is synced, acks=all once the high
-// watermark passes it (with NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is
-// by then below min.insync.replicas).
+// The produce path, as the broker's: an acks=all produce is refused with
+// NOT_ENOUGH_REPLICAS while the ISR is below min.insync.replicas
+// (Partition.CheckProduce); the partition validates the batch, checks the
+// idempotent producer's sequence (a duplicate is answered with the offsets
+// it was stored at), assigns offsets and the leader epoch and appends
+// (Partition.Append); the answer waits until the batch is durable here
+// (acks=1) or below the high watermark (acks=all), or the leadership it
+// was appended under ends (Partition.AwaitAck, polled after every event
+// at this broker where the broker blocks).
 
 const produceWaitMs = 1500
 
@@ -27,79 +28,58 @@ type produceReq struct {
 type produceResp struct {
 	err        error
 	base, last int64
+	epoch      int32 // the acknowledging leader's epoch, for the checkers (not on the wire)
 }
 
 type waiter struct {
-	last     int64
-	acks     int16
-	deadline int64
-	reply    func(produceResp)
-	base     int64
+	base, last int64
+	epoch      int32 // of the leadership the wait is under
+	ack        partition.AckWait
+	deadline   int64
+	reply      func(produceResp)
 }
 
 func (b *broker) serveProduce(pr produceReq, reply func(produceResp)) {
 	r := b.replicas[pr.tp]
-	if r == nil || r.leader == nil {
+	if r == nil {
 		reply(produceResp{err: kerr.NotLeaderForPartition})
 		return
 	}
-	if err := r.leader.CheckProduce(pr.acks); err != nil {
-		reply(produceResp{err: err})
-		return
+	if pr.acks == -1 {
+		if err := r.p.CheckProduce(-1); err != nil {
+			reply(produceResp{err: kafkaErr(err)})
+			return
+		}
 	}
-	h, err := batch.Parse(pr.data)
+	// The network may deliver the same bytes twice; Append patches them.
+	app, err := r.p.Append(append([]byte(nil), pr.data...))
+	r.observe()
 	if err != nil {
-		reply(produceResp{err: kerr.CorruptMessage})
+		reply(produceResp{err: kafkaErr(err)})
+		b.settle()
 		return
 	}
-	d, err := r.pstate.Check(h)
-	if err != nil {
-		reply(produceResp{err: err})
-		return
-	}
-	if d.Duplicate {
-		r.wait(&waiter{base: d.BaseOffset, last: d.LastOffset, acks: pr.acks, reply: reply})
-		return
-	}
-	data := append([]byte(nil), pr.data...)
-	base := r.log.EndOffset()
-	batch.SetBaseOffset(data, base)
-	batch.SetPartitionLeaderEpoch(data, r.leaderEpoch)
-	if err := r.log.Append(engine.Batch{BaseOffset: base, Records: h.Offsets(), Data: data}); err != nil {
-		reply(produceResp{err: kerr.KafkaStorageError})
-		return
-	}
-	h.BaseOffset = base
-	r.pstate.Record(h, base, b.s.now)
-	r.leaderActions(r.leader, r.leader.Step(localAppended(r.log.EndOffset())))
-	r.requestSync()
-	r.wait(&waiter{base: base, last: h.LastOffset(), acks: pr.acks, reply: reply})
-	r.wakeParked()
+	r.waiters = append(r.waiters, &waiter{
+		base: app.BaseOffset, last: app.LastOffset, epoch: r.p.Role().LeaderEpoch, ack: r.p.AwaitAck(pr.acks, app.LastOffset+1),
+		deadline: b.s.now + produceWaitMs, reply: reply,
+	})
+	b.later(produceWaitMs, "produce-wait", b.settle)
+	b.settle()
 }
 
-func (r *replica) wait(w *waiter) {
-	w.deadline = r.b.s.now + produceWaitMs
-	r.waiters = append(r.waiters, w)
-	r.b.later(produceWaitMs, "produce-wait", r.resolveWaiters)
-	r.resolveWaiters()
-}
-
-// resolveWaiters answers the producers whose batch is as safe as they asked.
+// resolveWaiters answers the producers whose wait is over.
 func (r *replica) resolveWaiters() {
-	if r.leader == nil {
+	if len(r.waiters) == 0 {
 		return
 	}
-	keep := r.waiters[:0]
+	var keep []*waiter
 	for _, w := range r.waiters {
+		done, err := w.ack.Poll()
 		switch {
-		case w.acks == -1 && r.leader.HW() > w.last:
-			resp := produceResp{base: w.base, last: w.last}
-			if err := r.leader.AfterAppendCheck(); err != nil {
-				resp.err = err
-			}
-			w.reply(resp)
-		case w.acks != -1 && r.durable > w.last:
-			w.reply(produceResp{base: w.base, last: w.last})
+		case done && err == nil:
+			w.reply(produceResp{base: w.base, last: w.last, epoch: w.epoch})
+		case done:
+			w.reply(produceResp{err: kafkaErr(err)})
 		case r.b.s.now >= w.deadline:
 			w.reply(produceResp{err: kerr.RequestTimedOut})
 		default:
@@ -109,28 +89,29 @@ func (r *replica) resolveWaiters() {
 	r.waiters = keep
 }
 
-// serveConsume answers a consumer's fetch: whole batches from offset,
-// below the high watermark only.
+// serveConsume answers a consumer's fetch, as the broker's Fetch handler:
+// the leader's partition reads whole batches from offset, below the high
+// watermark only.
 func (b *broker) serveConsume(t tp, offset int64) fetchResp {
 	r := b.replicas[t]
-	if r == nil || r.leader == nil {
+	if r == nil || !r.p.Role().Local {
 		return fetchResp{err: kerr.NotLeaderForPartition}
 	}
-	hw := r.leader.HW()
-	if offset < r.log.StartOffset() || offset > hw {
-		return fetchResp{err: kerr.OffsetOutOfRange, hw: hw, logStart: r.log.StartOffset()}
+	rd, err := r.p.Read(offset, fetchMaxBytes)
+	resp := fetchResp{hw: rd.HighWatermark, logStart: rd.LogStartOffset}
+	if err != nil {
+		resp.err = kafkaErr(err)
+		return resp
 	}
-	resp := fetchResp{hw: hw, logStart: r.log.StartOffset()}
-	bs, err := r.log.Read(offset, fetchMaxBytes)
-	if err != nil && !errors.Is(err, engine.ErrOffsetOutOfRange) {
-		return fetchResp{err: kerr.KafkaStorageError}
+	if len(rd.Records) == 0 {
+		return resp // at the high watermark
 	}
-	for _, bt := range bs {
-		if bt.NextOffset() > hw {
-			break
-		}
-		resp.batches = append(resp.batches, bt.Data)
+	bs, err := batch.Split(rd.Records)
+	if err != nil {
+		b.s.violate("corrupt-read", "b%d %s: a read at %d does not split into batches: %v", b.id, t, offset, err)
+		return resp
 	}
+	resp.batches = bs
 	b.s.checks.served(r, offset, resp)
 	return resp
 }

@@ -143,6 +143,11 @@ type Manager struct {
 	done   chan struct{} // closed when the retention loop has exited
 	ticked chan struct{} // closed when the tick loop has exited
 
+	// tickMu serializes Tick; lastSave is when it last wrote the high
+	// watermark checkpoints.
+	tickMu   sync.Mutex
+	lastSave time.Time
+
 	// lock is held on Dir/LOCK while the manager is open: a second broker
 	// on the same directory would interleave appends with this one's.
 	lock io.Closer
@@ -187,6 +192,7 @@ func OpenManager(cfg Config) (*Manager, error) {
 	m := &Manager{
 		cfg: cfg, fs: fs, parts: map[Key]*Partition{}, names: map[string]uuid.UUID{},
 		quit: make(chan struct{}), done: make(chan struct{}), ticked: make(chan struct{}),
+		lastSave: cfg.Clock.Now(),
 	}
 	if err := m.open(); err != nil {
 		m.closePartitions()
@@ -203,13 +209,27 @@ func OpenManager(cfg Config) (*Manager, error) {
 	return m, nil
 }
 
-// Tick ticks every partition's leader now, as the tick loop does every
-// TickInterval (for a Manager opened with Config.Manual).
+// Tick does now what the tick loop does every TickInterval, for a Manager
+// opened with Config.Manual: every partition's leader is ticked (ISR
+// shrink, AlterPartition retries), in key order, and the high watermark
+// checkpoints are written when hwCheckpointEvery has passed since the last
+// time they were.
 func (m *Manager) Tick(now time.Time) {
+	m.tickMu.Lock()
+	defer m.tickMu.Unlock()
+	save := now.Sub(m.lastSave) >= hwCheckpointEvery
 	for _, k := range m.Keys() { // in order: the simulator replays it
-		if p, ok := m.Get(k); ok {
-			p.Tick(now)
+		p, ok := m.Get(k)
+		if !ok {
+			continue
 		}
+		p.Tick(now)
+		if save {
+			p.saveHW()
+		}
+	}
+	if save {
+		m.lastSave = now
 	}
 }
 
@@ -217,32 +237,19 @@ func (m *Manager) Tick(now time.Time) {
 // checkpoint is written when it moved.
 const hwCheckpointEvery = 2 * time.Second
 
-// tickLoop ticks every partition's leader each TickInterval (ISR shrink,
-// AlterPartition retries) and writes the high watermark checkpoints every
-// hwCheckpointEvery, until Close.
+// tickLoop calls Tick every TickInterval until Close.
 func (m *Manager) tickLoop() {
 	defer close(m.ticked)
 	every := m.cfg.TickInterval
 	t := m.cfg.Clock.NewTimer(every)
 	defer t.Stop()
-	lastSave := m.cfg.Clock.Now()
 	for {
 		select {
 		case <-m.quit:
 			return
 		case <-t.C():
 		}
-		now := m.cfg.Clock.Now()
-		save := now.Sub(lastSave) >= hwCheckpointEvery
-		for _, p := range m.allPartitions() {
-			p.Tick(now)
-			if save {
-				p.saveHW()
-			}
-		}
-		if save {
-			lastSave = now
-		}
+		m.Tick(m.cfg.Clock.Now())
 		t.Reset(every)
 	}
 }
@@ -530,20 +537,31 @@ func (m *Manager) EnforceRetention() error {
 	return first
 }
 
+// allPartitions are the partitions held, in key order.
 func (m *Manager) allPartitions() []*Partition {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	parts := make([]*Partition, 0, len(m.parts))
-	for _, p := range m.parts {
-		parts = append(parts, p)
+	var parts []*Partition
+	for _, k := range m.Keys() {
+		if p, ok := m.Get(k); ok {
+			parts = append(parts, p)
+		}
 	}
 	return parts
 }
 
 // closePartitions closes every partition, a few at a time (each close
-// fsyncs), and returns the first error.
+// fsyncs), and returns the first error. A Manual manager closes them one
+// after the other, in key order, on the caller's goroutine.
 func (m *Manager) closePartitions() error {
 	parts := m.allPartitions()
+	if m.cfg.Manual {
+		var first error
+		for _, p := range parts {
+			if err := p.close(); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
 	var (
 		wg       sync.WaitGroup
 		errMu    sync.Mutex

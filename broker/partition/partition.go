@@ -77,11 +77,16 @@ type Partition struct {
 	gone      atomic.Bool // closed, readable without mu
 	producers *producer.State
 	epoch     int32 // the leader epoch of the current role
-	leader    bool  // this broker leads the partition (at epoch)
-	leaderID  int32 // who leads it, as the metadata says (-1: nobody)
-	// leaderGone is closed when this broker's leadership ends: produces
-	// waiting for the high watermark fail with NOT_LEADER_OR_FOLLOWER.
-	leaderGone chan struct{}
+	// self and brokerEpoch are this broker's id and the epoch the current
+	// role was built with.
+	self        int32
+	brokerEpoch int64
+	leader      bool  // this broker leads the partition (at epoch)
+	leaderID    int32 // who leads it, as the metadata says (-1: nobody)
+	// tenure is this broker's current leadership, nil while it does not
+	// lead: produces waiting for the high watermark under it fail with
+	// NOT_LEADER_OR_FOLLOWER once it ends.
+	tenure *tenure
 
 	// repMu guards the replication state machine (replica.go); taken after mu.
 	repMu   sync.Mutex
@@ -327,6 +332,25 @@ func (p *Partition) Read(offset int64, maxBytes int) (Read, error) {
 	}
 	return r, nil
 }
+
+// ReadLog returns the stored batches from the one holding offset, about
+// maxBytes of them but at least one, as the engine holds them: whatever
+// the high watermark. It is for tools that compare replicas byte for byte
+// (the simulator's checkers); consumers use Read, followers ServeFollower.
+func (p *Partition) ReadLog(offset int64, maxBytes int) ([]engine.Batch, error) {
+	if p.gone.Load() {
+		return nil, p.closedErr()
+	}
+	bs, err := p.log.Read(offset, maxBytes)
+	if err != nil {
+		return nil, p.storageErr("read", err)
+	}
+	return bs, nil
+}
+
+// DurableEnd is how far the log is known durable: under SyncAlways what the
+// last Sync (or the background loop) made durable, the log end otherwise.
+func (p *Partition) DurableEnd() int64 { return p.durable.get() }
 
 // HighWatermark is the offset below which records are committed: readable
 // by consumers and acknowledged to acks=all producers.

@@ -54,6 +54,12 @@ type Replication struct {
 	ProposeISR func(p *Partition, prop replication.ProposeISR)
 	// LagTime is replica.lag.time.max.ms; 0: replication.DefaultLagTime.
 	LagTime time.Duration
+	// ConfigureLeader and ConfigureFollower, when set, see each state
+	// machine's configuration before it is built. They are a test seam:
+	// the simulator switches a protection off through them in a build with
+	// the mutations tag (replication's Mutate); the broker leaves them nil.
+	ConfigureLeader   func(*replication.LeaderConfig)
+	ConfigureFollower func(*replication.FollowerConfig)
 }
 
 // role is the state machine a partition runs.
@@ -83,7 +89,11 @@ func (p *Partition) SetState(st ReplicaState) (bool, error) {
 	}
 	lead := st.Lead && st.Leader == st.Self
 	follow := !lead && st.Leader >= 0 && st.Leader != st.Self && slices.Contains(st.Replicas, st.Self)
-	same := st.LeaderEpoch == p.epoch && st.Leader == p.leaderID && lead == p.leader && (follow == (p.role.follower != nil))
+	// A new broker epoch (this broker registered again) is a new role too:
+	// its fetches and proposals must carry it, or the leader never takes
+	// this replica back into the ISR (KIP-903).
+	same := st.LeaderEpoch == p.epoch && st.Leader == p.leaderID && lead == p.leader &&
+		(follow == (p.role.follower != nil)) && st.BrokerEpoch == p.brokerEpoch
 	if same {
 		if l := p.role.leader; l != nil {
 			p.applyLocked(l.Step(replication.MetadataUpdate{
@@ -98,44 +108,71 @@ func (p *Partition) SetState(st ReplicaState) (bool, error) {
 		p.endLeadership()
 	}
 	p.role = role{gen: p.role.gen + 1}
-	p.epoch, p.leaderID, p.leader = st.LeaderEpoch, st.Leader, lead
+	p.epoch, p.leaderID, p.leader, p.brokerEpoch, p.self = st.LeaderEpoch, st.Leader, lead, st.BrokerEpoch, st.Self
 	switch {
 	case lead:
-		l, acts, err := replication.NewLeader(replication.LeaderConfig{
+		cfg := replication.LeaderConfig{
 			Self: st.Self, BrokerEpoch: st.BrokerEpoch, Replicas: st.Replicas, ISR: st.ISR, ELR: st.ELR,
 			LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch, MinISR: st.MinISR,
 			LagTime: p.repl.LagTime, LogStart: p.log.StartOffset(), LogEnd: p.log.EndOffset(),
 			DurableEnd: p.durable.get(), HW: p.wm.get(), Epochs: p.epochs, Eligible: st.Eligible, Now: st.Now,
-		})
+		}
+		if p.repl.ConfigureLeader != nil {
+			p.repl.ConfigureLeader(&cfg)
+		}
+		l, acts, err := replication.NewLeader(cfg)
 		if err != nil {
 			p.leader = false
 			return true, p.wrap(fmt.Errorf("become leader at epoch %d: %w", st.LeaderEpoch, err))
 		}
 		p.role.leader = l
-		p.leaderGone = make(chan struct{})
+		p.tenure = &tenure{gone: make(chan struct{})}
 		p.applyLocked(acts)
 	case follow:
-		f, acts, err := replication.NewFollower(replication.FollowerConfig{
-			Self: st.Self, BrokerEpoch: st.BrokerEpoch, Leader: st.Leader, LeaderEpoch: st.LeaderEpoch,
-			SyncAlways: p.always, LogStart: p.log.StartOffset(), LogEnd: p.log.EndOffset(),
-			DurableEnd: p.durable.get(), HW: p.wm.get(), Epochs: p.epochs,
-		})
-		if err != nil {
-			return true, p.wrap(fmt.Errorf("become follower of %d at epoch %d: %w", st.Leader, st.LeaderEpoch, err))
+		if err := p.followLocked(); err != nil {
+			return true, err
 		}
-		p.role.follower = f
-		p.applyLocked(acts)
 	}
 	p.fetchable.poke()
 	return true, nil
+}
+
+// tenure is one leadership of this broker's.
+type tenure struct {
+	gone chan struct{} // closed when it ends
+	// endHW is the high watermark when it ended, set before gone is
+	// closed: a produce it acknowledges is one that HW passed.
+	endHW int64
+}
+
+// followLocked builds the Follower of the role set (leader, leader epoch,
+// broker epoch) from the log as it is. The caller holds mu and repMu.
+func (p *Partition) followLocked() error {
+	cfg := replication.FollowerConfig{
+		Self: p.self, BrokerEpoch: p.brokerEpoch, Leader: p.leaderID, LeaderEpoch: p.epoch,
+		SyncAlways: p.always, LogStart: p.log.StartOffset(), LogEnd: p.log.EndOffset(),
+		DurableEnd: p.durable.get(), HW: p.wm.get(), Epochs: p.epochs,
+	}
+	if p.repl.ConfigureFollower != nil {
+		p.repl.ConfigureFollower(&cfg)
+	}
+	f, acts, err := replication.NewFollower(cfg)
+	if err != nil {
+		p.role.follower = nil
+		return p.wrap(fmt.Errorf("become follower of %d at epoch %d: %w", p.leaderID, p.epoch, err))
+	}
+	p.role.follower = f
+	p.applyLocked(acts)
+	return nil
 }
 
 // endLeadership fails every produce waiting for this leadership: its
 // batches may still be committed by the next leader, and the producer's
 // retry finds them there (the producer state is replicated).
 func (p *Partition) endLeadership() {
-	close(p.leaderGone)
-	p.leaderGone = nil
+	p.tenure.endHW = p.wm.get()
+	close(p.tenure.gone)
+	p.tenure = nil
 	p.wm.poke()
 }
 
@@ -153,9 +190,7 @@ func (p *Partition) applyLocked(acts []replication.Action) error {
 				p.repl.ProposeISR(p, a)
 			}
 		case replication.SaveEpochs:
-			if err := engine.WriteChecked(p.fs, p.fs.PathJoin(p.dir, epochsCheckpointFile), epochsMagic, p.epochs.Marshal()); err != nil {
-				p.logger.Warn("leader epoch checkpoint failed; a restart rebuilds it from the log", "err", err)
-			}
+			p.saveEpochsLocked()
 		case replication.Truncate:
 			if err := p.truncateLocked(a.To); err != nil {
 				outcome = err
@@ -289,6 +324,17 @@ func (p *Partition) LeaderStatus(now time.Time) (replication.LeaderStatus, bool)
 	return replication.LeaderStatus{}, false
 }
 
+// FollowerState is the follower's replication state, and false when this
+// broker does not follow the partition.
+func (p *Partition) FollowerState() (replication.FollowerState, bool) {
+	p.repMu.Lock()
+	defer p.repMu.Unlock()
+	if f := p.role.follower; f != nil {
+		return f.State(), true
+	}
+	return replication.FollowerState{}, false
+}
+
 // ReplicationBytes is how many record bytes this replica has appended as a
 // follower (in) and served to followers as leader (out) since it opened.
 func (p *Partition) ReplicationBytes() (in, out int64) {
@@ -356,7 +402,7 @@ func (p *Partition) ServeFollower(ev replication.FollowerFetch, maxBytes int) (R
 func (p *Partition) WaitFollowerData(done <-chan struct{}, offset int64) {
 	for {
 		ch := p.fetchable.changed()
-		if p.gone.Load() || p.durable.get() > offset || !p.Role().Local {
+		if p.FollowerDataReady(offset) {
 			return
 		}
 		select {
@@ -365,6 +411,13 @@ func (p *Partition) WaitFollowerData(done <-chan struct{}, offset int64) {
 			return
 		}
 	}
+}
+
+// FollowerDataReady reports, without blocking, what ends
+// WaitFollowerData: a follower at offset has something to fetch, or is
+// to be answered at once (the role changed, the partition closed).
+func (p *Partition) FollowerDataReady(offset int64) bool {
+	return p.gone.Load() || p.durable.get() > offset || !p.Role().Local
 }
 
 type engineBatch = engine.Batch
@@ -407,7 +460,12 @@ func (p *Partition) NextFetch() (replication.FetchRequest, bool) {
 // FetchResult is the leader's answer for this partition, as a follower's
 // fetcher got it.
 type FetchResult struct {
-	FetchOffset    int64
+	// Request is the fetch it answers, as NextFetch gave it. An answer to
+	// a fetch of an earlier role (another leader, leader epoch or broker
+	// epoch) is dropped: a FENCED_LEADER_EPOCH that the old leader gave
+	// the old role's fetch would make the new role wait for metadata
+	// that never comes.
+	Request        replication.FetchRequest
 	Err            error // kerr value of the partition's error code
 	HighWatermark  int64
 	LogStartOffset int64
@@ -433,22 +491,43 @@ func (p *Partition) HandleFetch(r FetchResult) error {
 	p.repMu.Lock()
 	defer p.repMu.Unlock()
 	f := p.role.follower
-	if f == nil {
+	if q := r.Request; f == nil || q.Leader != p.leaderID || q.CurrentLeaderEpoch != p.epoch || q.BrokerEpoch != p.brokerEpoch {
 		return nil
 	}
 	acts := f.Step(replication.FetchResponse{
-		FetchOffset: r.FetchOffset, Err: r.Err, HighWatermark: r.HighWatermark,
+		FetchOffset: r.Request.FetchOffset, Err: r.Err, HighWatermark: r.HighWatermark,
 		LogStartOffset: r.LogStartOffset, DivergingEpoch: r.Diverging, Batches: infos,
 	})
-	outcome := p.applyLocked(acts)
+	// In order: the Append before the HW that follows it.
+	var outcome error
 	for _, a := range acts {
 		if ap, ok := a.(replication.Append); ok {
 			if err := p.appendReplicatedLocked(ap.Batches, batches); err != nil {
+				p.resyncFollowerLocked()
 				return err
 			}
+			continue
+		}
+		if err := p.applyLocked([]replication.Action{a}); err != nil && outcome == nil {
+			outcome = err
 		}
 	}
 	return outcome
+}
+
+// resyncFollowerLocked rebuilds the Follower from the log after an
+// append of fetched batches failed (a full disk): f counted them all, its
+// epoch cache assigned their epochs, and what it did after the Append (the
+// high watermark, the log start) was not done. Left as it was, it would
+// fetch past the log end, or under sync=always wait forever for a sync of
+// what is not there. The caller holds mu and repMu.
+func (p *Partition) resyncFollowerLocked() {
+	if p.epochs.TruncateFromEnd(p.log.EndOffset()) {
+		p.saveEpochsLocked()
+	}
+	if err := p.followLocked(); err != nil {
+		p.logger.Error("rebuilding the follower after a failed append", "err", err)
+	}
 }
 
 // splitFetched splits a fetched record set into batches and their headers,
@@ -483,13 +562,16 @@ func splitFetched(records []byte) (map[int64][]byte, []replication.BatchInfo, er
 // state records each, so that a failover keeps idempotence.
 func (p *Partition) appendReplicatedLocked(infos []replication.BatchInfo, bytesAt map[int64][]byte) error {
 	nowMs := p.clock.Now().UnixMilli()
-	for _, info := range infos {
+	for i, info := range infos {
 		b := bytesAt[info.BaseOffset]
 		h, err := batch.ParseHeader(b)
 		if err != nil {
 			return p.wrap(fmt.Errorf("replicated batch at %d: %w", info.BaseOffset, err))
 		}
 		if err := p.log.Append(engineBatch{BaseOffset: info.BaseOffset, Records: h.Offsets(), Data: b}); err != nil {
+			if i > 0 {
+				p.afterAppendLocked(p.log.EndOffset()) // what was appended is synced
+			}
 			return p.storageErr("append replicated", err)
 		}
 		p.producers.Record(h, info.BaseOffset, nowMs)
@@ -498,4 +580,12 @@ func (p *Partition) appendReplicatedLocked(infos []replication.BatchInfo, bytesA
 	}
 	p.afterAppendLocked(p.log.EndOffset())
 	return nil
+}
+
+// saveEpochsLocked checkpoints the leader epoch cache; a failure costs
+// only a rebuild from the log's batches at the next open.
+func (p *Partition) saveEpochsLocked() {
+	if err := engine.WriteChecked(p.fs, p.fs.PathJoin(p.dir, epochsCheckpointFile), epochsMagic, p.epochs.Marshal()); err != nil {
+		p.logger.Warn("leader epoch checkpoint failed; a restart rebuilds it from the log", "err", err)
+	}
 }

@@ -51,7 +51,7 @@ func (p *pair) round() bool {
 		Replica: 2, BrokerEpoch: 2, CurrentLeaderEpoch: fr.CurrentLeaderEpoch,
 		FetchOffset: fr.FetchOffset, LastFetchedEpoch: fr.LastFetchedEpoch, Now: time.Now(),
 	}, 1<<20)
-	res := partition.FetchResult{FetchOffset: fr.FetchOffset, HighWatermark: rd.HighWatermark, LogStartOffset: rd.LogStartOffset, Diverging: rd.Diverging, Records: rd.Records}
+	res := partition.FetchResult{Request: fr, HighWatermark: rd.HighWatermark, LogStartOffset: rd.LogStartOffset, Diverging: rd.Diverging, Records: rd.Records}
 	if err != nil {
 		res.Err = err
 	}
@@ -169,12 +169,12 @@ func TestFollowerRefusesACorruptBatch(t *testing.T) {
 	}, 5*time.Second, time.Millisecond)
 	bad := append([]byte(nil), rd.Records...)
 	bad[len(bad)-1] ^= 0xff // a record byte: the CRC no longer matches
-	err = p.follow.HandleFetch(partition.FetchResult{FetchOffset: fr.FetchOffset, HighWatermark: rd.HighWatermark, Records: bad})
+	err = p.follow.HandleFetch(partition.FetchResult{Request: fr, HighWatermark: rd.HighWatermark, Records: bad})
 	require.True(t, err == nil || partition.IsBackoff(err), "refused: %v", err)
 	require.Zero(t, p.follow.EndOffset(), "nothing stored")
 	again, ok := p.follow.NextFetch()
 	require.True(t, ok)
 	require.Equal(t, fr.FetchOffset, again.FetchOffset, "the same offset is fetched again")
-	require.NoError(t, p.follow.HandleFetch(partition.FetchResult{FetchOffset: again.FetchOffset, HighWatermark: rd.HighWatermark, Records: rd.Records}))
+	require.NoError(t, p.follow.HandleFetch(partition.FetchResult{Request: again, HighWatermark: rd.HighWatermark, Records: rd.Records}))
 	require.Equal(t, int64(2), p.follow.EndOffset(), "the good copy is stored")
 }

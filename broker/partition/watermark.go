@@ -138,36 +138,92 @@ func (p *Partition) WaitDurable(ctx context.Context, end int64) error {
 // broker's leadership ended, or kerr.NotEnoughReplicasAfterAppend once the
 // ISR the batch counts on shrank below min.insync.replicas.
 func (p *Partition) WaitHighWatermark(ctx context.Context, end int64) error {
-	p.mu.Lock()
-	gone := p.leaderGone
-	p.mu.Unlock()
-	if gone == nil {
-		if p.wm.get() >= end {
-			return nil
-		}
-		return p.wrap(fmt.Errorf("not the leader: %w", kerr.NotLeaderForPartition))
+	w := p.AwaitAck(-1, end)
+	if w.tenure == nil {
+		_, err := w.Poll()
+		return err
 	}
 	var after error
 	err := p.wm.wait(ctx, func(hw int64) bool {
-		if hw >= end {
-			return true
-		}
-		select {
-		case <-gone:
-			after = p.wrap(fmt.Errorf("leadership lost while waiting: %w", kerr.NotLeaderForPartition))
-			return true
-		default:
-		}
-		if e := p.afterAppendCheck(); e != nil {
-			after = p.wrap(e)
-			return true
-		}
-		return false
+		done, e := w.hwReached(hw)
+		after = e
+		return done
 	})
 	if err != nil {
 		return err
 	}
 	return after
+}
+
+// AckWait is one produce's wait for its acknowledgement, for a caller that
+// cannot block (a Manual manager's: the simulator polls after each event).
+// Take it right after the Append, under the leadership the batch was
+// appended in.
+type AckWait struct {
+	p      *Partition
+	acks   int16
+	end    int64
+	tenure *tenure // that leadership; nil: none
+}
+
+// AwaitAck starts the wait of a produce whose batches end before end, with
+// acks 1 (durable here) or -1 (below the high watermark).
+func (p *Partition) AwaitAck(acks int16, end int64) AckWait {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return AckWait{p: p, acks: acks, end: end, tenure: p.tenure}
+}
+
+// Poll reports, without blocking, whether the wait is over, and then with
+// what WaitDurable (acks=1) or WaitHighWatermark (acks=-1) returns. Under a
+// sync policy other than always, an acks=1 Poll syncs the log, as
+// WaitDurable does.
+func (w AckWait) Poll() (done bool, err error) {
+	p := w.p
+	if w.acks != -1 {
+		if !p.always {
+			return true, p.WaitDurable(context.Background(), w.end)
+		}
+		if err := p.durable.failed(); err != nil {
+			return true, err
+		}
+		return p.durable.get() >= min(w.end, p.log.EndOffset()), nil
+	}
+	if w.tenure == nil {
+		if p.wm.get() >= w.end {
+			return true, nil
+		}
+		return true, p.wrap(fmt.Errorf("not the leader: %w", kerr.NotLeaderForPartition))
+	}
+	if done, err := w.hwReached(p.wm.get()); done {
+		return true, err
+	}
+	if err := p.wm.failed(); err != nil {
+		return true, err
+	}
+	return false, nil
+}
+
+// hwReached is the acks=all condition at high watermark hw. Once the
+// leadership has ended, only the high watermark it reached counts: a later
+// leadership's may pass offsets that this replica truncated and fetched
+// again in between, holding other records.
+func (w AckWait) hwReached(hw int64) (bool, error) {
+	select {
+	case <-w.tenure.gone:
+		if w.tenure.endHW >= w.end {
+			return true, nil
+		}
+		return true, w.p.wrap(fmt.Errorf("leadership lost while waiting: %w", kerr.NotLeaderForPartition))
+	default:
+	}
+	if hw >= w.end {
+		return true, nil
+	}
+	if e := w.p.afterAppendCheck(); e != nil {
+		return true, w.p.wrap(e)
+	}
+	return false, nil
 }
 
 // WaitForData (Fetch long polling) returns once the high watermark is past
@@ -242,4 +298,17 @@ func (p *Partition) Sync() bool {
 		return false
 	}
 	return p.syncOnce(context.Background())
+}
+
+// SyncWanted reports whether the partition asked for a Sync since the last
+// call: what wakes the background loop (appends under SyncAlways, a
+// producer snapshot due). For a Manager opened with Config.Manual, whose
+// caller schedules the Sync.
+func (p *Partition) SyncWanted() bool {
+	select {
+	case <-p.kick:
+		return true
+	default:
+		return false
+	}
 }

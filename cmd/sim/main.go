@@ -77,6 +77,7 @@ func main() {
 		fmt.Printf("ok: %d events, %.1fs simulated, trace %016x\n", r.Stats.Events, float64(r.Stats.Ticks)/1000, r.TraceHash)
 		return
 	}
+	load := [2]string{loadAverage()}
 	sum := runMany(*first, *seeds, options)
 	fmt.Print(sum.text())
 	if *report != "" {
@@ -84,7 +85,8 @@ func main() {
 		if len(sim.Mutations()) > 0 {
 			caught = catchMutations(*seeds)
 		}
-		if err := writeReport(*report, sum, caught); err != nil {
+		load[1] = loadAverage()
+		if err := writeReport(*report, sum, caught, load); err != nil {
 			fatalf("%v", err)
 		}
 		fmt.Println("wrote", *report)
