@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -31,7 +32,7 @@ type ClusterConfig struct {
 	Sync string
 	// Args are extra broker flags (-min-insync-replicas 2, ...).
 	Args []string
-	// Log gets every broker's output, each line as the broker wrote it.
+	// Log gets every broker's output, each line after "node N: ".
 	Log io.Writer
 }
 
@@ -132,7 +133,8 @@ func (c *Cluster) Start(ctx context.Context, id int32) error {
 		return fmt.Errorf("cluster: node %d is running", id)
 	}
 	args := append(ClusterArgs(c.cfg.Engine, n.ID, n.Dir, n.Addr, n.ControllerAddr, c.voters, c.cfg.Sync), c.cfg.Args...)
-	ch, err := proc.Start(ctx, proc.Config{Path: c.cfg.Bin, Args: args, Addr: n.Addr, Log: c.cfg.Log, Ready: 2 * time.Minute})
+	log := &prefixed{w: c.cfg.Log, prefix: []byte(fmt.Sprintf("node %d: ", id))}
+	ch, err := proc.Start(ctx, proc.Config{Path: c.cfg.Bin, Args: args, Addr: n.Addr, Log: log, Ready: 2 * time.Minute})
 	if err != nil {
 		return fmt.Errorf("cluster: node %d: %w", id, err)
 	}
@@ -473,3 +475,35 @@ func (d *Direct) Brokers(ctx context.Context) ([]int32, error) {
 
 // Close closes the client.
 func (d *Direct) Close() { d.cl.Close() }
+
+// prefixed writes every line it is given to w after prefix (a broker
+// writes its log a line per Write; a line split over two gets the prefix
+// once).
+type prefixed struct {
+	mu      sync.Mutex
+	w       io.Writer
+	prefix  []byte
+	midLine bool
+}
+
+func (p *prefixed) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(b)
+	var out []byte
+	for len(b) > 0 {
+		if !p.midLine {
+			out = append(out, p.prefix...)
+		}
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			out, b, p.midLine = append(out, b...), nil, true
+			break
+		}
+		out, b, p.midLine = append(out, b[:i+1]...), b[i+1:], false
+	}
+	if _, err := p.w.Write(out); err != nil {
+		return 0, err
+	}
+	return n, nil
+}

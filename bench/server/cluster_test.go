@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,4 +74,15 @@ func TestClusterKillStopRestart(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, m.Topics, 1)
 	assert.Len(t, m.Topics[0].Partitions, 3)
+}
+
+func TestPrefixed(t *testing.T) {
+	var b strings.Builder
+	p := &prefixed{w: &b, prefix: []byte("node 2: ")}
+	for _, s := range []string{"one\ntwo\n", "thr", "ee\n", ""} {
+		n, err := p.Write([]byte(s))
+		require.NoError(t, err)
+		assert.Equal(t, len(s), n)
+	}
+	assert.Equal(t, "node 2: one\nnode 2: two\nnode 2: three\n", b.String())
 }
