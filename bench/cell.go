@@ -8,9 +8,8 @@ import (
 
 // Topology is what a cell's servers are: how many brokers, how many
 // copies of each partition, which faults are injected while it runs. The
-// zero value is a single node with no replication and no faults, which is
-// what every profile measures so far; the cluster and replication
-// profiles fill in the rest.
+// zero value is a single node with no replication and no faults; the
+// cluster and replication profiles fill in the rest.
 type Topology struct {
 	Brokers           int `json:"brokers,omitempty"`
 	ReplicationFactor int `json:"replication_factor,omitempty"`

@@ -5,14 +5,16 @@
 // Topology, over its repetitions, each a profile's own Rep type), a
 // Spread of a figure over the repetitions, a cell's Errors, the profile's
 // Checks (a figure against a bound) and the Ratios the regression check
-// compares between runs. Topology is one broker today; the cluster and
-// replication profiles to come set its brokers, replication factor and
-// faults.
+// compares between runs. Topology is one broker for most profiles; the
+// cluster and replication profiles set its brokers, replication factor
+// and faults.
 //
-// The measuring tools: a latency recorder (HdrHistogram), device I/O
+// The measuring tools: a latency recorder (HdrHistogram), quantiles of a
+// figure measured many times with their confidence intervals, device I/O
 // counters, page-cache control, directory usage, seeded payloads, and the
 // markdown and JSON writers. The workloads live in subpackages, a profile
-// each (logbench, brokerbench, groupbench, matrix).
+// each (logbench, brokerbench, groupbench, clusterbench, replbench,
+// matrix).
 //
 // Nothing here asserts a duration: benchmarks report, tests check plumbing.
 package bench

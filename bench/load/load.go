@@ -6,6 +6,10 @@
 // that read from the start or the tail, and end-to-end latency from produce
 // to consume. cmd/loadgen, the broker benchmark and cmd/bench share it.
 //
+// A tracked producer (tracked.go) keeps every acknowledgement, and which
+// broker gave it, through a cluster's faults; Audit then consumes the topic
+// and counts what was lost, duplicated or misplaced.
+//
 // Records carry their send time inside the value (see stamp.go) when they are
 // at least StampBytes long, so end-to-end latency has nanosecond resolution
 // instead of the millisecond of Kafka's record timestamp.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -256,4 +257,14 @@ func batch(base int64, records int32, stamp uint64) engine.Batch {
 		data[i] = byte(stamp >> (56 - 8*i))
 	}
 	return engine.Batch{BaseOffset: base, Records: records, Data: data}
+}
+
+func TestIngest(t *testing.T) {
+	c := logbench.Quick()
+	s := logbench.Ingest("pebble", t.TempDir(), c)
+	require.Empty(t, s.Err)
+	assert.Equal(t, c.Records, s.Records)
+	assert.Equal(t, c.Records*int64(c.RecordBytes), s.PayloadBytes)
+	assert.False(t, math.IsNaN(logbench.BytesPerSecond(s)))
+	assert.NotEmpty(t, logbench.Ingest("no-such-engine", t.TempDir(), c).Err)
 }

@@ -244,3 +244,24 @@ func evict(dir string) (string, error) {
 	}
 	return fmt.Sprintf("warm (%.0f%% resident after %s)", resident*100, method), nil
 }
+
+// Ingest runs the engines profile's bulk ingest once on engine in dir
+// (Config's Records of RecordBytes in batches of BatchRecords, each
+// durable before the next, under sync=always; the engine closed at the
+// end) and returns its sample; BytesPerSecond reads its rate. The
+// replication profile compares followers catching up with it.
+func Ingest(engine, dir string, c Config) Sample {
+	s, err := EngineSubject(engine)
+	if err != nil {
+		return failed(WorkloadIngest, 1, err)
+	}
+	r := &runner{cfg: c, root: dir, payload: bench.NewPayload(1, 8<<20)}
+	if r.disk, err = bench.DiskFor(dir); err != nil {
+		r.disk = nil
+	}
+	in, smp := r.ingestOnce(s, dir, 1)
+	if in != nil {
+		_ = in.Close() // an engine that is not durable comes back open
+	}
+	return smp
+}

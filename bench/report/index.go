@@ -79,7 +79,7 @@ func WriteIndex(resultsDir string) error {
 	}
 	rep := &bench.Report{Title: "Benchmark results"}
 	s := rep.Section("Engine comparison runs")
-	s.Para("Each directory is one run of the end-to-end matrix, `go run ./cmd/bench -profile quick` or `-profile full` (see cmd/bench for the flags): report.md, results.json and the charts. `go run ./cmd/benchcheck` compares a run's ratios with the last committed run of the same profile. The other reports here are the other profiles of the same command, one file each with its JSON beside it: engines.md (`-profile engines`), broker.md (`-profile broker`), groups.md (`-profile groups`); `go run ./cmd/benchcheck -profile NAME` compares one with its committed version.")
+	s.Para("Each directory is one run of the end-to-end matrix, `go run ./cmd/bench -profile quick` or `-profile full` (see cmd/bench for the flags): report.md, results.json and the charts. `go run ./cmd/benchcheck` compares a run's ratios with the last committed run of the same profile. The other reports here are the other profiles of the same command, one file each with its JSON beside it: engines.md (`-profile engines`), broker.md (`-profile broker`), groups.md (`-profile groups`), cluster.md (`-profile cluster`), replication.md (`-profile replication`); `go run ./cmd/benchcheck -profile NAME` compares one with its committed version.")
 	t := s.Table("run", "profile", "date", "took", "cells with figures", "commit", "load average (start)").Left(1, 5, 6)
 	for i, r := range runs {
 		t.Row(fmt.Sprintf("[%s](%s/%s)", r.Name, dirs[i], ReportFile), r.Profile.Name, r.Started.UTC().Format("2006-01-02 15:04"),

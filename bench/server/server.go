@@ -1,9 +1,11 @@
 // Package server starts the servers the benchmarks measure, each as a child
 // process on its own data directory (bench/proc), so that its CPU, memory
 // and I/O are its own and it can be killed: mini-kafka's broker over one
-// engine (cmd/broker), franz-go's in-memory kfake (the serve-kfake command
-// of cmd/bench, ServeKfake here), and NATS JetStream (the peers command of
-// the bench/peers module).
+// engine (cmd/broker), a cluster of them (Cluster: every broker a
+// controller voter, killed, stopped and started again by node id),
+// franz-go's in-memory kfake (the serve-kfake command of cmd/bench,
+// ServeKfake here), and NATS JetStream (the peers command of the
+// bench/peers module).
 package server
 
 import (

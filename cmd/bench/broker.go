@@ -30,7 +30,9 @@ type brokerPlan struct {
 	brokerArgs string
 	partitions int
 	quick      bool
-	cfg        brokerbench.Config
+	// built marks brokerBin as built by another profile, not given.
+	built bool
+	cfg   brokerbench.Config
 }
 
 func brokerFlags(fs *flag.FlagSet) plan {
@@ -51,6 +53,26 @@ func brokerFlags(fs *flag.FlagSet) plan {
 }
 
 func (f *brokerPlan) measure(ctx context.Context, e *env) error {
+	dir, err := e.dataDir()
+	if err != nil {
+		return err
+	}
+	cfg, err := f.config(ctx, e, dir)
+	if err != nil {
+		return err
+	}
+	res, err := brokerbench.Run(ctx, cfg)
+	if res != nil {
+		if werr := writeBroker(res, e); werr != nil {
+			return werr
+		}
+	}
+	return err
+}
+
+// config is the run the flags describe, its data under dir (the cluster
+// profile runs it too).
+func (f *brokerPlan) config(ctx context.Context, e *env, dir string) (brokerbench.Config, error) {
 	f.cfg.Partitions = int32(f.partitions)
 	if f.quick {
 		if !e.given["records"] {
@@ -63,17 +85,13 @@ func (f *brokerPlan) measure(ctx context.Context, e *env) error {
 			f.cfg.Reps = 1
 		}
 	}
-	dir, err := e.dataDir()
-	if err != nil {
-		return err
-	}
 	me, err := self()
 	if err != nil {
-		return err
+		return f.cfg, err
 	}
 	logs, err := e.serverLog(dir)
 	if err != nil {
-		return err
+		return f.cfg, err
 	}
 	// A broker that does not build fails its cells, not the run: kfake's
 	// figures are still worth a report.
@@ -88,7 +106,7 @@ func (f *brokerPlan) measure(ctx context.Context, e *env) error {
 	f.cfg.Dir, f.cfg.Log, f.cfg.Command, f.cfg.Bar = dir, e.stderr, e.command, e.bar(false)
 	desc := "broker (built from ./cmd/broker)"
 	switch {
-	case f.brokerBin != "":
+	case f.brokerBin != "" && !f.built:
 		desc = f.brokerBin
 	case buildErr != nil:
 		desc = "broker (did not build)"
@@ -99,13 +117,7 @@ func (f *brokerPlan) measure(ctx context.Context, e *env) error {
 			strings.Join(append(server.BrokerArgs("ENGINE", "DIR", "ADDR", "METRICS_ADDR", f.cfg.Sync, f.cfg.Partitions), strings.Fields(f.brokerArgs)...), " ")),
 		"client: franz-go in the benchmark process; the servers run in their own processes on the same machine",
 	}
-	res, err := brokerbench.Run(ctx, f.cfg)
-	if res != nil {
-		if werr := writeBroker(res, e); werr != nil {
-			return werr
-		}
-	}
-	return err
+	return f.cfg, nil
 }
 
 func writeBroker(res *brokerbench.Result, e *env) error {
@@ -118,6 +130,11 @@ func (f *brokerPlan) brokerBinary(ctx context.Context, e *env) (string, error) {
 	if f.brokerBin != "" || len(bench.SplitList(f.engines))+len(bench.SplitList(f.rssEngines)) == 0 {
 		return f.brokerBin, nil
 	}
+	return buildBroker(ctx, e)
+}
+
+// buildBroker builds ./cmd/broker into a temporary directory.
+func buildBroker(ctx context.Context, e *env) (string, error) {
 	root, err := moduleRoot(ctx)
 	if err != nil {
 		return "", err

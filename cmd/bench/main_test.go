@@ -202,3 +202,63 @@ func TestBenchEndToEnd(t *testing.T) {
 	var stderr2 strings.Builder
 	require.Equal(t, 0, run(ctx, []string{"-render", filepath.Join(out, "e2e"), "-readme", ""}, &strings.Builder{}, &stderr2), stderr2.String())
 }
+
+// TestClusterSmoke runs the cluster profile on one engine with one kill
+// of each kind and two topics, and renders the report again from its
+// JSON.
+func TestClusterSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cmd/broker and starts a cluster")
+	}
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var stderr strings.Builder
+	code := run(ctx, []string{"-profile", "cluster", "-engines", "segment", "-kills", "1", "-topics", "2", "-scale-engines", "",
+		"-single-node=false", "-dir", t.TempDir(), "-out", out, "-progress=false"}, &strings.Builder{}, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	md, err := os.ReadFile(filepath.Join(out, "cluster.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "| segment | 1/1 |", "the failover table has its kill")
+	assert.Contains(t, string(md), "| segment | 2/2 |", "the creation table has its topics")
+
+	again := t.TempDir()
+	require.Equal(t, 0, run(ctx, []string{"-profile", "cluster", "-render", filepath.Join(out, "cluster.json"), "-out", again},
+		&strings.Builder{}, &stderr), stderr.String())
+	md2, err := os.ReadFile(filepath.Join(again, "cluster.md"))
+	require.NoError(t, err)
+	assert.Equal(t, string(md), string(md2))
+}
+
+func TestClusterNothingToMeasure(t *testing.T) {
+	var stderr strings.Builder
+	code := run(context.Background(), []string{"-profile", "cluster", "-engines", "", "-scale-engines", "", "-single-node=false"},
+		&strings.Builder{}, &stderr)
+	assert.Equal(t, 2, code, stderr.String())
+}
+
+// TestReplicationSmoke runs the replication profile on segment with tiny
+// phases and renders the report again from its JSON.
+func TestReplicationSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cmd/broker and starts a cluster")
+	}
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var stderr strings.Builder
+	code := run(ctx, []string{"-profile", "replication", "-quick", "-run", "1s", "-kills", "1", "-stops", "1", "-catch-up-bytes", "1048576",
+		"-ingest-records", "10000", "-dir", t.TempDir(), "-out", out, "-progress=false"}, &strings.Builder{}, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	md, err := os.ReadFile(filepath.Join(out, "replication.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "| segment | 1/1 |", "the kill and stop tables have their round")
+	assert.Contains(t, string(md), "| segment | 1.0 MiB |", "the catch-up table has its backlog")
+
+	again := t.TempDir()
+	require.Equal(t, 0, run(ctx, []string{"-profile", "replication", "-render", filepath.Join(out, "replication.json"), "-out", again},
+		&strings.Builder{}, &stderr), stderr.String())
+	md2, err := os.ReadFile(filepath.Join(again, "replication.md"))
+	require.NoError(t, err)
+	assert.Equal(t, string(md), string(md2))
+}

@@ -18,7 +18,7 @@ import (
 
 // profile is one plan of the command: what it measures and the report it
 // writes under -out. Each registers itself in an init of its own file; a
-// new report (cluster, replication) is a new profile.
+// new report is a new profile.
 type profile struct {
 	name    string
 	summary string

@@ -12,8 +12,10 @@ import (
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/brokerbench"
+	"github.com/minikafka/minikafka/bench/clusterbench"
 	"github.com/minikafka/minikafka/bench/groupbench"
 	"github.com/minikafka/minikafka/bench/logbench"
+	"github.com/minikafka/minikafka/bench/replbench"
 )
 
 // fileReport reads the ratios, and the commit they were measured at, from
@@ -39,6 +41,20 @@ var fileReports = map[string]fileReport{
 	},
 	"groups": func(b []byte) ([]bench.Ratio, string, error) {
 		r, err := groupbench.Parse(b)
+		if err != nil {
+			return nil, "", err
+		}
+		return r.Ratios(), r.Commit, nil
+	},
+	"cluster": func(b []byte) ([]bench.Ratio, string, error) {
+		r, err := clusterbench.Parse(b)
+		if err != nil {
+			return nil, "", err
+		}
+		return r.Ratios(), r.Commit, nil
+	},
+	"replication": func(b []byte) ([]bench.Ratio, string, error) {
+		r, err := replbench.Parse(b)
 		if err != nil {
 			return nil, "", err
 		}

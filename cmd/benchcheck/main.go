@@ -9,11 +9,13 @@
 //	go run ./cmd/benchcheck -new results/R/results.json -base results/S/results.json
 //	go run ./cmd/benchcheck -profile engines             # results/engines.json against its committed version
 //
-// The one-file reports of the engines, broker and groups profiles are
-// checked the same way with -profile (or -new naming the file): the
-// engines' ratios against the raw disk and each engine's against kfake
-// gate, the rest (the groups' produce rates beside group traffic) are
-// reported. Files in the formats of the commands those profiles replaced
+// The one-file reports of the engines, broker, groups, cluster and
+// replication profiles are checked the same way with -profile (or -new
+// naming the file): the engines' ratios against the raw disk, each
+// engine's against kfake (the cluster profile's single-node run too) and
+// segment's RF 3 over RF 1 produce rate gate, the rest (the groups'
+// produce rates beside group traffic, the cluster's and replication's
+// targets over their times, catch-up over bulk ingest) are reported. Files in the formats of the commands those profiles replaced
 // are read too, so a first run compares with the last committed one.
 //
 // Ratios, not rates, are compared: both sides of a ratio ran on the same
@@ -92,7 +94,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("benchcheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.profile, "profile", "", "check a one-file report instead of a matrix run: "+strings.Join(fileReportNames(), "|")+" (new: -results/PROFILE.json; base: that file as committed at HEAD)")
-	fs.StringVar(&o.newPath, "new", "", "the new run's results.json, or a one-file report (engines.json, broker.json, groups.json) (default: the newest run under -results)")
+	fs.StringVar(&o.newPath, "new", "", "the new run's results.json, or a one-file report (engines.json, broker.json, groups.json, cluster.json, replication.json) (default: the newest run under -results)")
 	fs.StringVar(&o.basePath, "base", "", "the run to compare with (default: the newest run of the same profile committed at HEAD under -results, other than -new; for a one-file report, the same file at HEAD)")
 	fs.StringVar(&o.results, "results", "results", "results directory")
 	fs.Float64Var(&o.tolerance, "tolerance", 0.15, "largest accepted drop of a ratio (0.15: 15 %)")

@@ -1,30 +1,26 @@
 // Package clusterinterop runs three-broker clusters as real processes (the
-// cmd/broker binary, built once per test run) on loopback ports, and drives
-// them with real clients (franz-go, kcat, sarama) while it kills, stops and
-// restarts brokers: placement, routing to leaders, controller failover,
-// fencing, and replication that loses nothing acknowledged, on every
-// durable engine.
+// cmd/broker binary, built once per test run, started by bench/server's
+// Cluster on loopback ports) and drives them with real clients (franz-go,
+// kcat, sarama) while it kills, stops and restarts brokers: placement,
+// routing to leaders, controller failover, fencing, and replication that
+// loses nothing acknowledged, on every durable engine.
 package clusterinterop
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka/bench/server"
 )
 
 // brokerBin is the cmd/broker binary TestMain builds.
@@ -51,184 +47,64 @@ func TestMain(m *testing.M) {
 // durableEngines are the engines every cluster test runs on.
 var durableEngines = []string{"segment", "pebble", "badger"}
 
-// cluster is n broker processes, every one a controller voter.
+// cluster is a server.Cluster whose every step must succeed in the test.
 type cluster struct {
-	t      *testing.T
-	engine string
-	args   []string
-	voters string
-	nodes  []*node
-}
-
-type node struct {
-	id        int
-	dir       string
-	addr, ctl string
-	// netns, when set, is the network namespace the broker runs in.
-	netns        string
-	mu           sync.Mutex
-	cmd          *exec.Cmd
-	exited       chan struct{}
-	log          *lineLog
-	restartCount int
-}
-
-// freeAddrs reserves n loopback ports by listening and closing.
-func freeAddrs(t *testing.T, n int) []string {
-	t.Helper()
-	var out []string
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().String())
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return out
+	t *testing.T
+	*server.Cluster
 }
 
 // startCluster starts n brokers on engine with args (extra cmd/broker
-// flags) and waits until every one is listed by Metadata.
+// flags) and waits until every one lists all of them; the brokers' output
+// goes to the test log with -v.
 func startCluster(t *testing.T, n int, engine string, args ...string) *cluster {
 	t.Helper()
-	addrs := freeAddrs(t, 2*n)
-	nodes := make([]*node, n)
-	for i := range n {
-		nodes[i] = &node{id: i + 1, dir: t.TempDir(), addr: addrs[2*i], ctl: addrs[2*i+1]}
-	}
-	return runCluster(t, nodes, engine, args...)
+	return startClusterOn(t, nil, n, engine, args...)
 }
 
-// runCluster starts the brokers of nodes (addresses and directories set)
-// and waits until every one is listed by Metadata.
-func runCluster(t *testing.T, nodes []*node, engine string, args ...string) *cluster {
+// startClusterOn is startCluster with the brokers on hosts (nil: free
+// loopback ports).
+func startClusterOn(t *testing.T, hosts []server.Host, n int, engine string, args ...string) *cluster {
 	t.Helper()
-	n := len(nodes)
-	c := &cluster{t: t, engine: engine, args: args}
-	var voters []string
-	for _, nd := range nodes {
-		c.nodes = append(c.nodes, nd)
-		voters = append(voters, fmt.Sprintf("%d@%s", nd.id, nd.ctl))
-	}
-	c.voters = strings.Join(voters, ",")
-	for _, nd := range c.nodes {
-		c.start(nd)
-	}
-	t.Cleanup(func() {
-		for _, nd := range c.nodes {
-			c.kill(nd)
-		}
-	})
-	c.waitBrokers(n, 30*time.Second)
-	return c
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sc, err := server.StartCluster(ctx, server.ClusterConfig{Bin: brokerBin, Engine: engine, Brokers: n, Dir: t.TempDir(),
+		Args: args, Log: testLog{t}, Hosts: hosts})
+	require.NoError(t, err)
+	t.Cleanup(sc.Close)
+	return &cluster{t: t, Cluster: sc}
 }
 
-func (c *cluster) node(id int) *node { return c.nodes[id-1] }
+// testLog forwards the brokers' output to the test log with -v.
+type testLog struct{ t *testing.T }
 
-// start runs nd's broker process (again, on the same directory and ports).
-func (c *cluster) start(nd *node) {
-	c.t.Helper()
-	args := append([]string{
-		"-node-id", fmt.Sprint(nd.id), "-dir", nd.dir, "-engine", c.engine,
-		"-addr", nd.addr, "-advertised-addr", nd.addr,
-		"-controller-addr", nd.ctl, "-controllers", c.voters,
-	}, c.args...)
-	cmd := exec.Command(brokerBin, args...)
-	if nd.netns != "" {
-		cmd = exec.Command("ip", append([]string{"netns", "exec", nd.netns, brokerBin}, args...)...)
+func (l testLog) Write(p []byte) (int, error) {
+	if testing.Verbose() {
+		l.t.Log(strings.TrimRight(string(p), "\n"))
 	}
-	stderr, err := cmd.StderrPipe()
-	require.NoError(c.t, err)
-	nd.mu.Lock()
-	nd.restartCount++
-	nd.log = &lineLog{t: c.t, prefix: fmt.Sprintf("broker %d.%d: ", nd.id, nd.restartCount)}
-	nd.mu.Unlock()
-	require.NoError(c.t, cmd.Start(), "start broker %d", nd.id)
-	exited := make(chan struct{})
-	go func() {
-		nd.log.copy(stderr)
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	nd.mu.Lock()
-	nd.cmd, nd.exited = cmd, exited
-	nd.mu.Unlock()
-	c.waitListening(nd, 30*time.Second)
+	return len(p), nil
 }
 
-func (c *cluster) waitListening(nd *node, d time.Duration) {
-	c.t.Helper()
-	require.Eventually(c.t, func() bool {
-		conn, err := net.DialTimeout("tcp", nd.addr, 100*time.Millisecond)
-		if err != nil {
-			return false
-		}
-		conn.Close()
-		return true
-	}, d, 20*time.Millisecond, "broker %d listens on %s", nd.id, nd.addr)
-}
+func (c *cluster) node(id int) *server.Node { return c.Node(int32(id)) }
 
 // kill sends SIGKILL to nd's process and waits for it to die.
-func (c *cluster) kill(nd *node) { c.signal(nd, syscall.SIGKILL) }
-
-// stop sends SIGTERM (a controlled shutdown) and waits for the exit.
-func (c *cluster) stop(nd *node) { c.signal(nd, syscall.SIGTERM) }
-
-func (c *cluster) signal(nd *node, sig syscall.Signal) {
-	nd.mu.Lock()
-	cmd, exited := nd.cmd, nd.exited
-	nd.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	select {
-	case <-exited:
-		return
-	default:
-	}
-	_ = cmd.Process.Signal(sig)
-	select {
-	case <-exited:
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		<-exited
-		c.t.Errorf("broker %d did not exit within 30 s of %v", nd.id, sig)
-	}
+func (c *cluster) kill(nd *server.Node) {
+	c.t.Helper()
+	require.NoError(c.t, c.Kill(nd.ID), "kill broker %d", nd.ID)
 }
 
-// alive lists the nodes whose process runs.
-func (c *cluster) alive() []*node {
-	var out []*node
-	for _, nd := range c.nodes {
-		nd.mu.Lock()
-		exited := nd.exited
-		nd.mu.Unlock()
-		select {
-		case <-exited:
-		default:
-			out = append(out, nd)
-		}
-	}
-	return out
-}
-
-// seeds are the addresses of the running brokers.
-func (c *cluster) seeds() []string {
-	var out []string
-	for _, nd := range c.alive() {
-		out = append(out, nd.addr)
-	}
-	return out
+// start runs nd's broker process again, on the same directory and ports.
+func (c *cluster) start(nd *server.Node) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(c.t, c.Start(ctx, nd.ID), "start broker %d", nd.ID)
 }
 
 // client is a franz-go client seeded with the running brokers, closed at
 // the end of the test.
 func (c *cluster) client(opts ...kgo.Opt) *kgo.Client {
 	c.t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.seeds()...)}, opts...)...)
+	cl, err := c.Client(opts...)
 	require.NoError(c.t, err)
 	c.t.Cleanup(cl.Close)
 	return cl
@@ -236,25 +112,20 @@ func (c *cluster) client(opts ...kgo.Opt) *kgo.Client {
 
 func (c *cluster) admin() *kadm.Client { return kadm.NewClient(c.client()) }
 
+// seeds are the addresses of the running brokers.
+func (c *cluster) seeds() []string { return c.Seeds() }
+
 // metadata asks the running brokers for the cluster's metadata.
 func (c *cluster) metadata(ctx context.Context, topics ...string) (kadm.Metadata, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...))
-	if err != nil {
-		return kadm.Metadata{}, err
-	}
-	defer cl.Close()
-	return kadm.NewClient(cl).Metadata(ctx, topics...)
+	return c.Metadata(ctx, topics...)
 }
 
-// waitBrokers waits until Metadata lists exactly n brokers.
+// waitBrokers waits until every running broker lists exactly n brokers.
 func (c *cluster) waitBrokers(n int, d time.Duration) {
 	c.t.Helper()
-	require.Eventually(c.t, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		m, err := c.metadata(ctx)
-		return err == nil && len(m.Brokers) == n
-	}, d, 50*time.Millisecond, "Metadata lists %d brokers", n)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	require.NoError(c.t, c.WaitBrokers(ctx, n))
 }
 
 // createTopic creates a topic and waits until every partition has a leader.
@@ -262,99 +133,32 @@ func (c *cluster) createTopic(name string, partitions int32, rf int16, configs m
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	resp, err := c.admin().CreateTopic(ctx, partitions, rf, configs, name)
+	_, err := c.CreateTopic(ctx, name, partitions, rf, configs)
 	require.NoError(c.t, err)
-	require.NoError(c.t, resp.Err, "create topic %s", name)
-	c.waitLeaders(name, 30*time.Second)
 }
 
 // waitLeaders waits until every partition of topic has a leader that runs.
 func (c *cluster) waitLeaders(topic string, d time.Duration) kadm.TopicDetail {
 	c.t.Helper()
-	var td kadm.TopicDetail
-	require.Eventually(c.t, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		m, err := c.metadata(ctx, topic)
-		if err != nil {
-			return false
-		}
-		td = m.Topics[topic]
-		if td.Err != nil || len(td.Partitions) == 0 {
-			return false
-		}
-		for _, p := range td.Partitions {
-			if p.Leader < 0 || p.Err != nil || !c.running(int(p.Leader)) {
-				return false
-			}
-		}
-		return true
-	}, d, 50*time.Millisecond, "every partition of %s has a live leader", topic)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	td, err := c.WaitLeaders(ctx, topic)
+	require.NoError(c.t, err)
 	return td
 }
 
-func (c *cluster) running(id int) bool {
-	for _, nd := range c.alive() {
-		if nd.id == id {
-			return true
-		}
-	}
-	return false
+// waitISR waits until every partition of topic has n replicas in sync.
+func (c *cluster) waitISR(topic string, n int, d time.Duration) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	require.NoError(c.t, c.WaitISR(ctx, topic, n))
 }
 
 // controller is the active controller's id, from DescribeQuorum.
 func (c *cluster) controller(ctx context.Context) (int, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...))
-	if err != nil {
-		return 0, err
-	}
-	defer cl.Close()
-	req := kmsg.NewPtrDescribeQuorumRequest()
-	rt := kmsg.NewDescribeQuorumRequestTopic()
-	rt.Topic = "__cluster_metadata"
-	rt.Partitions = append(rt.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return 0, err
-	}
-	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return 0, fmt.Errorf("DescribeQuorum: error code %d", resp.ErrorCode)
-	}
-	return int(resp.Topics[0].Partitions[0].LeaderID), nil
-}
-
-// lineLog forwards a process's stderr to the test log, line by line, and
-// keeps it for searching.
-type lineLog struct {
-	t      *testing.T
-	prefix string
-	mu     sync.Mutex
-	lines  []string
-}
-
-func (l *lineLog) copy(r io.Reader) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		l.mu.Lock()
-		l.lines = append(l.lines, sc.Text())
-		l.mu.Unlock()
-		if testing.Verbose() {
-			l.t.Log(l.prefix + sc.Text())
-		}
-	}
-}
-
-func (l *lineLog) contains(s string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, line := range l.lines {
-		if strings.Contains(line, s) {
-			return true
-		}
-	}
-	return false
+	id, err := c.Controller(ctx)
+	return int(id), err
 }
 
 // kadmOffset is one partition's listed offset.

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minikafka/minikafka/bench/server"
 )
 
 // netlab is a bridge and one network namespace per broker, each joined to
@@ -96,12 +98,11 @@ func TestPartitionedLeaderCannotAcknowledge(t *testing.T) {
 		t.Skip("kcat is not installed (.ci/run installs it)")
 	}
 	lab := newNetlab(t, 3)
-	var nodes []*node
+	var hosts []server.Host
 	for i := 1; i <= 3; i++ {
-		nodes = append(nodes, &node{id: i, dir: t.TempDir(), netns: lab.ns[i-1],
-			addr: lab.addr(i) + ":9092", ctl: lab.addr(i) + ":9192"})
+		hosts = append(hosts, server.Host{Netns: lab.ns[i-1], Addr: lab.addr(i) + ":9092", ControllerAddr: lab.addr(i) + ":9192"})
 	}
-	c := runCluster(t, nodes, "segment", "-min-insync-replicas", "2")
+	c := startClusterOn(t, hosts, 3, "segment", "-min-insync-replicas", "2")
 	c.createTopic("p", 1, 3, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -121,14 +122,14 @@ func TestPartitionedLeaderCannotAcknowledge(t *testing.T) {
 	td := c.waitLeaders("p", 30*time.Second)
 	old := int(td.Partitions[0].Leader)
 	var others []string
-	for _, nd := range c.nodes {
-		if nd.id != old {
-			others = append(others, nd.addr)
+	for _, nd := range c.Nodes() {
+		if int(nd.ID) != old {
+			others = append(others, nd.Addr)
 		}
 	}
 	lab.cut(old)
 	// A producer next to the old leader, which answers it as the leader.
-	stale := exec.CommandContext(ctx, "ip", "netns", "exec", lab.ns[old-1], kcat, "-b", c.node(old).addr, "-P", "-t", "p",
+	stale := exec.CommandContext(ctx, "ip", "netns", "exec", lab.ns[old-1], kcat, "-b", c.node(old).Addr, "-P", "-t", "p",
 		"-X", "acks=all", "-X", "message.timeout.ms=12000", "-X", "enable.idempotence=false")
 	stale.Stdin = strings.NewReader("stale-write\n")
 	var staleOut bytes.Buffer

@@ -48,9 +48,9 @@ func TestPlacementAndRouting(t *testing.T) {
 
 			for _, topic := range []string{"one", "three"} {
 				t.Run(topic, func(t *testing.T) {
-					franzRoundTrip(t, c.node(1).addr, c.node(2).addr, topic)
-					saramaRoundTrip(t, c.node(2).addr, c.node(3).addr, topic)
-					kcatRoundTrip(t, c.node(3).addr, c.node(1).addr, topic)
+					franzRoundTrip(t, c.node(1).Addr, c.node(2).Addr, topic)
+					saramaRoundTrip(t, c.node(2).Addr, c.node(3).Addr, topic)
+					kcatRoundTrip(t, c.node(3).Addr, c.node(1).Addr, topic)
 				})
 			}
 		})

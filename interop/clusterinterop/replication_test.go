@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -262,15 +263,16 @@ func TestKillAllUnderSyncAlways(t *testing.T) {
 			c.createTopic("r", 3, 3, nil)
 			l := startLoad(t, c, "r")
 			time.Sleep(2 * time.Second)
-			for _, nd := range c.nodes {
-				_ = nd.cmd.Process.Kill() // all at once: no one answers in between
+			for _, nd := range c.Nodes() {
+				// All at once: no one answers in between.
+				require.NoError(t, syscall.Kill(nd.Child().Pid(), syscall.SIGKILL))
 			}
-			for _, nd := range c.nodes {
-				c.kill(nd)
+			for _, nd := range c.Nodes() {
+				<-nd.Child().Exited()
 			}
 			acks, order := l.finish()
 			require.NotEmpty(t, acks)
-			for _, nd := range c.nodes {
+			for _, nd := range c.Nodes() {
 				c.start(nd)
 			}
 			c.waitBrokers(3, 60*time.Second)
@@ -278,23 +280,4 @@ func TestKillAllUnderSyncAlways(t *testing.T) {
 			checkLoad(t, c, "r", acks, order)
 		})
 	}
-}
-
-// waitISR waits until every partition of topic has n replicas in sync.
-func (c *cluster) waitISR(topic string, n int, d time.Duration) {
-	c.t.Helper()
-	require.Eventually(c.t, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		m, err := c.metadata(ctx, topic)
-		if err != nil {
-			return false
-		}
-		for _, p := range m.Topics[topic].Partitions {
-			if len(p.ISR) != n {
-				return false
-			}
-		}
-		return true
-	}, d, 50*time.Millisecond, "every partition of %s has %d replicas in sync", topic, n)
 }

@@ -1,0 +1,152 @@
+package replbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minikafka/minikafka/bench"
+	"github.com/minikafka/minikafka/bench/load"
+	"github.com/minikafka/minikafka/bench/server"
+)
+
+// throughput alternates closed-loop produce runs on one broker at RF 1
+// and on the cluster at RF 3, each on a fresh topic deleted afterwards,
+// then measures the latency at half the peak.
+func (e *engineRun) throughput(ctx context.Context) {
+	single, err := server.Broker(e.cfg.Bin, e.engine, e.cfg.Partitions, e.cfg.Args, e.cfg.ServerLog)(ctx, filepath.Join(e.dir, "single"), e.cfg.Sync)
+	if err != nil {
+		e.add(ProduceRF1, failed(fmt.Errorf("start the single broker: %w", err)))
+	} else {
+		defer single.Stop()
+	}
+	for i := range e.cfg.Reps {
+		if ctx.Err() != nil {
+			return
+		}
+		if single != nil {
+			r := e.produceRun(ctx, []string{single.Addr()}, fmt.Sprintf("rf1-%d", i), 1, 0)
+			e.logf("RF 1 run %d: %s", i+1, sayRun(r))
+			e.add(ProduceRF1, r)
+		}
+		r := e.produceRun(ctx, e.c.Seeds(), fmt.Sprintf("rf3-%d", i), Replicas, 0)
+		e.logf("RF 3 run %d: %s", i+1, sayRun(r))
+		e.add(ProduceRF3, r)
+	}
+	// The same broker serves the RF 1 latency run (it is stopped when
+	// throughput returns).
+	addr := ""
+	if single != nil {
+		addr = single.Addr()
+	}
+	e.latency(ctx, addr)
+}
+
+// latency produces in open loop at half the cluster's median peak rate,
+// on the cluster and then, for reference, on the single broker (when
+// addr is not empty).
+func (e *engineRun) latency(ctx context.Context, single string) {
+	peak := e.res.Cell(e.engine, ProduceRF3).Median(RecordsPerSec)
+	if !(peak > 0) {
+		e.add(LatencyRF3, failed(errors.New("no RF 3 peak rate to halve")))
+		return
+	}
+	r := e.produceRun(ctx, e.c.Seeds(), "half-rf3", Replicas, peak/2)
+	e.logf("RF 3 at %s records/s: %s", bench.Rate(peak/2), sayRun(r))
+	e.add(LatencyRF3, r)
+	if single != "" {
+		r := e.produceRun(ctx, []string{single}, "half-rf1", 1, peak/2)
+		e.logf("RF 1 at %s records/s: %s", bench.Rate(peak/2), sayRun(r))
+		e.add(LatencyRF1, r)
+	}
+}
+
+func sayRun(r Rep) string {
+	if r.Error != "" {
+		return "FAILED: " + r.Error
+	}
+	return fmt.Sprintf("%s records/s, %s MB/s, ack p50 %s, p99 %s", bench.Rate(r.RecordsPerSec), bench.MB(r.BytesPerSec),
+		bench.Millis(r.P50), bench.Millis(r.P99))
+}
+
+// produceRun creates topic with rf replicas on seeds, produces to it for
+// Run with acks=all and idempotence (closed loop, or open loop at rate),
+// and deletes it.
+func (e *engineRun) produceRun(ctx context.Context, seeds []string, topic string, rf int16, rate float64) Rep {
+	client := load.Client{Brokers: seeds}
+	if err := createTopic(ctx, seeds, topic, e.cfg.Partitions, rf); err != nil {
+		return failed(err)
+	}
+	defer deleteTopic(ctx, seeds, topic)
+	p, err := load.Produce(ctx, load.ProduceConfig{Client: client, Topic: topic, Duration: e.cfg.Run, RecordBytes: e.cfg.RecordBytes,
+		Acks: "all", Idempotent: true, InFlight: load.DefaultInFlight, Rate: rate, Seed: uint64(len(topic))})
+	if err != nil {
+		return failed(err)
+	}
+	r := Rep{RecordsPerSec: p.RecordsPerSec, BytesPerSec: p.MBPerSec * 1e6, Rate: rate, Errors: p.Errors,
+		P50: p.Latency.P50.Seconds(), P99: p.Latency.P99.Seconds(), P999: p.Latency.P999.Seconds(), Max: p.Latency.Max.Seconds(),
+		Behind: p.Behind.Seconds()}
+	if p.Errors > 0 {
+		r.Error = fmt.Sprintf("%d records failed: %s", p.Errors, p.FirstError)
+	}
+	return r
+}
+
+// createTopic creates topic and waits until every partition has a leader
+// and rf replicas in sync.
+func createTopic(ctx context.Context, seeds []string, topic string, partitions int32, rf int16) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	resp, err := adm.CreateTopic(cctx, partitions, rf, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("create %s: %w", topic, err)
+	}
+	for {
+		m, err := adm.Metadata(cctx, topic)
+		if err == nil && ready(m.Topics[topic], rf) {
+			return nil
+		}
+		if !pause(cctx, 20*time.Millisecond) {
+			return fmt.Errorf("%s: no leader and %d replicas in sync for every partition: %w", topic, rf, cctx.Err())
+		}
+	}
+}
+
+func ready(td kadm.TopicDetail, rf int16) bool {
+	if td.Err != nil || len(td.Partitions) == 0 {
+		return false
+	}
+	for _, p := range td.Partitions {
+		if p.Err != nil || p.Leader < 0 || len(p.ISR) < int(rf) {
+			return false
+		}
+	}
+	return true
+}
+
+// deleteTopic deletes topic, best effort: it only frees the disk.
+func deleteTopic(ctx context.Context, seeds []string, topic string) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return
+	}
+	defer cl.Close()
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, _ = kadm.NewClient(cl).DeleteTopics(dctx, topic)
+}
