@@ -40,10 +40,10 @@ func (s *Server) fetchForFollower(ctx context.Context, req *kmsg.FetchRequest, r
 			resp.Topics = resp.Topics[:0]
 			return resp
 		}
-		got := s.serveFollower(resp, targets, replica, epoch, maxBytes)
+		got, news := s.serveFollower(resp, targets, replica, epoch, maxBytes)
 		s.respBudget.release(int64(maxBytes) - int64(got))
 		*charge = int64(got)
-		if got >= int(req.MinBytes) || got > 0 || req.MaxWaitMillis <= 0 || waitCtx.Err() != nil {
+		if got >= int(req.MinBytes) || got > 0 || news || req.MaxWaitMillis <= 0 || waitCtx.Err() != nil {
 			return resp
 		}
 		if !s.waitFollowerData(waitCtx, targets) {
@@ -55,11 +55,15 @@ func (s *Server) fetchForFollower(ctx context.Context, req *kmsg.FetchRequest, r
 
 // serveFollower (re)builds resp from each partition's leader, within
 // maxBytes in all (the first partition with data gets at least one
-// batch), and returns the record bytes gathered.
-func (s *Server) serveFollower(resp *kmsg.FetchResponse, targets []fetchTarget, replica int32, epoch int64, maxBytes int) int {
+// batch), and returns the record bytes gathered and whether some partition
+// has news without records (an error, a diverging epoch) that the follower
+// must get at once, not after the long poll: a follower that asked a
+// moment before this broker learnt it leads would otherwise wait out the
+// poll, then its backoff, then the next poll.
+func (s *Server) serveFollower(resp *kmsg.FetchResponse, targets []fetchTarget, replica int32, epoch int64, maxBytes int) (int, bool) {
 	resp.Topics = resp.Topics[:0]
 	now := s.cfg.Clock.Now()
-	total := 0
+	total, news := 0, false
 	var st *kmsg.FetchResponseTopic
 	for i := range targets {
 		t := &targets[i]
@@ -73,6 +77,7 @@ func (s *Server) serveFollower(resp *kmsg.FetchResponse, targets []fetchTarget, 
 		if t.err != nil {
 			sp.ErrorCode = errorCode(nil, t.err)
 			st.Partitions = append(st.Partitions, sp)
+			news = true
 			continue
 		}
 		room := maxBytes - total
@@ -83,12 +88,14 @@ func (s *Server) serveFollower(resp *kmsg.FetchResponse, targets []fetchTarget, 
 		}, limit)
 		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = rd.HighWatermark, rd.HighWatermark, rd.LogStartOffset
 		if err != nil {
+			news = true
 			sp.ErrorCode = errorCode(nil, err)
 			if sp.ErrorCode == kerr.KafkaStorageError.Code {
 				s.log.Error("serving a follower", "topic", t.topic, "partition", t.req.Partition, "replica", replica, "err", err)
 			}
 		}
 		if d := rd.Diverging; d != nil {
+			news = true
 			sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = d.Epoch, d.EndOffset
 		}
 		if n := len(rd.Records); total == 0 || total+n <= maxBytes {
@@ -97,7 +104,7 @@ func (s *Server) serveFollower(resp *kmsg.FetchResponse, targets []fetchTarget, 
 		}
 		st.Partitions = append(st.Partitions, sp)
 	}
-	return total
+	return total, news
 }
 
 // waitFollowerData blocks until some partition has data past its

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -23,13 +24,24 @@ import (
 // threads. A fetcher asks each partition's Follower what to fetch
 // (Partition.NextFetch: nothing while what it appended is not synced under
 // sync=always), sends one Fetch for all of them, and hands each
-// partition its answer (Partition.HandleFetch).
+// partition its answer (Partition.HandleFetch). A partition added (or
+// given a new role) while a long poll is in flight interrupts it, and a
+// long poll lasts no longer than the nearest end of a partition's backoff:
+// a partition created a moment after the fetcher's last request must not
+// wait out the others' long poll before its first fetch (acks=all on a
+// new topic would take up to a second).
 
 const (
 	// replicaFetchWait is the follower's long poll (replica.fetch.wait.max.ms).
 	replicaFetchWait = 500 * time.Millisecond
 	// replicaFetchBackoff is replica.fetch.backoff.ms.
 	replicaFetchBackoff = 100 * time.Millisecond
+	// metadataLagBackoff is the shorter backoff after an error that says
+	// the leader has not yet applied the metadata this follower acts on
+	// (a partition just created or just moved, a leader epoch it does not
+	// know yet): it catches up within milliseconds, and a new topic's
+	// acks=all produce waits for this follower's first fetch.
+	metadataLagBackoff = 10 * time.Millisecond
 	// replicaFetchBytes bounds a partition's share of a fetch
 	// (replica.fetch.max.bytes) and replicaFetchResponseBytes the whole
 	// response (replica.fetch.response.max.bytes).
@@ -38,6 +50,10 @@ const (
 	// syncPoll is how often a fetcher with nothing to send looks again:
 	// its partitions are waiting for their own syncs.
 	syncPoll = 2 * time.Millisecond
+	// syncPendingWait bounds the long poll while a partition left out of
+	// it waits for its sync (sync=always): once synced it fetches again,
+	// and its leader's high watermark waits for that fetch.
+	syncPendingWait = 5 * time.Millisecond
 )
 
 type fetchers struct {
@@ -107,6 +123,11 @@ type fetcher struct {
 	// notBefore holds partitions back after an error, until that time.
 	notBefore map[partition.Key]time.Time
 	wake      chan struct{}
+	// changed says a partition was added since the last build; interrupt
+	// ends the fetch in flight, if any, and interrupted says it did.
+	changed     bool
+	interrupt   context.CancelFunc
+	interrupted bool
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -132,6 +153,11 @@ func (f *fetcher) add(p *partition.Partition) {
 	f.mu.Lock()
 	f.parts[p.Key()] = p
 	delete(f.notBefore, p.Key())
+	f.changed = true
+	if f.interrupt != nil {
+		f.interrupt()
+		f.interrupted = true
+	}
 	f.mu.Unlock()
 	f.wakeUp()
 }
@@ -166,6 +192,7 @@ type sent struct {
 func (f *fetcher) run(ctx context.Context) {
 	var cl *kgo.Client
 	var addr string
+	afterInterrupt := false
 	defer func() {
 		if cl != nil {
 			cl.Close()
@@ -199,15 +226,34 @@ func (f *fetcher) run(ctx context.Context) {
 		}
 		seeds := cl.SeedBrokers()
 		rctx, cancel := context.WithTimeout(ctx, replicaFetchWait+5*time.Second)
+		f.mu.Lock()
+		if f.changed {
+			// Added between build and here: build again at once.
+			f.mu.Unlock()
+			cancel()
+			continue
+		}
+		f.interrupt, f.interrupted = cancel, false
+		f.mu.Unlock()
 		resp, err := seeds[0].Request(rctx, req)
+		f.mu.Lock()
+		interrupted := f.interrupted
+		f.interrupt, f.interrupted = nil, false
+		f.mu.Unlock()
 		cancel()
 		if err != nil {
-			if ctx.Err() == nil {
+			// franz-go ends the connection of a cancelled request, so the
+			// fetch after an interrupted one may fail on it too: neither
+			// waits out a backoff.
+			retry := interrupted || afterInterrupt
+			afterInterrupt = interrupted
+			if ctx.Err() == nil && !retry {
 				f.s.log.Debug("replica fetch failed", "leader", f.leader, "err", err)
 				f.pause(ctx, replicaFetchBackoff, false)
 			}
 			continue
 		}
+		afterInterrupt = false
 		f.handle(resp.(*kmsg.FetchResponse), inFlight)
 	}
 }
@@ -249,13 +295,26 @@ func (f *fetcher) build() (*kmsg.FetchRequest, map[partition.Key]sent) {
 	now := f.s.cfg.Clock.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.changed = false
+	wait := replicaFetchWait
+	for _, t := range f.notBefore {
+		if d := t.Sub(now); d > 0 && d < wait {
+			wait = d
+		}
+	}
 	byTopic := map[uuid.UUID]int{}
 	for k, p := range f.parts {
 		if now.Before(f.notBefore[k]) {
 			continue
 		}
 		fr, ok := p.NextFetch()
-		if !ok || fr.Leader != f.leader {
+		if !ok {
+			if st, _ := p.FollowerState(); st.SyncPending {
+				wait = min(wait, syncPendingWait)
+			}
+			continue
+		}
+		if fr.Leader != f.leader {
 			continue
 		}
 		i, ok := byTopic[k.TopicID]
@@ -272,6 +331,7 @@ func (f *fetcher) build() (*kmsg.FetchRequest, map[partition.Key]sent) {
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		inFlight[k] = sent{part: p, req: fr}
 	}
+	req.MaxWaitMillis = int32(max(wait/time.Millisecond, 1))
 	return req, inFlight
 }
 
@@ -302,6 +362,8 @@ func (f *fetcher) handle(resp *kmsg.FetchResponse, inFlight map[partition.Key]se
 			err := sn.part.HandleFetch(res)
 			switch {
 			case err == nil:
+			case partition.IsBackoff(err) && leaderBehind(res.Err):
+				f.hold(k, metadataLagBackoff)
 			case partition.IsBackoff(err), partition.IsNeedMetadata(err):
 				f.hold(k, replicaFetchBackoff)
 			default:
@@ -310,6 +372,13 @@ func (f *fetcher) handle(resp *kmsg.FetchResponse, inFlight map[partition.Key]se
 			}
 		}
 	}
+}
+
+// leaderBehind reports whether a leader's partition error means it has
+// not yet caught up with the metadata that made this broker its follower.
+func leaderBehind(err error) bool {
+	return errors.Is(err, kerr.UnknownTopicID) || errors.Is(err, kerr.UnknownTopicOrPartition) ||
+		errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.UnknownLeaderEpoch)
 }
 
 func (f *fetcher) hold(k partition.Key, d time.Duration) {

@@ -139,6 +139,10 @@ func (e *env) run(ctx context.Context, pl plan) error {
 			e.cleanups[i]()
 		}
 	}()
+	// Made before measuring: a run must not end in a report it cannot write.
+	if err := os.MkdirAll(e.out, 0o755); err != nil {
+		return fmt.Errorf("-out: %w", err)
+	}
 	if e.renderAt != "" {
 		return pl.render(e.renderAt, e)
 	}
