@@ -57,9 +57,35 @@ func (l *lifecycle) run(ctx context.Context) {
 				continue
 			}
 		}
-		l.heartbeat(ctx)
-		if l.epoch.Load() != 0 {
-			l.wait(ctx, l.s.cfg.Cluster.HeartbeatInterval)
+		sent := l.heartbeat(ctx)
+		if epoch := l.epoch.Load(); epoch != 0 {
+			l.waitNext(ctx, epoch, sent)
+		}
+	}
+}
+
+// waitNext waits a heartbeat interval; but a fenced broker whose last
+// heartbeat was sent before its metadata reached its registration
+// heartbeats again the moment it does, since that is what the controller
+// unfences it for (a restart is serving sooner).
+func (l *lifecycle) waitNext(ctx context.Context, epoch, sent int64) {
+	if !l.fenced.Load() || sent >= epoch {
+		l.wait(ctx, l.s.cfg.Cluster.HeartbeatInterval)
+		return
+	}
+	t := l.s.cfg.Clock.NewTimer(l.s.cfg.Cluster.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		changed := l.s.store.Changed()
+		if int64(l.s.store.Image().Offset()) >= epoch {
+			return
+		}
+		select {
+		case <-changed:
+		case <-t.C():
+			return
+		case <-ctx.Done():
+			return
 		}
 	}
 }
@@ -124,17 +150,19 @@ func (l *lifecycle) register(ctx context.Context) error {
 	return nil
 }
 
-// heartbeat sends one heartbeat and applies its answer.
-func (l *lifecycle) heartbeat(ctx context.Context) {
+// heartbeat sends one heartbeat and applies its answer; it returns the
+// metadata offset it reported (-1 when it sent none).
+func (l *lifecycle) heartbeat(ctx context.Context) int64 {
 	s := l.s
 	epoch := l.epoch.Load()
 	if epoch == 0 {
-		return
+		return -1
 	}
 	req := kmsg.NewPtrBrokerHeartbeatRequest()
 	req.SetVersion(req.MaxVersion())
 	req.BrokerID, req.BrokerEpoch = s.cfg.NodeID, epoch
 	req.CurrentMetadataOffset = int64(s.store.Image().Offset())
+	sent := req.CurrentMetadataOffset
 	req.WantShutdown = l.shutdown.Load()
 	ctx, cancel := context.WithTimeout(ctx, max(s.cfg.Cluster.SessionTimeout, time.Second))
 	defer cancel()
@@ -143,17 +171,17 @@ func (l *lifecycle) heartbeat(ctx context.Context) {
 		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			s.log.Warn("heartbeat failed", "err", err)
 		}
-		return
+		return sent
 	}
 	resp := r.(*kmsg.BrokerHeartbeatResponse)
 	switch code := resp.ErrorCode; {
 	case code == kerr.StaleBrokerEpoch.Code || code == kerr.BrokerIDNotRegistered.Code:
 		s.log.Warn("the controller no longer knows this broker's epoch; registering again", "epoch", epoch)
 		l.epoch.CompareAndSwap(epoch, 0)
-		return
+		return sent
 	case code != 0:
 		s.log.Debug("heartbeat refused", "err", kerr.ErrorForCode(code))
-		return
+		return sent
 	}
 	if was := l.fenced.Swap(resp.IsFenced); was != resp.IsFenced {
 		s.log.Info("broker state", "fenced", resp.IsFenced, "epoch", epoch)
@@ -165,6 +193,7 @@ func (l *lifecycle) heartbeat(ctx context.Context) {
 	if resp.ShouldShutdown {
 		l.once.Do(func() { close(l.released) })
 	}
+	return sent
 }
 
 // controlledShutdown asks the controller to move this broker's

@@ -74,9 +74,12 @@ func (s Settings) Unclean(t *Topic) bool {
 // Register decides a broker's registration. alive says whether the
 // broker's current registration still has a live session (heartbeats
 // within the session timeout): a second process claiming a live broker's id
-// is refused with DUPLICATE_BROKER_REGISTRATION. A restart of a registered
-// broker first fences the old incarnation, moving its leaderships. A
-// repeated request of the same incarnation (a retry) changes nothing.
+// is refused with DUPLICATE_BROKER_REGISTRATION, unless that registration
+// is in a controlled shutdown: its process said it is leaving, and the
+// restart that follows a SIGTERM must not wait out the session timeout. A
+// restart of a registered broker first fences the old incarnation, moving
+// its leaderships. A repeated request of the same incarnation (a retry)
+// changes nothing.
 func (s Settings) Register(m *Metadata, clusterID string, r RegisterBroker, alive bool) ([]Record, error) {
 	if clusterID != m.ClusterID() {
 		return nil, fmt.Errorf("broker %d is of cluster %q, this is %q: %w", r.ID, clusterID, m.ClusterID(), kerr.InconsistentClusterID)
@@ -85,7 +88,7 @@ func (s Settings) Register(m *Metadata, clusterID string, r RegisterBroker, aliv
 	if ok && old.Incarnation == r.Incarnation {
 		return nil, nil
 	}
-	if ok && alive && !old.Fenced {
+	if ok && alive && !old.Fenced && !old.ShuttingDown {
 		return nil, fmt.Errorf("broker %d is registered by a live process (incarnation %s): %w", r.ID, old.Incarnation, kerr.DuplicateBrokerRegistration)
 	}
 	var recs []Record
