@@ -108,7 +108,7 @@ func NewTCPTransport(cfg TCPConfig) (*TCPTransport, error) {
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	for _, id := range ids {
 		if id != cfg.NodeID {
-			t.peers[id] = &peer{t: t, id: id, addr: cfg.Voters[id], queue: make(chan raftpb.Message, cfg.QueueSize)}
+			t.peers[id] = &peer{t: t, id: id, addr: cfg.Voters[id], queue: make(chan raftpb.Message, cfg.QueueSize), back: make(chan struct{}, 1)}
 		}
 	}
 	return t, nil
@@ -204,6 +204,12 @@ func (t *TCPTransport) ServeConn(nc net.Conn) {
 	if err != nil {
 		return
 	}
+	if p := t.peers[from]; p != nil {
+		select {
+		case p.back <- struct{}{}:
+		default:
+		}
+	}
 	var buf []byte
 	for {
 		if buf, err = readFrame(br, buf, t.cfg.MaxFrameBytes); err != nil {
@@ -267,6 +273,9 @@ type peer struct {
 	id    uint64
 	addr  string
 	queue chan raftpb.Message
+	// back is signalled when the peer dials in: it is up again, so the
+	// dialer's backoff (up to BackoffMax after a long outage) ends.
+	back chan struct{}
 }
 
 func (p *peer) run() {
@@ -436,6 +445,8 @@ func (p *peer) wait(d time.Duration) bool {
 	defer tm.Stop()
 	select {
 	case <-tm.C():
+		return true
+	case <-p.back:
 		return true
 	case <-p.t.ctx.Done():
 		return false

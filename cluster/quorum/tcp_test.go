@@ -330,3 +330,35 @@ func TestVoterDigest(t *testing.T) {
 	require.Equal(t, VoterDigest([]uint64{1, 2, 3}), VoterDigest([]uint64{3, 1, 2}))
 	require.NotEqual(t, VoterDigest([]uint64{1, 2, 3}), VoterDigest([]uint64{1, 2, 4}))
 }
+
+// A dialer backing off from a peer that was down dials again as soon as
+// that peer dials in: a voter restarted after a long outage is caught up in
+// milliseconds, not after the longest backoff.
+func TestTCPRedialsWhenThePeerDialsIn(t *testing.T) {
+	lns, addrs := listen(t, 1, 2)
+	lns[2].Close() // node 2 is down
+	slow := func(id uint64) *TCPTransport {
+		tr, err := NewTCPTransport(TCPConfig{NodeID: id, ClusterID: "c", Voters: addrs, BackoffMin: time.Minute, BackoffMax: time.Minute})
+		require.NoError(t, err)
+		t.Cleanup(func() { tr.Close() })
+		return tr
+	}
+	a := slow(1)
+	serve(lns[1], a, nil)
+	ha := &handler{}
+	require.NoError(t, a.Start(ha))
+	time.Sleep(100 * time.Millisecond) // a's first dial has failed: it waits a minute
+
+	ln, err := net.Listen("tcp", addrs[2])
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	b := slow(2)
+	serve(ln, b, nil)
+	hb := &handler{}
+	require.NoError(t, b.Start(hb))
+	require.Eventually(t, func() bool {
+		a.Send([]raftpb.Message{{Type: raftpb.MsgHeartbeat, From: 1, To: 2, Term: 1}})
+		n, _, _, _ := hb.count()
+		return n > 0
+	}, 10*time.Second, 5*time.Millisecond, "node 1 reaches node 2 once node 2 dials in, within its minute of backoff")
+}
