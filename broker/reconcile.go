@@ -68,6 +68,7 @@ func (s *Server) reconcile(img *cluster.Metadata, last reconciled) reconciled {
 	lead := current && !b.Fenced
 	next := reconciled{topics: make(map[uuid.UUID]*cluster.Topic, img.TopicCount()), lead: lead, epoch: epoch, offset: img.Offset()}
 	wanted := map[partition.Key]bool{}
+	var work []func()
 	eligible := eligibleOf(img)
 	next.eligible = eligible
 	for _, t := range img.Topics() {
@@ -82,14 +83,16 @@ func (s *Server) reconcile(img *cluster.Metadata, last reconciled) reconciled {
 			if same {
 				continue
 			}
-			s.reconcilePartition(t, int32(i), p, partition.ReplicaState{
+			st := partition.ReplicaState{
 				Self: self, BrokerEpoch: epoch, Lead: lead, Leader: p.Leader,
 				LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
 				Replicas: p.Replicas, ISR: p.ISR, ELR: p.ELR,
 				MinISR: s.ctl.Settings().MinISR(t), Eligible: eligible, Now: s.cfg.Clock.Now(),
-			})
+			}
+			work = append(work, func() { s.reconcilePartition(t, int32(i), p, st) })
 		}
 	}
+	runAll(work, reconcileWorkers)
 	if current {
 		for _, k := range s.parts.Keys() {
 			if !wanted[k] {
@@ -111,6 +114,37 @@ func (s *Server) reconcile(img *cluster.Metadata, last reconciled) reconciled {
 		}
 	}
 	return next
+}
+
+// reconcileWorkers is how many partitions the reconciler sets up at once.
+// A new leader epoch is a checkpoint written and synced, so a broker that
+// leads thousands of partitions again after a restart spends its time in
+// syncs, which a disk serves much better side by side than one by one.
+const reconcileWorkers = 32
+
+// runAll runs every job on at most n goroutines and returns when all are
+// done.
+func runAll(jobs []func(), n int) {
+	if len(jobs) <= 1 {
+		for _, j := range jobs {
+			j()
+		}
+		return
+	}
+	next := make(chan func())
+	var wg sync.WaitGroup
+	for range min(n, len(jobs)) {
+		wg.Go(func() {
+			for j := range next {
+				j()
+			}
+		})
+	}
+	for _, j := range jobs {
+		next <- j
+	}
+	close(next)
+	wg.Wait()
 }
 
 // reconcilePartition opens partition i of t here and gives it its role.

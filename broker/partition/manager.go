@@ -280,40 +280,69 @@ func (m *Manager) open() error {
 		return fmt.Errorf("partition: list %s: %w", root, err)
 	}
 	slices.Sort(names)
-	for _, n := range names {
-		if n == engine.MarkerFile {
-			continue
+	names = slices.DeleteFunc(names, func(n string) bool { return n == engine.MarkerFile })
+	// Opened side by side (one by one in Manual mode, whose caller wants a
+	// deterministic order): a broker with thousands of partitions opens
+	// each log, reads its checkpoints and recovers its tail, mostly waiting
+	// for the disk.
+	workers := restoreWorkers
+	if m.cfg.Manual {
+		workers = 1
+	}
+	opened := make([]*Partition, len(names))
+	errs := make([]error, len(names))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, len(names)) {
+		wg.Go(func() {
+			for i := range jobs {
+				opened[i], errs[i] = m.restore(root, names[i])
+			}
+		})
+	}
+	for i := range names {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, p := range opened {
+			if p != nil {
+				_ = p.close()
+			}
 		}
-		if err := m.restore(root, n); err != nil {
-			return err
+		return err
+	}
+	for _, p := range opened {
+		if p != nil {
+			m.parts[p.key] = p
+			m.names[p.topic] = p.key.TopicID
 		}
 	}
 	m.cfg.Logger.Info("partitions restored", "dir", dir, "engine", m.cfg.Engine, "partitions", len(m.parts))
 	return nil
 }
 
+// restoreWorkers is how many partitions Open opens at once.
+const restoreWorkers = 16
+
 // restore opens the partition in root/name, or removes the directory when
-// it is an orphan (a deletion, or a creation, that a crash interrupted).
-func (m *Manager) restore(root, name string) error {
+// it is an orphan (a deletion, or a creation, that a crash interrupted)
+// and returns nil.
+func (m *Manager) restore(root, name string) (*Partition, error) {
 	dir := m.fs.PathJoin(root, name)
 	meta, found, err := readMeta(m.fs, dir)
 	if err != nil {
-		return fmt.Errorf("partition %s: %w", name, err)
+		return nil, fmt.Errorf("partition %s: %w", name, err)
 	}
 	if !found || strings.HasSuffix(name, deletingSuffix) || name != dirName(meta.TopicID, meta.Index) {
 		m.cfg.Logger.Info("removing orphaned partition directory", "dir", name)
 		if err := m.fs.RemoveAll(dir); err != nil {
-			return fmt.Errorf("partition: remove orphan %s: %w", name, err)
+			return nil, fmt.Errorf("partition: remove orphan %s: %w", name, err)
 		}
-		return engine.SyncDir(m.fs, root)
+		return nil, engine.SyncDir(m.fs, root)
 	}
-	p, err := openPartition(m, Spec{Topic: meta.Topic, TopicID: meta.TopicID, Index: meta.Index})
-	if err != nil {
-		return err
-	}
-	m.parts[p.key] = p
-	m.names[meta.Topic] = meta.TopicID
-	return nil
+	return openPartition(m, Spec{Topic: meta.Topic, TopicID: meta.TopicID, Index: meta.Index})
 }
 
 func dirName(id uuid.UUID, index int32) string { return Key{id, index}.Dir() }
