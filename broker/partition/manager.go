@@ -131,10 +131,14 @@ type Manager struct {
 	cfg Config
 	fs  vfs.FS
 
-	// admin serializes Ensure and Remove; mu guards the maps so lookups
-	// never wait for an engine to open.
-	admin  sync.Mutex
-	mu     sync.RWMutex
+	// admin: Ensure holds it shared, so that partitions open side by side
+	// (an engine such as badger takes a tenth of a second to open one);
+	// Remove and Close hold it alone. ensuring serializes the Ensures of
+	// one key. mu guards the maps so lookups never wait for an engine to
+	// open.
+	admin    sync.RWMutex
+	ensuring sync.Map // Key -> *sync.Mutex
+	mu       sync.RWMutex
 	parts  map[Key]*Partition
 	names  map[string]uuid.UUID // topic name -> the id its partitions here have
 	closed bool
@@ -366,12 +370,15 @@ func (m *Manager) checkOpen() error {
 // Ensure returns the partition spec describes, creating it (an empty log)
 // if this broker does not hold it yet, and applies the spec's configs.
 func (m *Manager) Ensure(spec Spec) (*Partition, error) {
-	m.admin.Lock()
-	defer m.admin.Unlock()
+	m.admin.RLock()
+	defer m.admin.RUnlock()
 	if err := m.checkOpen(); err != nil {
 		return nil, err
 	}
 	k := spec.Key()
+	kl, _ := m.ensuring.LoadOrStore(k, new(sync.Mutex))
+	kl.(*sync.Mutex).Lock()
+	defer kl.(*sync.Mutex).Unlock()
 	m.mu.RLock()
 	p, ok := m.parts[k]
 	m.mu.RUnlock()
@@ -422,6 +429,7 @@ func (m *Manager) Remove(k Key) error {
 	if err := m.checkOpen(); err != nil {
 		return err
 	}
+	m.ensuring.Delete(k)
 	m.mu.Lock()
 	p, ok := m.parts[k]
 	delete(m.parts, k)

@@ -3,6 +3,7 @@ package partition_test
 import (
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -182,4 +183,34 @@ func TestManagerLocksItsDirectory(t *testing.T) {
 	m2 := open(t, segment.Name, dir, engine.Options{})
 	_, err = m2.Partition("t", 0)
 	assert.NoError(t, err, "the first manager's partition is there")
+}
+
+// Ensures run side by side (the reconciler opens partitions concurrently):
+// each key is created once, whoever asks, and every partition survives a
+// restart.
+func TestConcurrentEnsure(t *testing.T) {
+	dir := t.TempDir()
+	m := open(t, segment.Name, dir, engine.Options{})
+	id := uuid.New()
+	const parts, callers = 8, 4
+	got := make([][parts]*partition.Partition, callers)
+	var wg sync.WaitGroup
+	for c := range callers {
+		for i := range int32(parts) {
+			wg.Go(func() {
+				p, err := m.Ensure(partition.Spec{Topic: "t", TopicID: id, Index: i})
+				assert.NoError(t, err)
+				got[c][i] = p
+			})
+		}
+	}
+	wg.Wait()
+	for i := range parts {
+		for c := 1; c < callers; c++ {
+			assert.Same(t, got[0][i], got[c][i], "partition %d is created once", i)
+		}
+	}
+	assert.Len(t, m.Keys(), parts)
+	require.NoError(t, m.Close())
+	assert.Len(t, open(t, segment.Name, dir, engine.Options{}).Keys(), parts)
 }
