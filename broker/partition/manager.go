@@ -139,9 +139,9 @@ type Manager struct {
 	admin    sync.RWMutex
 	ensuring sync.Map // Key -> *sync.Mutex
 	mu       sync.RWMutex
-	parts  map[Key]*Partition
-	names  map[string]uuid.UUID // topic name -> the id its partitions here have
-	closed bool
+	parts    map[Key]*Partition
+	names    map[string]uuid.UUID // topic name -> the id its partitions here have
+	closed   bool
 
 	quit   chan struct{} // closed by Close: background work stops
 	done   chan struct{} // closed when the retention loop has exited
