@@ -11,20 +11,6 @@ import (
 	"github.com/minikafka/minikafka/bench"
 )
 
-// engineColors keep the colors of the other reports' charts.
-var engineColors = map[string]color.RGBA{
-	"segment": {R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
-	"pebble":  {R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
-	"badger":  {R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
-}
-
-func colorOf(engine string) color.RGBA {
-	if c, ok := engineColors[engine]; ok {
-		return c
-	}
-	return color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}
-}
-
 // writeChart draws, per engine, the share of topics served within a time
 // (acks=all solid, acks=1 dashed) on a log time axis, and reports whether
 // there was anything to draw.
@@ -50,7 +36,7 @@ func (r *Result) writeChart(path string) (bool, error) {
 			if err != nil {
 				return false, err
 			}
-			l.Color, l.Width = colorOf(e), vg.Points(1.5)
+			l.Color, l.Width = bench.TargetColor(e, 0), vg.Points(1.5)
 			if s.dashed {
 				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 			}

@@ -2,26 +2,13 @@ package replbench
 
 import (
 	"fmt"
-	"image/color"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/minikafka/minikafka/bench"
 )
-
-// engineColors keep the colors of the other reports' charts.
-var engineColors = map[string]color.RGBA{
-	"segment": {R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
-	"pebble":  {R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
-	"badger":  {R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
-}
-
-func colorOf(engine string) color.RGBA {
-	if c, ok := engineColors[engine]; ok {
-		return c
-	}
-	return color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}
-}
 
 // writeChart draws, per engine, the records of partition 0 acknowledged
 // per second around the first kill of its leader, and reports whether
@@ -46,7 +33,7 @@ func (r *Result) writeChart(path string) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		l.Color, l.Width = colorOf(e), vg.Points(1.2)
+		l.Color, l.Width = bench.TargetColor(e, 0), vg.Points(1.2)
 		p.Add(l)
 		p.Legend.Add(e, l)
 		lines++

@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/matrix"
 )
 
@@ -66,24 +67,6 @@ func WriteCharts(run *matrix.Run, dir string) ([]Chart, error) {
 	return out, nil
 }
 
-// colors keeps one color per target across charts.
-var colors = map[string]color.RGBA{
-	"segment": {R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
-	"pebble":  {R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
-	"badger":  {R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
-	"memory":  {R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff},
-	"kfake":   {R: 0x20, G: 0x20, B: 0x20, A: 0xff},
-	"nats":    {R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
-}
-
-func colorOf(target string, i int) color.RGBA {
-	if c, ok := colors[target]; ok {
-		return c
-	}
-	others := []color.RGBA{{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, {R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}, {R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}}
-	return others[i%len(others)]
-}
-
 // reference lines (not an engine under comparison) are dashed.
 func dashed(run *matrix.Run, target string) bool {
 	t, _ := run.Target(target)
@@ -119,7 +102,7 @@ func sweepChart(run *matrix.Run, slice string, x func(matrix.Workload) float64, 
 		if err != nil {
 			return nil, err
 		}
-		l.Color, s.Color = colorOf(t.Name, i), colorOf(t.Name, i)
+		l.Color, s.Color = bench.TargetColor(t.Name, i), bench.TargetColor(t.Name, i)
 		l.Width = vg.Points(1.5)
 		if dashed(run, t.Name) {
 			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}

@@ -85,19 +85,9 @@ func (o *clusterPlan) measure(ctx context.Context, e *env) error {
 	if len(o.cfg.Engines)+len(o.cfg.ScaleEngines) == 0 && !o.single {
 		return usageErr("nothing to measure: -engines and -scale-engines are empty and -single-node=false")
 	}
-	dir, err := e.dataDir()
+	dir, logs, bin, err := e.brokerProcesses(ctx, o.brokerBin)
 	if err != nil {
 		return err
-	}
-	logs, err := e.serverLog(dir)
-	if err != nil {
-		return err
-	}
-	bin := o.brokerBin
-	if bin == "" {
-		if bin, err = buildBroker(ctx, e); err != nil {
-			return err
-		}
 	}
 	o.cfg.Bin, o.cfg.Args, o.cfg.Dir, o.cfg.Command = bin, strings.Fields(o.brokerArgs), dir, e.command
 	o.cfg.Log, o.cfg.ServerLog = e.stderr, logs

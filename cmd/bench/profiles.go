@@ -172,6 +172,24 @@ func (e *env) dataDir() (string, error) {
 	return abs, nil
 }
 
+// brokerProcesses prepares a run of cmd/broker child processes: a fresh
+// data directory, the file their output goes to, and the binary (bin, or
+// ./cmd/broker built now when bin is "").
+func (e *env) brokerProcesses(ctx context.Context, bin string) (dir string, logs io.Writer, _ string, err error) {
+	if dir, err = e.dataDir(); err != nil {
+		return "", nil, "", err
+	}
+	if logs, err = e.serverLog(dir); err != nil {
+		return "", nil, "", err
+	}
+	if bin == "" {
+		if bin, err = buildBroker(ctx, e); err != nil {
+			return "", nil, "", err
+		}
+	}
+	return dir, logs, bin, nil
+}
+
 // serverLog is a file in dir for the servers' output. It shares the
 // data's filesystem: once that is full a failing write must not close the
 // servers' stderr pipes (they would die of SIGPIPE instead of reporting

@@ -79,19 +79,9 @@ func (o *replicationPlan) measure(ctx context.Context, e *env) error {
 	if len(o.cfg.Engines) == 0 {
 		return usageErr("-engines is empty")
 	}
-	dir, err := e.dataDir()
+	dir, logs, bin, err := e.brokerProcesses(ctx, o.brokerBin)
 	if err != nil {
 		return err
-	}
-	logs, err := e.serverLog(dir)
-	if err != nil {
-		return err
-	}
-	bin := o.brokerBin
-	if bin == "" {
-		if bin, err = buildBroker(ctx, e); err != nil {
-			return err
-		}
 	}
 	o.cfg.Bin, o.cfg.Args, o.cfg.Dir, o.cfg.Command = bin, strings.Fields(o.brokerArgs), dir, e.command
 	o.cfg.Log, o.cfg.ServerLog = e.stderr, logs
