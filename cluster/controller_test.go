@@ -155,10 +155,19 @@ func TestControllerConnectionLostAndShutdown(t *testing.T) {
 	}
 	require.Equal(t, 2, leads(2))
 
-	// Controlled shutdown of 2: its leaderships move, then it may exit.
+	// Controlled shutdown of 2: its leaderships move, then it may exit,
+	// and it is fenced as it is told so (Metadata stops listing it).
 	r := h.heartbeat(2, e2, true)
 	require.Zero(t, leads(2))
-	require.True(t, r.ShouldShutdown || h.heartbeat(2, e2, true).ShouldShutdown)
+	b2, _ := h.cfg.Store.Image().Broker(2)
+	require.False(t, b2.Fenced, "fenced only once its shutdown is complete")
+	if !r.ShouldShutdown {
+		r = h.heartbeat(2, e2, true)
+	}
+	require.True(t, r.ShouldShutdown)
+	require.True(t, r.IsFenced)
+	b2, _ = h.cfg.Store.Image().Broker(2)
+	require.True(t, b2.Fenced)
 
 	// Broker 1's connection closes: it is fenced at once.
 	h.ConnectionLost(context.Background(), 1, e1)

@@ -103,6 +103,13 @@ func (c *ControllerCore) heartbeat(o *Op, q Quorum, req *kmsg.BrokerHeartbeatReq
 		case req.WantShutdown && !b.ShuttingDown:
 			recs = c.cfg.Settings.Shutdown(img, b.ID)
 			c.log.Info("controlled shutdown of broker", "broker", b.ID, "moves", len(recs)-1)
+		case req.WantShutdown && !b.Fenced && s.shutdownOffset > 0 && req.CurrentMetadataOffset >= int64(s.shutdownOffset):
+			// Its leaderships have moved and it has seen them move: it may
+			// go, and it is fenced now (Kafka's SHUTDOWN_NOW), so that
+			// Metadata stops naming a broker that is exiting and what it
+			// still leads alone goes offline at once, not a session later.
+			recs = c.cfg.Settings.Fence(img, b.ID)
+			c.log.Info("controlled shutdown of broker complete; fencing it", "broker", b.ID, "epoch", b.Epoch)
 		case req.WantFence && !b.Fenced:
 			recs = c.cfg.Settings.Fence(img, b.ID)
 		case !req.WantFence && !req.WantShutdown && b.Fenced && caughtUp:
