@@ -67,6 +67,40 @@ func (c *Cell[R]) Spread(f func(R) float64) Spread {
 	return SpreadOf(xs)
 }
 
+// Quantiles is the figure over the repetitions as order statistics (see
+// QuantilesOf); a nil cell has none.
+func (c *Cell[R]) Quantiles(f func(R) float64) Quantiles {
+	if c == nil {
+		return QuantilesOf(nil)
+	}
+	xs := make([]float64, len(c.Reps))
+	for i, r := range c.Reps {
+		xs[i] = f(r)
+	}
+	return QuantilesOf(xs)
+}
+
+// FindCell is target's cell under workload in cells, or nil.
+func FindCell[R Rep](cells []*Cell[R], target, workload string) *Cell[R] {
+	for _, c := range cells {
+		if c.Target == target && c.Workload == workload {
+			return c
+		}
+	}
+	return nil
+}
+
+// AddRep appends rep to target's cell under workload, making the cell
+// (on topology) when cells has none yet.
+func AddRep[R Rep](cells *[]*Cell[R], target, workload string, topology Topology, rep R) {
+	c := FindCell(*cells, target, workload)
+	if c == nil {
+		c = &Cell[R]{Target: target, Workload: workload, Topology: topology}
+		*cells = append(*cells, c)
+	}
+	c.Reps = append(c.Reps, rep)
+}
+
 // Median is the figure's median, NaN when no repetition has it (also for
 // a nil cell, so that a ratio to a target that did not run is NaN).
 func (c *Cell[R]) Median(f func(R) float64) float64 { return c.Spread(f).Median }

@@ -28,7 +28,7 @@ func (r *Result) writeChart(path string) (bool, error) {
 			fig    func(Rep) float64
 			dashed bool
 		}{{"acks=all", Seconds, false}, {"acks=1", LeaderAck, true}} {
-			pts := cdf(quantiles(c, s.fig))
+			pts := cdf(c.Quantiles(s.fig))
 			if len(pts) == 0 {
 				continue
 			}

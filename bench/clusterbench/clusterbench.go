@@ -210,21 +210,11 @@ type Result struct {
 
 // Cell finds engine's cell under workload, or nil.
 func (r *Result) Cell(engine, workload string) *Cell {
-	for _, c := range r.Cells {
-		if c.Target == engine && c.Workload == workload {
-			return c
-		}
-	}
-	return nil
+	return bench.FindCell(r.Cells, engine, workload)
 }
 
 func (r *Result) add(engine, workload string, rep Rep) {
-	c := r.Cell(engine, workload)
-	if c == nil {
-		c = &Cell{Target: engine, Workload: workload, Topology: topology(r.Config.Brokers, workload)}
-		r.Cells = append(r.Cells, c)
-	}
-	c.Reps = append(c.Reps, rep)
+	bench.AddRep(&r.Cells, engine, workload, topology(r.Config.Brokers, workload), rep)
 }
 
 func topology(brokers int, workload string) bench.Topology {

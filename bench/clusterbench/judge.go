@@ -8,18 +8,6 @@ import (
 	"github.com/minikafka/minikafka/bench/brokerbench"
 )
 
-// quantiles are a cell's figure over its repetitions.
-func quantiles(c *Cell, fig func(Rep) float64) bench.Quantiles {
-	if c == nil {
-		return bench.QuantilesOf(nil)
-	}
-	xs := make([]float64, len(c.Reps))
-	for i, r := range c.Reps {
-		xs[i] = fig(r)
-	}
-	return bench.QuantilesOf(xs)
-}
-
 // medianCheck judges the median of a cell's figure, unresolved when the
 // bound lies in the median's confidence interval.
 func medianCheck(name string, c *Cell, bound float64) bench.Check {
@@ -29,7 +17,7 @@ func medianCheck(name string, c *Cell, bound float64) bench.Check {
 		return ch.Because("no measurement finished")
 	}
 	ch = ch.Because("median of %d, max %s", s.N, bench.Millis(s.Max))
-	lo, hi := quantiles(c, Seconds).Interval(0.5, bench.Confidence)
+	lo, hi := c.Quantiles(Seconds).Interval(0.5, bench.Confidence)
 	return ch.Resolve(lo, hi, fmt.Sprintf("the %.0f %% interval of the median", bench.Confidence*100))
 }
 
@@ -57,7 +45,7 @@ func (r *Result) Judge() []bench.Check {
 
 func (r *Result) creationCheck(engine string) bench.Check {
 	c := r.Cell(engine, TopicCreation)
-	q := quantiles(c, Seconds)
+	q := c.Quantiles(Seconds)
 	ch := bench.Judge("topic creation to served by every replica (acks=all produce to each partition), p99, "+engine,
 		q.At(0.99), "s", false, TargetTopicCreation.Seconds())
 	if ch.Verdict == bench.Missing {
@@ -156,7 +144,7 @@ func (r *Result) Ratios() []bench.Ratio {
 	for _, e := range r.Config.Engines {
 		out.Add("controller failover target / median, "+e, bench.Div(TargetControllerFailover.Seconds(), r.Cell(e, ControllerFailover).Median(Seconds)), false)
 		out.Add("broker failure target / median, "+e, bench.Div(TargetBrokerFailure.Seconds(), r.Cell(e, BrokerFailure).Median(Seconds)), false)
-		out.Add("topic creation target / p99, "+e, bench.Div(TargetTopicCreation.Seconds(), quantiles(r.Cell(e, TopicCreation), Seconds).At(0.99)), false)
+		out.Add("topic creation target / p99, "+e, bench.Div(TargetTopicCreation.Seconds(), (r.Cell(e, TopicCreation)).Quantiles(Seconds).At(0.99)), false)
 	}
 	for _, e := range r.Config.ScaleEngines {
 		out.Add("restart at scale target / median, "+e, bench.Div(TargetRestart.Seconds(), r.Cell(e, RestartAtScale).Median(Seconds)), false)

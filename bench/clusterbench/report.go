@@ -69,7 +69,7 @@ func ms(v float64) string { return bench.Millis(v) }
 // durationRow is median, its interval, min and max of a cell's figure.
 func durationRow(c *Cell, fig func(Rep) float64) []string {
 	s := c.Spread(fig)
-	lo, hi := quantiles(c, fig).Interval(0.5, bench.Confidence)
+	lo, hi := c.Quantiles(fig).Interval(0.5, bench.Confidence)
 	interval := "–"
 	if s.OK() {
 		interval = ms(lo) + "–" + ms(hi)
@@ -151,12 +151,12 @@ func (r *Result) creationSection(rep *bench.Report, chart string) {
 			continue
 		}
 		pair := func(fig func(Rep) float64) string {
-			q := quantiles(c, fig)
+			q := c.Quantiles(fig)
 			return ms(q.At(0.5)) + " / " + ms(q.At(0.99))
 		}
 		beyond := bench.SpreadOf(diffs(c, Seconds, LeaderAck)).Median
 		t.Row(e, fmt.Sprintf("%d/%d", c.Finished(), len(c.Reps)), pair(Created), pair(Listed), pair(LeaderAck), pair(Seconds),
-			ms(quantiles(c, Seconds).Max()), ms(beyond))
+			ms(c.Quantiles(Seconds).Max()), ms(beyond))
 	}
 	if chart != "" {
 		s.Para("![Topic creation to served](%s)", chart)

@@ -7,18 +7,6 @@ import (
 	"github.com/minikafka/minikafka/bench"
 )
 
-// quantiles are a cell's figure over its repetitions.
-func quantiles(c *Cell, fig func(Rep) float64) bench.Quantiles {
-	if c == nil {
-		return bench.QuantilesOf(nil)
-	}
-	xs := make([]float64, len(c.Reps))
-	for i, r := range c.Reps {
-		xs[i] = fig(r)
-	}
-	return bench.QuantilesOf(xs)
-}
-
 // spreadOf is the relative spread (max/min - 1) of a cell's figure, 0
 // with fewer than two values.
 func spreadOf(c *Cell, fig func(Rep) float64) float64 {
@@ -112,7 +100,7 @@ func (r *Result) killChecks(e string) []bench.Check {
 		return []bench.Check{med.Because("no kill finished"), worst.Because("no kill finished")}
 	}
 	med = med.Because("%d kills, %d of the killed leaders the active controller", s.N, controllers(c))
-	lo, hi := quantiles(c, Seconds).Interval(0.5, bench.Confidence)
+	lo, hi := c.Quantiles(Seconds).Interval(0.5, bench.Confidence)
 	med = med.Resolve(lo, hi, fmt.Sprintf("the %.0f %% interval of the median", bench.Confidence*100))
 	return []bench.Check{med, worst.Because("%d kills", s.N)}
 }
@@ -141,7 +129,7 @@ func (r *Result) stallCheck(e string) bench.Check {
 		return ch.Because("no stop finished")
 	}
 	ch = ch.Because("%d stops, max %s; %s without a fault", s.N, bench.Millis(s.Max), bench.Millis(c.Median(Quiet)))
-	lo, hi := quantiles(c, Seconds).Interval(0.5, bench.Confidence)
+	lo, hi := c.Quantiles(Seconds).Interval(0.5, bench.Confidence)
 	return ch.Resolve(lo, hi, fmt.Sprintf("the %.0f %% interval of the median", bench.Confidence*100))
 }
 

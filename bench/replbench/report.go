@@ -118,7 +118,7 @@ func (r *Result) killSection(rep *bench.Report, chart string) {
 			continue
 		}
 		st := c.Spread(Seconds)
-		lo, hi := quantiles(c, Seconds).Interval(0.5, bench.Confidence)
+		lo, hi := c.Quantiles(Seconds).Interval(0.5, bench.Confidence)
 		interval := "–"
 		if st.OK() {
 			interval = ms(lo) + "–" + ms(hi)
