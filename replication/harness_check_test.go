@@ -128,5 +128,6 @@ var mutationNames = map[string]func(*mutations){
 	"ignore-min-isr":            func(m *mutations) { m.ignoreMinISR = true },
 	"no-broker-epoch":           func(m *mutations) { m.noBrokerEpoch = true },
 	"hw-committed-isr":          func(m *mutations) { m.hwCommittedISR = true },
+	"hw-proposed-isr":           func(m *mutations) { m.hwProposedISR = true },
 	"propose-while-pending":     func(m *mutations) { m.proposeWhilePending = true },
 }

@@ -293,6 +293,13 @@ func (l *Leader) hwMembers() []int32 {
 	if l.pending == nil || l.mut.hwCommittedISR {
 		return l.isr
 	}
+	if l.mut.hwProposedISR {
+		var out []int32
+		for _, m := range l.pending.NewISR {
+			out = append(out, m.ID)
+		}
+		return out
+	}
 	out := slices.Clone(l.isr)
 	for _, m := range l.pending.NewISR {
 		if !slices.Contains(out, m.ID) {

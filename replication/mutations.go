@@ -61,6 +61,14 @@ type mutations struct {
 	// Breaks: kip497 (the HW passes the joiner while the expansion is in
 	// flight; it commits; the joiner is elected without the record).
 	hwCommittedISR bool
+	// hwProposedISR: the HW is computed over the proposed ISR while a
+	// change is in flight, so a member being removed stops counting the
+	// moment its removal is proposed. Breaks: stale-leader (a leader cut
+	// off from its followers and from the controller proposes to shrink the
+	// ISR to itself and acknowledges alone; the controller never got the
+	// proposal, fences the leader and elects a follower that lacks the
+	// acknowledged record: Kafka's ZooKeeper-era ISR shrink, Jepsen 2013).
+	hwProposedISR bool
 	// proposeWhilePending: a new proposal replaces one in flight instead of
 	// waiting for its answer. Breaks: kip497-pending (the replaced expansion
 	// still commits, but its joiner no longer holds the HW back).

@@ -14,7 +14,7 @@ func (c *FollowerConfig) Mutate(name string) error { return c.mut.set(name) }
 
 // MutationNames are the names Mutate takes.
 var MutationNames = []string{"truncate-to-hw", "leader-end-only", "count-unsynced", "no-epoch-fencing",
-	"expand-before-epoch-start", "ignore-min-isr", "no-broker-epoch", "hw-committed-isr", "propose-while-pending"}
+	"expand-before-epoch-start", "ignore-min-isr", "no-broker-epoch", "hw-committed-isr", "hw-proposed-isr", "propose-while-pending"}
 
 func (m *mutations) set(name string) error {
 	switch name {
@@ -34,6 +34,8 @@ func (m *mutations) set(name string) error {
 		m.noBrokerEpoch = true
 	case "hw-committed-isr":
 		m.hwCommittedISR = true
+	case "hw-proposed-isr":
+		m.hwProposedISR = true
 	case "propose-while-pending":
 		m.proposeWhilePending = true
 	default:
