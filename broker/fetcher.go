@@ -25,11 +25,12 @@ import (
 // (Partition.NextFetch: nothing while what it appended is not synced under
 // sync=always), sends one Fetch for all of them, and hands each
 // partition its answer (Partition.HandleFetch). A partition added (or
-// given a new role) while a long poll is in flight interrupts it, and a
-// long poll lasts no longer than the nearest end of a partition's backoff:
-// a partition created a moment after the fetcher's last request must not
-// wait out the others' long poll before its first fetch (acks=all on a
-// new topic would take up to a second).
+// given a new role) while a long poll is in flight interrupts it, polls
+// stay short for a while after an addition, and a long poll lasts no
+// longer than the nearest end of a partition's backoff: a partition
+// created a moment after the fetcher's last request must not wait out the
+// others' long poll before its first fetch (acks=all on a new topic would
+// take up to a second).
 
 const (
 	// replicaFetchWait is the follower's long poll (replica.fetch.wait.max.ms).
@@ -50,6 +51,14 @@ const (
 	// syncPoll is how often a fetcher with nothing to send looks again:
 	// its partitions are waiting for their own syncs.
 	syncPoll = 2 * time.Millisecond
+	// addBurstWait bounds the long poll for a while after a partition was
+	// added (addBurst): a broker that opens thousands of partitions at
+	// start adds them over a second or so, and short polls take each in
+	// within milliseconds where interrupting a fetch per partition would
+	// cost a connection each (franz-go ends the connection of a cancelled
+	// request). Only a poll longer than this is interrupted.
+	addBurstWait = 10 * time.Millisecond
+	addBurst     = time.Second
 	// syncPendingWait bounds the long poll while a partition left out of
 	// it waits for its sync (sync=always): once synced it fetches again,
 	// and its leader's high watermark waits for that fetch.
@@ -128,6 +137,8 @@ type fetcher struct {
 	changed     bool
 	interrupt   context.CancelFunc
 	interrupted bool
+	lastAdd     time.Time
+	inFlightFor time.Duration // the long poll of the fetch in flight
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -154,7 +165,8 @@ func (f *fetcher) add(p *partition.Partition) {
 	f.parts[p.Key()] = p
 	delete(f.notBefore, p.Key())
 	f.changed = true
-	if f.interrupt != nil {
+	f.lastAdd = f.s.cfg.Clock.Now()
+	if f.interrupt != nil && f.inFlightFor > addBurstWait {
 		f.interrupt()
 		f.interrupted = true
 	}
@@ -234,6 +246,7 @@ func (f *fetcher) run(ctx context.Context) {
 			continue
 		}
 		f.interrupt, f.interrupted = cancel, false
+		f.inFlightFor = time.Duration(req.MaxWaitMillis) * time.Millisecond
 		f.mu.Unlock()
 		resp, err := seeds[0].Request(rctx, req)
 		f.mu.Lock()
@@ -297,6 +310,9 @@ func (f *fetcher) build() (*kmsg.FetchRequest, map[partition.Key]sent) {
 	defer f.mu.Unlock()
 	f.changed = false
 	wait := replicaFetchWait
+	if now.Sub(f.lastAdd) < addBurst {
+		wait = addBurstWait
+	}
 	for _, t := range f.notBefore {
 		if d := t.Sub(now); d > 0 && d < wait {
 			wait = d
