@@ -51,14 +51,16 @@ const (
 	// syncPoll is how often a fetcher with nothing to send looks again:
 	// its partitions are waiting for their own syncs.
 	syncPoll = 2 * time.Millisecond
-	// addBurstWait bounds the long poll for a while after a partition was
-	// added (addBurst): a broker that opens thousands of partitions at
-	// start adds them over a second or so, and short polls take each in
-	// within milliseconds where interrupting a fetch per partition would
-	// cost a connection each (franz-go ends the connection of a cancelled
-	// request). Only a poll longer than this is interrupted.
-	addBurstWait = 10 * time.Millisecond
-	addBurst     = time.Second
+	// A partition added while a long poll is in flight interrupts it, up to
+	// maxInterrupts a second (franz-go ends the connection of a cancelled
+	// request). More additions than that are a burst (a broker opening
+	// thousands of partitions at start): for addBurst after one, polls last
+	// at most addBurstWait, which takes each partition in within
+	// milliseconds without an interrupt. Short polls are not the rule
+	// because every poll names every partition of the fetcher.
+	maxInterrupts = 20
+	addBurstWait  = 10 * time.Millisecond
+	addBurst      = time.Second
 	// syncPendingWait bounds the long poll while a partition left out of
 	// it waits for its sync (sync=always): once synced it fetches again,
 	// and its leader's high watermark waits for that fetch.
@@ -137,8 +139,12 @@ type fetcher struct {
 	changed     bool
 	interrupt   context.CancelFunc
 	interrupted bool
-	lastAdd     time.Time
 	inFlightFor time.Duration // the long poll of the fetch in flight
+	// interrupts counts the interrupts since windowStart; lastBurst is
+	// when additions last came faster than maxInterrupts a second.
+	interrupts  int
+	windowStart time.Time
+	lastBurst   time.Time
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -165,10 +171,18 @@ func (f *fetcher) add(p *partition.Partition) {
 	f.parts[p.Key()] = p
 	delete(f.notBefore, p.Key())
 	f.changed = true
-	f.lastAdd = f.s.cfg.Clock.Now()
 	if f.interrupt != nil && f.inFlightFor > addBurstWait {
-		f.interrupt()
-		f.interrupted = true
+		now := f.s.cfg.Clock.Now()
+		if now.Sub(f.windowStart) >= time.Second {
+			f.windowStart, f.interrupts = now, 0
+		}
+		if f.interrupts < maxInterrupts {
+			f.interrupts++
+			f.interrupt()
+			f.interrupted = true
+		} else {
+			f.lastBurst = now
+		}
 	}
 	f.mu.Unlock()
 	f.wakeUp()
@@ -310,7 +324,7 @@ func (f *fetcher) build() (*kmsg.FetchRequest, map[partition.Key]sent) {
 	defer f.mu.Unlock()
 	f.changed = false
 	wait := replicaFetchWait
-	if now.Sub(f.lastAdd) < addBurst {
+	if now.Sub(f.lastBurst) < addBurst {
 		wait = addBurstWait
 	}
 	for _, t := range f.notBefore {
