@@ -254,10 +254,10 @@ func (f *fetcher) run(ctx context.Context) {
 		rctx, cancel := context.WithTimeout(ctx, replicaFetchWait+5*time.Second)
 		f.mu.Lock()
 		if f.changed {
-			// Added between build and here: build again at once.
-			f.mu.Unlock()
-			cancel()
-			continue
+			// Added between build and here: a short poll, so that the next
+			// build takes it in soon (building again at once could starve
+			// under a stream of additions).
+			req.MaxWaitMillis = min(req.MaxWaitMillis, int32(addBurstWait/time.Millisecond))
 		}
 		f.interrupt, f.interrupted = cancel, false
 		f.inFlightFor = time.Duration(req.MaxWaitMillis) * time.Millisecond
