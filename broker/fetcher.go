@@ -65,6 +65,10 @@ const (
 	// it waits for its sync (sync=always): once synced it fetches again,
 	// and its leader's high watermark waits for that fetch.
 	syncPendingWait = 5 * time.Millisecond
+	// syncAwait bounds how long a fetcher waits for the syncs of what it
+	// just appended before fetching again (a slow or stuck disk must not
+	// stop the partitions that have nothing to sync).
+	syncAwait = 100 * time.Millisecond
 )
 
 type fetchers struct {
@@ -282,6 +286,26 @@ func (f *fetcher) run(ctx context.Context) {
 		}
 		afterInterrupt = false
 		f.handle(resp.(*kmsg.FetchResponse), inFlight)
+		f.awaitSyncs(ctx, inFlight)
+	}
+}
+
+// awaitSyncs waits, up to syncAwait, until every partition of the fetch
+// just handled has synced what it appended (sync=always): the next fetch
+// then names them all with their new offsets, which is what moves their
+// leaders' high watermarks. The syncs run at once on the partitions' own
+// loops, so this waits about one fsync; fetching without them would leave
+// them out of the next long poll, and their acks=all producers waiting for
+// it to end.
+func (f *fetcher) awaitSyncs(ctx context.Context, inFlight map[partition.Key]sent) {
+	ctx, cancel := withTimeout(ctx, f.s.cfg.Clock, syncAwait)
+	defer cancel()
+	for _, sn := range inFlight {
+		if st, _ := sn.part.FollowerState(); st.SyncPending {
+			if sn.part.WaitSynced(ctx) != nil && ctx.Err() != nil {
+				return
+			}
+		}
 	}
 }
 

@@ -36,11 +36,20 @@ type ProduceConfig struct {
 	Rate float64 `json:"rate"`
 	// Clients is the number of producer clients, each with its own
 	// connections; records and rate are split between them.
-	Clients int           `json:"clients"`
-	Linger  time.Duration `json:"linger_ns"`
+	Clients int `json:"clients"`
+	// Linger is the producer's linger; 0 is franz-go's default (10 ms),
+	// negative none: each batch goes out as soon as a request can carry it,
+	// as a latency measurement wants.
+	Linger time.Duration `json:"linger_ns"`
 	// DeliveryTimeout fails a record not acknowledged in this long; 0 means
 	// 30 s. franz-go refuses less than a second.
 	DeliveryTimeout time.Duration `json:"delivery_timeout_ns"`
+	// Warmup leaves out of the latency figures the records whose (intended)
+	// send falls in the first Warmup: the client connecting, fetching
+	// metadata and its producer id would otherwise be charged, in open
+	// loop, to every record scheduled meanwhile. They count toward the
+	// throughput as the others do.
+	Warmup time.Duration `json:"warmup_ns,omitempty"`
 	// Seed picks the payload bytes.
 	Seed uint64 `json:"seed"`
 	// Progress, when set, is called about every ProgressEvery with the
@@ -101,8 +110,8 @@ func (c *ProduceConfig) clientOpts() ([]kgo.Opt, error) {
 		// A benchmark reports failures; it does not retry forever.
 		kgo.RecordDeliveryTimeout(c.DeliveryTimeout),
 	)
-	if c.Linger > 0 {
-		opts = append(opts, kgo.ProducerLinger(c.Linger))
+	if c.Linger != 0 {
+		opts = append(opts, kgo.ProducerLinger(max(c.Linger, 0)))
 	}
 	return append(opts, c.Client.Opts...), nil
 }
@@ -136,6 +145,9 @@ type producer struct {
 	records int64
 	rate    float64
 	first   int64
+	// measureFrom is the end of the warm-up: latencies of records sent
+	// before it are not recorded.
+	measureFrom time.Time
 
 	mu       sync.Mutex
 	errs     int64
@@ -231,6 +243,7 @@ func closeAll(ps []*producer) {
 // run sends this client's records: closed loop when rate is 0, else on the
 // open-loop schedule; then waits for every acknowledgement.
 func (p *producer) run(loopCtx, ctx context.Context, start time.Time) {
+	p.measureFrom = start.Add(p.cfg.Warmup)
 	var interval time.Duration
 	if p.rate > 0 {
 		interval = time.Duration(float64(time.Second) / p.rate)
@@ -284,7 +297,9 @@ func (p *producer) send(ctx context.Context, i int64, sendAt time.Time) {
 			p.mu.Unlock()
 			return
 		}
-		p.lat.Record(time.Since(sendAt))
+		if !sendAt.Before(p.measureFrom) {
+			p.lat.Record(time.Since(sendAt))
+		}
 		p.acked.Add(1)
 		p.bytes.Add(int64(len(r.Value) + len(r.Key)))
 	})

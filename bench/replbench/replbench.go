@@ -70,6 +70,14 @@ const (
 	// FaultPartitions is the partition count of the fault topic: one led
 	// by each broker.
 	FaultPartitions = 3
+	// LatencyLinger is the producer's linger in the latency runs: Kafka's
+	// linger.ms default since 4.0 (KIP-1030). franz-go's default, which the
+	// throughput runs keep, is 10 ms, and a record waits out most of it at
+	// a rate below what fills a batch sooner.
+	LatencyLinger = 5 * time.Millisecond
+	// LatencyWarmup is the start of a latency run left out of its figures:
+	// the client's connections, metadata and producer id.
+	LatencyWarmup = time.Second
 )
 
 // Config is one run of the replication profile.

@@ -85,9 +85,10 @@ func secs(s float64) string { return bench.Millis(s) }
 
 func (r *Result) latencySection(rep *bench.Report) {
 	s := rep.Section("acks=all latency at half the peak")
-	s.Para("One open-loop run of %v per engine at half the median RF 3 rate above, on the cluster (RF %d), then at the same rate on the single broker (RF 1) for reference. "+
-		"Latency runs from each record's intended send time to its acknowledgement, so a stall is charged to every record it delays.",
-		secs(r.Config.RunSeconds), Replicas)
+	s.Para("One open-loop run of %v per engine at half the median RF 3 rate above, on the cluster (RF %d), then at the same rate on the single broker (RF 1) for reference; "+
+		"the producer lingers %v (Kafka's linger.ms default; the throughput runs keep franz-go's 10 ms), and the first %v (connections, metadata, producer id) is left out of the figures. "+
+		"Latency runs from each record's intended send time to its acknowledgement, so a stall is charged to every record it delays, the load generator's own included (*schedule behind*: it shares the CPUs with the brokers).",
+		secs(r.Config.RunSeconds), Replicas, LatencyLinger, LatencyWarmup)
 	t := s.Table("engine", "rate records/s", "RF 3 p50", "RF 3 p99", "RF 3 p99.9", "RF 3 max", "RF 1 p50", "RF 1 p99", "RF 1 max", "schedule behind (RF 3)")
 	for _, e := range r.Config.Engines {
 		c3, c1 := r.Cell(e, LatencyRF3), r.Cell(e, LatencyRF1)

@@ -84,8 +84,12 @@ func (e *engineRun) produceRun(ctx context.Context, seeds []string, topic string
 		return failed(err)
 	}
 	defer deleteTopic(ctx, seeds, topic)
-	p, err := load.Produce(ctx, load.ProduceConfig{Client: client, Topic: topic, Duration: e.cfg.Run, RecordBytes: e.cfg.RecordBytes,
-		Acks: "all", Idempotent: true, InFlight: load.DefaultInFlight, Rate: rate, Seed: uint64(len(topic))})
+	pc := load.ProduceConfig{Client: client, Topic: topic, Duration: e.cfg.Run, RecordBytes: e.cfg.RecordBytes,
+		Acks: "all", Idempotent: true, InFlight: load.DefaultInFlight, Rate: rate, Seed: uint64(len(topic))}
+	if rate > 0 {
+		pc.Linger, pc.Warmup = LatencyLinger, LatencyWarmup
+	}
+	p, err := load.Produce(ctx, pc)
 	if err != nil {
 		return failed(err)
 	}

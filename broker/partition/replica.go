@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -455,6 +456,18 @@ func (p *Partition) NextFetch() (replication.FetchRequest, bool) {
 		return f.NextFetch()
 	}
 	return replication.FetchRequest{}, false
+}
+
+// WaitSynced returns once everything this replica has appended is
+// durable, which under sync=always is what NextFetch waits for (a follower
+// reports only synced offsets), ctx.Err() if ctx ends first, or the
+// partition's error if its sync failed or it closed. Under other policies
+// it returns at once.
+func (p *Partition) WaitSynced(ctx context.Context) error {
+	if !p.always {
+		return nil
+	}
+	return p.WaitDurable(ctx, p.log.EndOffset())
 }
 
 // FetchResult is the leader's answer for this partition, as a follower's

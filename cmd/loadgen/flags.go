@@ -51,7 +51,7 @@ func produceFlags(fs *flag.FlagSet, p *load.ProduceConfig) {
 	fs.IntVar(&p.InFlight, "in-flight", load.DefaultInFlight, "records outstanding per client (closed loop)")
 	fs.Float64Var(&p.Rate, "rate", 0, "target records/s over all clients: open loop (0: closed loop)")
 	fs.IntVar(&p.Clients, "clients", 1, "producer clients, each with its own connections")
-	fs.DurationVar(&p.Linger, "linger", 0, "producer linger (0: franz-go's default)")
+	fs.DurationVar(&p.Linger, "linger", 0, "producer linger (0: franz-go's default of 10ms; negative: none)")
 	fs.Uint64Var(&p.Seed, "seed", 1, "payload seed")
 	fs.DurationVar(&p.DeliveryTimeout, "delivery-timeout", 30*time.Second, "fail a record not acknowledged in this long (at least 1s)")
 }
