@@ -3,6 +3,7 @@ package broker
 import (
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -92,7 +93,11 @@ func (s *Server) reconcile(img *cluster.Metadata, last reconciled) reconciled {
 			work = append(work, func() { s.reconcilePartition(t, int32(i), p, st) })
 		}
 	}
+	began := time.Now()
 	runAll(work, reconcileWorkers)
+	if len(work) >= reconcileLogAt {
+		s.log.Info("partitions set up", "partitions", len(work), "lead", lead, "took", time.Since(began).Round(time.Millisecond))
+	}
 	if current {
 		for _, k := range s.parts.Keys() {
 			if !wanted[k] {
@@ -121,6 +126,10 @@ func (s *Server) reconcile(img *cluster.Metadata, last reconciled) reconciled {
 // leads thousands of partitions again after a restart spends its time in
 // syncs, which a disk serves much better side by side than one by one.
 const reconcileWorkers = 32
+
+// reconcileLogAt is how many partitions set up in one round are worth a
+// line in the log (a restart, a topic of many partitions).
+const reconcileLogAt = 100
 
 // runAll runs every job on at most n goroutines and returns when all are
 // done.

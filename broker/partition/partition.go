@@ -89,11 +89,14 @@ type Partition struct {
 	tenure *tenure
 
 	// repMu guards the replication state machine (replica.go); taken after mu.
-	repMu   sync.Mutex
-	role    role
-	epochs  *replication.EpochCache
-	repl    Replication
-	savedHW int64 // the high watermark checkpoint's value
+	repMu  sync.Mutex
+	role   role
+	epochs *replication.EpochCache
+	// epochsDirty says the cache changed since its checkpoint was written
+	// (flushEpochsLocked).
+	epochsDirty bool
+	repl        Replication
+	savedHW     int64 // the high watermark checkpoint's value
 	// replBytesIn and replBytesOut count record bytes replicated into this
 	// replica and served from it to followers.
 	replBytesIn, replBytesOut atomic.Int64
@@ -221,6 +224,12 @@ func (p *Partition) Append(records []byte) (Appended, error) {
 				LogStartOffset: p.log.StartOffset(), Duplicate: true,
 			}, nil
 		}
+	}
+	p.repMu.Lock()
+	err = p.flushEpochsLocked()
+	p.repMu.Unlock()
+	if err != nil {
+		return Appended{}, err
 	}
 	first := p.log.EndOffset()
 	next := first

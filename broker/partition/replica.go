@@ -191,7 +191,7 @@ func (p *Partition) applyLocked(acts []replication.Action) error {
 				p.repl.ProposeISR(p, a)
 			}
 		case replication.SaveEpochs:
-			p.saveEpochsLocked()
+			p.epochsDirty = true
 		case replication.Truncate:
 			if err := p.truncateLocked(a.To); err != nil {
 				outcome = err
@@ -511,6 +511,13 @@ func (p *Partition) HandleFetch(r FetchResult) error {
 		FetchOffset: r.Request.FetchOffset, Err: r.Err, HighWatermark: r.HighWatermark,
 		LogStartOffset: r.LogStartOffset, DivergingEpoch: r.Diverging, Batches: infos,
 	})
+	// The SaveEpochs after an Append is for epochs the Append's batches
+	// bring: the checkpoint is written before them (flushEpochsLocked).
+	for _, a := range acts {
+		if _, ok := a.(replication.SaveEpochs); ok {
+			p.epochsDirty = true
+		}
+	}
 	// In order: the Append before the HW that follows it.
 	var outcome error
 	for _, a := range acts {
@@ -536,7 +543,7 @@ func (p *Partition) HandleFetch(r FetchResult) error {
 // what is not there. The caller holds mu and repMu.
 func (p *Partition) resyncFollowerLocked() {
 	if p.epochs.TruncateFromEnd(p.log.EndOffset()) {
-		p.saveEpochsLocked()
+		p.epochsDirty = true
 	}
 	if err := p.followLocked(); err != nil {
 		p.logger.Error("rebuilding the follower after a failed append", "err", err)
@@ -574,6 +581,9 @@ func splitFetched(records []byte) (map[int64][]byte, []replication.BatchInfo, er
 // offsets and epochs, engine.Append with the caller's offsets. The producer
 // state records each, so that a failover keeps idempotence.
 func (p *Partition) appendReplicatedLocked(infos []replication.BatchInfo, bytesAt map[int64][]byte) error {
+	if err := p.flushEpochsLocked(); err != nil {
+		return err
+	}
 	nowMs := p.clock.Now().UnixMilli()
 	for i, info := range infos {
 		b := bytesAt[info.BaseOffset]
@@ -595,10 +605,24 @@ func (p *Partition) appendReplicatedLocked(infos []replication.BatchInfo, bytesA
 	return nil
 }
 
-// saveEpochsLocked checkpoints the leader epoch cache; a failure costs
-// only a rebuild from the log's batches at the next open.
-func (p *Partition) saveEpochsLocked() {
-	if err := engine.WriteChecked(p.fs, p.fs.PathJoin(p.dir, epochsCheckpointFile), epochsMagic, p.epochs.Marshal()); err != nil {
-		p.logger.Warn("leader epoch checkpoint failed; a restart rebuilds it from the log", "err", err)
+// flushEpochsLocked brings the leader epoch checkpoint up to date (written
+// and synced) when the cache changed since it was written; the log takes
+// no batch before it (Append, appendReplicatedLocked). A change alone (a
+// new leadership, a truncation) is not written when it happens: what the
+// checkpoint must never miss after a crash is an epoch some batch on disk
+// carries, and entries a truncation or a new log start dropped are cut
+// again to the log at open (loadEpochs). So a broker that takes the lead
+// of thousands of partitions at once writes no file for them until they
+// get records. A failure refuses the append: the old checkpoint would
+// otherwise be read at the next open without the epochs of what follows.
+// The caller holds repMu.
+func (p *Partition) flushEpochsLocked() error {
+	if !p.epochsDirty {
+		return nil
 	}
+	if err := engine.WriteChecked(p.fs, p.fs.PathJoin(p.dir, epochsCheckpointFile), epochsMagic, p.epochs.Marshal()); err != nil {
+		return p.storageErr("write the leader epoch checkpoint", err)
+	}
+	p.epochsDirty = false
+	return nil
 }
