@@ -327,8 +327,14 @@ func (m *Manager) open() error {
 	return nil
 }
 
-// restoreWorkers is how many partitions Open opens at once.
-const restoreWorkers = 16
+// restoreWorkers is how many partitions Open opens at once, and
+// closeWorkers how many Close closes at once: a partition that took records
+// since it opened syncs its log and writes its snapshot, and a disk serves
+// fsyncs side by side better than one by one.
+const (
+	restoreWorkers = 16
+	closeWorkers   = 32
+)
 
 // restore opens the partition in root/name, or removes the directory when
 // it is an orphan (a deletion, or a creation, that a crash interrupted)
@@ -585,8 +591,8 @@ func (m *Manager) allPartitions() []*Partition {
 	return parts
 }
 
-// closePartitions closes every partition, a few at a time (each close
-// fsyncs), and returns the first error. A Manual manager closes them one
+// closePartitions closes every partition, closeWorkers at a time, and
+// returns the first error. A Manual manager closes them one
 // after the other, in key order, on the caller's goroutine.
 func (m *Manager) closePartitions() error {
 	parts := m.allPartitions()
@@ -603,7 +609,7 @@ func (m *Manager) closePartitions() error {
 		wg       sync.WaitGroup
 		errMu    sync.Mutex
 		firstErr error
-		sem      = make(chan struct{}, 8)
+		sem      = make(chan struct{}, closeWorkers)
 	)
 	for _, p := range parts {
 		wg.Add(1)

@@ -104,6 +104,13 @@ type Partition struct {
 	// durable end moves or the role changes; its value is unused.
 	fetchable watermark
 	sinceSnap int64 // bytes appended since the last producer snapshot
+	// snapSaved is the log end at which the newest producer snapshot on
+	// disk is the producer state in memory (-1: none is), so that closing a
+	// partition nothing was appended to since writes no file; rebuilds
+	// counts truncations, after which a snapshot taken before one is not
+	// the state any more. Both under mu.
+	snapSaved int64
+	rebuilds  uint64
 	snapEvery int64 // Config.SnapshotBytes
 
 	wm watermark
@@ -452,8 +459,11 @@ func (p *Partition) close() error {
 	close(p.stop)
 	<-p.done
 	end := p.log.EndOffset()
+	p.mu.Lock()
+	saved := p.snapSaved == end
+	p.mu.Unlock()
 	err := p.log.Close()
-	if err == nil {
+	if err == nil && !saved {
 		err = p.writeSnapshot(p.producers, end)
 	}
 	if err == nil {

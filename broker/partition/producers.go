@@ -60,7 +60,7 @@ func (p *Partition) restoreProducers() error {
 	if err != nil {
 		return err
 	}
-	st, from := producer.NewState(), start
+	st, from, used := producer.NewState(), start, int64(-1)
 	for _, off := range offs {
 		path := p.fs.PathJoin(p.dir, snapshotName(off))
 		if off > end {
@@ -78,13 +78,19 @@ func (p *Partition) restoreProducers() error {
 		if err != nil {
 			return err
 		}
-		st, from = s, max(off, start)
+		st, from, used = s, max(off, start), off
 		break
 	}
 	if err := scanProducers(p, st, from, end); err != nil {
 		return err
 	}
 	p.producers = st
+	p.snapSaved = -1
+	if used == end {
+		// Read from a snapshot at the log end, nothing replayed: the file
+		// holds this very state (close need not write it again).
+		p.snapSaved = end
+	}
 	return nil
 }
 
@@ -146,7 +152,7 @@ func (p *Partition) maybeSnapshot(ctx context.Context) {
 		return
 	}
 	p.producers.Expire(p.clock.Now().UnixMilli(), producerExpiryMs)
-	st, end := p.producers.Clone(), p.log.EndOffset()
+	st, end, gen := p.producers.Clone(), p.log.EndOffset(), p.rebuilds
 	p.sinceSnap = 0
 	p.mu.Unlock()
 	if err := p.log.Sync(ctx, end); err != nil {
@@ -154,5 +160,11 @@ func (p *Partition) maybeSnapshot(ctx context.Context) {
 	}
 	if err := p.writeSnapshot(st, end); err != nil {
 		p.logger.Warn("producer snapshot failed; a restart will scan more of the log", "err", err)
+		return
 	}
+	p.mu.Lock()
+	if p.rebuilds == gen {
+		p.snapSaved = end
+	}
+	p.mu.Unlock()
 }

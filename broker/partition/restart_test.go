@@ -6,9 +6,11 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -258,4 +260,53 @@ func TestRemove(t *testing.T) {
 
 func hdrFor(id int64, epoch int16, seq int32) batch.Header {
 	return batch.Header{ProducerID: id, ProducerEpoch: epoch, BaseSequence: seq, NumRecords: 1}
+}
+
+// TestCloseOfAnIdlePartitionWritesNothing: a partition nothing was
+// appended to since it opened closes without writing a file of its own
+// (its producer snapshot and checkpoints are what it read), so a broker
+// holding thousands of idle partitions shuts down in milliseconds, not
+// seconds of fsyncs; one that took a batch writes its snapshot, and the
+// next open restores the producer state from it.
+func TestCloseOfAnIdlePartitionWritesNothing(t *testing.T) {
+	for _, eng := range durableEngines {
+		t.Run(eng, func(t *testing.T) {
+			var counting atomic.Bool
+			var writes []string
+			fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
+				// The engine's own files (under log/) are the engine's business.
+				if counting.Load() && op.Kind.ReadOrWrite() == errorfs.OpIsWrite && op.Kind != errorfs.OpFileClose &&
+					!strings.Contains(op.Path, "/log") && !strings.HasSuffix(op.Path, "LOCK") {
+					writes = append(writes, fmt.Sprintf("%v %s", op.Kind, op.Path))
+				}
+				return nil
+			}))
+			const dir = "/data"
+			m, err := openFS(t, eng, fs, dir)
+			require.NoError(t, err)
+			p := onePartition(t, m, "t")
+			runProduces(t, p, 1, []produce{{seq: 0, n: 3, base: 0}})
+			require.NoError(t, p.WaitDurable(ctxT(t), 3))
+			require.NoError(t, m.Close())
+
+			m, err = openFS(t, eng, fs, dir)
+			require.NoError(t, err)
+			lead(t, m, "t", 1)
+			counting.Store(true)
+			require.NoError(t, m.Close())
+			counting.Store(false)
+			require.Empty(t, writes, "closing an idle partition")
+
+			m, err = openFS(t, eng, fs, dir)
+			require.NoError(t, err)
+			defer m.Close()
+			lead(t, m, "t", 1)
+			p, err = m.Partition("t", 0)
+			require.NoError(t, err)
+			runProduces(t, p, 1, []produce{
+				{seq: 0, n: 3, dup: true, base: 0},
+				{seq: 3, n: 1, base: 3},
+			})
+		})
+	}
 }

@@ -57,13 +57,15 @@ func (p *Partition) resetLocked(start int64) error {
 // rebuildProducers drops the producer snapshots past the log end and
 // rebuilds the state from the newest one left and the log after it.
 func (p *Partition) rebuildProducers() error {
+	p.rebuilds++
 	if err := p.restoreProducers(); err != nil {
 		return p.wrap(fmt.Errorf("rebuild producer state after a truncation: %w", err))
 	}
 	return nil
 }
 
-// loadHW reads the high watermark checkpoint, clamped to the log.
+// loadHW reads the high watermark checkpoint, clamped to the log, and
+// notes the value it holds.
 func (p *Partition) loadHW(end int64) int64 {
 	body, found, err := engine.ReadChecked(p.fs, p.fs.PathJoin(p.dir, hwCheckpointFile), hwMagic)
 	hw := int64(0)
@@ -73,6 +75,8 @@ func (p *Partition) loadHW(end int64) int64 {
 	if err != nil {
 		p.logger.Warn("high watermark checkpoint unreadable; starting from the log start", "err", err)
 		hw = 0
+	} else if found {
+		p.savedHW = hw // what the file holds: saveHW need not write it again
 	}
 	return max(min(hw, end), p.log.StartOffset())
 }
