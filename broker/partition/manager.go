@@ -419,8 +419,9 @@ func (m *Manager) create(spec Spec) (*Partition, error) {
 	if err := engine.WriteFileAtomic(m.fs, m.fs.PathJoin(dir, metaFileName), b); err != nil {
 		return nil, fmt.Errorf("partition %s-%d: %w", spec.Topic, spec.Index, err)
 	}
-	// The new directory entries must survive a crash like the data.
-	if err := syncDirs(m.fs, m.fs.PathDir(dir), dir); err != nil {
+	// The new directory's entry must survive a crash like the data (the
+	// meta file's entry in it was synced by WriteFileAtomic).
+	if err := syncDirs(m.fs, m.fs.PathDir(dir)); err != nil {
 		return nil, fmt.Errorf("partition %s-%d: %w", spec.Topic, spec.Index, err)
 	}
 	return openPartition(m, spec)
