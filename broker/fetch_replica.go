@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -109,35 +108,39 @@ func (s *Server) serveFollower(resp *kmsg.FetchResponse, targets []fetchTarget, 
 
 // waitFollowerData blocks until some partition has data past its
 // follower's fetch offset (true), or ctx ends or the server closes (false).
+// One channel watches every partition: a follower fetch names all the
+// partitions it follows here, thousands on a big broker, and parks at
+// every quiet moment.
 func (s *Server) waitFollowerData(ctx context.Context, targets []fetchTarget) bool {
-	ctx, cancel := context.WithCancel(ctx)
 	woke := make(chan struct{}, 1)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
+	var parked []*fetchTarget
+	var stops []func()
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}()
 	for i := range targets {
 		t := &targets[i]
 		if t.err != nil || t.part == nil {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t.part.WaitFollowerData(ctx.Done(), t.req.FetchOffset)
-			if ctx.Err() == nil {
-				select {
-				case woke <- struct{}{}:
-				default:
-				}
-			}
-		}()
+		// Watch first, then check: a change in between still wakes us.
+		stops = append(stops, t.part.WatchFollowerData(woke))
+		parked = append(parked, t)
 	}
-	select {
-	case <-woke:
-		return true
-	case <-ctx.Done():
-		return false
-	case <-s.quit:
-		return false
+	for {
+		for _, t := range parked {
+			if t.part.FollowerDataReady(t.req.FetchOffset) {
+				return true
+			}
+		}
+		select {
+		case <-woke:
+		case <-ctx.Done():
+			return false
+		case <-s.quit:
+			return false
+		}
 	}
 }

@@ -43,6 +43,7 @@
 package partition
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -505,7 +506,8 @@ func (m *Manager) Keys() []Key {
 		out = append(out, k)
 	}
 	slices.SortFunc(out, func(a, b Key) int {
-		if c := strings.Compare(a.TopicID.String(), b.TopicID.String()); c != 0 {
+		// The bytes sort as their hex does, without a string per compare.
+		if c := bytes.Compare(a.TopicID[:], b.TopicID[:]); c != 0 {
 			return c
 		}
 		return int(a.Index - b.Index)

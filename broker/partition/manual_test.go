@@ -109,8 +109,10 @@ func TestManualAcks(t *testing.T) {
 	require.ErrorIs(t, err, kerr.NotLeaderForPartition, "but the wait was the ended leadership's")
 }
 
-// TestManualFollowerData: FollowerDataReady is WaitFollowerData's
-// condition; the Configure hooks see each state machine's configuration.
+// TestManualFollowerData: FollowerDataReady says when a parked follower
+// fetch has something, and a WatchFollowerData channel hears of every
+// change that may make it so; the Configure hooks see each state machine's
+// configuration.
 func TestManualFollowerData(t *testing.T) {
 	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	var leaders, followers int
@@ -127,21 +129,39 @@ func TestManualFollowerData(t *testing.T) {
 	st := partition.ReplicaState{Self: 1, BrokerEpoch: 1, Lead: true, Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, MinISR: 1, Now: clk.Now()}
 	_, err = p.SetState(st)
 	require.NoError(t, err)
+	woke := make(chan struct{}, 1)
+	heard := func() bool {
+		select {
+		case <-woke:
+			return true
+		default:
+			return false
+		}
+	}
+	stop := p.WatchFollowerData(woke)
 	require.False(t, p.FollowerDataReady(0))
 	_, err = p.Append(batchtest.Plain(t, 1))
 	require.NoError(t, err)
 	require.False(t, p.FollowerDataReady(0), "not before it is durable")
+	require.False(t, heard(), "an append alone is not news for a follower")
 	require.True(t, p.Sync())
+	require.True(t, heard(), "the durable end moved")
 	require.True(t, p.FollowerDataReady(0))
 	require.False(t, p.FollowerDataReady(1))
 	st.Leader, st.LeaderEpoch = 2, 1
 	_, err = p.SetState(st)
 	require.NoError(t, err)
+	require.True(t, heard(), "the role changed")
 	require.True(t, p.FollowerDataReady(1), "a follower of a former leader is answered at once")
 	fs, ok := p.FollowerState()
 	require.True(t, ok)
 	require.Equal(t, int32(2), fs.Leader)
 	require.Equal(t, []int{1, 1}, []int{leaders, followers})
+	stop()
+	st.Leader, st.LeaderEpoch = 1, 2
+	_, err = p.SetState(st)
+	require.NoError(t, err)
+	require.False(t, heard(), "not once the watch stopped")
 }
 
 // TestFollowerTakesNewBrokerEpoch: a follower built before its broker

@@ -397,26 +397,18 @@ func (p *Partition) ServeFollower(ev replication.FollowerFetch, maxBytes int) (R
 	return rd, nil
 }
 
-// WaitFollowerData returns once a follower at offset has something to
-// fetch: this leader's durable end passed it, or the role changed (the
-// follower is answered at once), or ctx ends.
-func (p *Partition) WaitFollowerData(done <-chan struct{}, offset int64) {
-	for {
-		ch := p.fetchable.changed()
-		if p.FollowerDataReady(offset) {
-			return
-		}
-		select {
-		case <-ch:
-		case <-done:
-			return
-		}
-	}
+// WatchFollowerData makes c (buffered) get a value whenever what
+// FollowerDataReady reports may have changed (this leader's durable end
+// moved, the role changed, the partition closed), until the returned func
+// is called: a follower's fetch parked on many partitions watches them all
+// with one channel and checks FollowerDataReady when it gets a value.
+func (p *Partition) WatchFollowerData(c chan<- struct{}) (stop func()) {
+	return p.fetchable.watch(c)
 }
 
-// FollowerDataReady reports, without blocking, what ends
-// WaitFollowerData: a follower at offset has something to fetch, or is
-// to be answered at once (the role changed, the partition closed).
+// FollowerDataReady reports whether a follower at offset has something to
+// fetch (this leader's durable end passed it), or is to be answered at
+// once (the role changed, the partition closed).
 func (p *Partition) FollowerDataReady(offset int64) bool {
 	return p.gone.Load() || p.durable.get() > offset || !p.Role().Local
 }

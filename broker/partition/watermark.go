@@ -16,6 +16,38 @@ type watermark struct {
 	hw  int64
 	ch  chan struct{}
 	err error // sticky: the partition failed or closed; no further advance
+	// watchers get a value (without blocking) at every change, as ch's
+	// waiters wake: a waiter on many watermarks at once registers one
+	// channel with each instead of a goroutine per watermark.
+	watchers map[chan<- struct{}]struct{}
+}
+
+// renew wakes every waiter and watcher after a change; the caller holds mu.
+func (w *watermark) renew() {
+	close(w.ch)
+	w.ch = make(chan struct{})
+	for c := range w.watchers {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// watch makes c get a value at every change until the returned func is
+// called. c should be buffered: a change is dropped while it holds one.
+func (w *watermark) watch(c chan<- struct{}) (stop func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.watchers == nil {
+		w.watchers = map[chan<- struct{}]struct{}{}
+	}
+	w.watchers[c] = struct{}{}
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		delete(w.watchers, c)
+	}
 }
 
 func (w *watermark) init(hw int64) {
@@ -36,8 +68,7 @@ func (w *watermark) advance(to int64) {
 		return
 	}
 	w.hw = to
-	close(w.ch)
-	w.ch = make(chan struct{})
+	w.renew()
 }
 
 // poke wakes every waiter without a change of value, so that they check
@@ -45,8 +76,7 @@ func (w *watermark) advance(to int64) {
 func (w *watermark) poke() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	close(w.ch)
-	w.ch = make(chan struct{})
+	w.renew()
 }
 
 // lower moves the HW down to to: a follower truncated below it (see
@@ -68,8 +98,7 @@ func (w *watermark) close(err error) {
 		return
 	}
 	w.err = err
-	close(w.ch)
-	w.ch = make(chan struct{})
+	w.renew()
 }
 
 // failed returns the sticky error once the watermark was closed.
