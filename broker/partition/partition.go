@@ -92,11 +92,11 @@ type Partition struct {
 	repMu  sync.Mutex
 	role   role
 	epochs *replication.EpochCache
-	// epochsDirty says the cache changed since its checkpoint was written
-	// (flushEpochsLocked).
-	epochsDirty bool
-	repl        Replication
-	savedHW     int64 // the high watermark checkpoint's value
+	// epochsDirty says the cache changed since its checkpoint was written,
+	// epochsOnDisk that a checkpoint exists (flushEpochsLocked).
+	epochsDirty, epochsOnDisk bool
+	repl                      Replication
+	savedHW                   int64 // the high watermark checkpoint's value
 	// replBytesIn and replBytesOut count record bytes replicated into this
 	// replica and served from it to followers.
 	replBytesIn, replBytesOut atomic.Int64
@@ -298,7 +298,7 @@ func (p *Partition) afterAppendLocked(end int64) {
 	if !p.always {
 		p.localDurableLocked(end)
 	}
-	if p.always || p.sinceSnap >= p.snapEvery {
+	if p.always || p.sinceSnap >= p.snapEvery || (p.epochsDirty && !p.epochsOnDisk) {
 		select {
 		case p.kick <- struct{}{}:
 		default:

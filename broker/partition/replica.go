@@ -598,23 +598,51 @@ func (p *Partition) appendReplicatedLocked(infos []replication.BatchInfo, bytesA
 }
 
 // flushEpochsLocked brings the leader epoch checkpoint up to date (written
-// and synced) when the cache changed since it was written; the log takes
-// no batch before it (Append, appendReplicatedLocked). A change alone (a
-// new leadership, a truncation) is not written when it happens: what the
-// checkpoint must never miss after a crash is an epoch some batch on disk
-// carries, and entries a truncation or a new log start dropped are cut
-// again to the log at open (loadEpochs). So a broker that takes the lead
-// of thousands of partitions at once writes no file for them until they
-// get records. A failure refuses the append: the old checkpoint would
-// otherwise be read at the next open without the epochs of what follows.
-// The caller holds repMu.
+// and synced) when the cache changed since it was written and a checkpoint
+// exists; the log takes no batch before it (Append, appendReplicatedLocked).
+// A change alone (a new leadership, a truncation) is not written when it
+// happens: what a checkpoint must never miss after a crash is an epoch some
+// batch on disk carries, and entries a truncation or a new log start
+// dropped are cut again to the log at open (loadEpochs). So a broker that
+// takes the lead of thousands of partitions at once writes no file for
+// them until they get records. Without a checkpoint (a new partition) the
+// open rebuilds the cache from the batches, so the first one is written
+// after the fact, off the append path, by the background loop
+// (saveFirstEpochs). A failure refuses the append: the old checkpoint
+// would otherwise be read at the next open without the epochs of what
+// follows. The caller holds repMu.
 func (p *Partition) flushEpochsLocked() error {
-	if !p.epochsDirty {
+	if !p.epochsDirty || !p.epochsOnDisk {
 		return nil
 	}
+	return p.writeEpochsLocked()
+}
+
+// writeEpochsLocked writes the leader epoch checkpoint; the caller holds
+// repMu.
+func (p *Partition) writeEpochsLocked() error {
 	if err := engine.WriteChecked(p.fs, p.fs.PathJoin(p.dir, epochsCheckpointFile), epochsMagic, p.epochs.Marshal()); err != nil {
 		return p.storageErr("write the leader epoch checkpoint", err)
 	}
-	p.epochsDirty = false
+	p.epochsDirty, p.epochsOnDisk = false, true
 	return nil
+}
+
+// saveFirstEpochs writes the first leader epoch checkpoint of a partition
+// that has none, for the background loop; see flushEpochsLocked. Under mu,
+// so no append runs meanwhile: the file covers every batch in the log.
+func (p *Partition) saveFirstEpochs() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.repMu.Lock()
+	defer p.repMu.Unlock()
+	if !p.epochsDirty || p.epochsOnDisk {
+		return
+	}
+	if err := p.writeEpochsLocked(); err != nil {
+		p.logger.Warn("leader epoch checkpoint failed; a restart rebuilds it from the log", "err", err)
+	}
 }

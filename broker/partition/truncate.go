@@ -103,6 +103,7 @@ func (p *Partition) loadEpochs() error {
 		if p.epochs, err = replication.UnmarshalEpochCache(body); err == nil {
 			p.epochs.TruncateFromEnd(p.log.EndOffset())
 			p.epochs.TruncateFromStart(p.log.StartOffset())
+			p.epochsOnDisk = true
 			return nil
 		}
 	}

@@ -295,8 +295,9 @@ func (p *Partition) loop() {
 }
 
 // syncOnce is one round of the background loop: under SyncAlways, sync the
-// log and report what is durable; then write a producer snapshot if one is
-// due. It reports false once the partition failed or is closing.
+// log and report what is durable; then write a new partition's first leader
+// epoch checkpoint, and a producer snapshot if one is due. It reports false
+// once the partition failed or is closing.
 func (p *Partition) syncOnce(ctx context.Context) bool {
 	if p.always {
 		end := p.log.EndOffset()
@@ -314,6 +315,7 @@ func (p *Partition) syncOnce(ctx context.Context) bool {
 		p.localDurable(end)
 		p.mu.Unlock()
 	}
+	p.saveFirstEpochs()
 	p.maybeSnapshot(ctx)
 	return true
 }
