@@ -14,8 +14,12 @@ import (
 // The high watermark checkpoint lags the real one (it is written every
 // hwCheckpointEvery and at close): a restarted replica starts from it and
 // learns the rest from its leader, or as leader from its followers. The
-// epoch cache is written whenever it changes; a missing or damaged one is
-// rebuilt from the batches' partition leader epochs.
+// epoch cache is written before the log takes a batch after it changed (a
+// new leadership or a truncation alone writes nothing: see
+// flushEpochsLocked), so a checkpoint never lacks an epoch that a batch on
+// disk carries; a new partition's first one is written by its background
+// loop, and a missing or damaged one is rebuilt from the batches' partition
+// leader epochs.
 const (
 	hwCheckpointFile     = "hw.checkpoint"
 	epochsCheckpointFile = "leader-epoch.checkpoint"
