@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"runtime"
@@ -8,6 +9,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -117,6 +119,11 @@ func TestAcceptErrorsDoNotStopServing(t *testing.T) {
 	fl.failures.Store(3)
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(fl) }()
+	// Metadata lists the broker once it is registered and unfenced, which
+	// a loaded machine may take longer for than the failed accepts.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, s.WaitReady(ctx))
 	metadataWorks(t, ln.Addr().String())
 	require.NoError(t, s.Close())
 	require.ErrorIs(t, <-served, broker.ErrServerClosed)
