@@ -463,7 +463,7 @@ func (p *Partition) close() error {
 	// An empty log with no producer state needs no snapshot: the open scans
 	// nothing and finds the same. (A broker that made thousands of
 	// partitions would otherwise sync a file for each on its way out.)
-	saved := p.snapSaved == end || end == p.log.StartOffset() && p.producers.Len() == 0
+	saved := p.snapSaved == end || (end == p.log.StartOffset() && p.producers.Len() == 0)
 	p.mu.Unlock()
 	err := p.log.Close()
 	if err == nil && !saved {
