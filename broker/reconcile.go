@@ -93,10 +93,11 @@ func (s *Server) reconcile(img *cluster.Metadata, last reconciled) reconciled {
 			work = append(work, func() { s.reconcilePartition(t, int32(i), p, st) })
 		}
 	}
-	began := time.Now()
+	began := s.cfg.Clock.Now()
 	runAll(work, reconcileWorkers)
 	if len(work) >= reconcileLogAt {
-		s.log.Info("partitions set up", "partitions", len(work), "lead", lead, "took", time.Since(began).Round(time.Millisecond))
+		took := s.cfg.Clock.Now().Sub(began)
+		s.log.Info("partitions set up", "partitions", len(work), "lead", lead, "took", took.Round(time.Millisecond))
 	}
 	if current {
 		for _, k := range s.parts.Keys() {
@@ -122,9 +123,10 @@ func (s *Server) reconcile(img *cluster.Metadata, last reconciled) reconciled {
 }
 
 // reconcileWorkers is how many partitions the reconciler sets up at once.
-// A new leader epoch is a checkpoint written and synced, so a broker that
-// leads thousands of partitions again after a restart spends its time in
-// syncs, which a disk serves much better side by side than one by one.
+// A new partition is a directory and files written and synced, so a topic
+// of many partitions spends its time in syncs, which a disk serves much
+// better side by side than one by one. (A new leader epoch syncs nothing:
+// its checkpoint waits for the partition's next batch.)
 const reconcileWorkers = 32
 
 // reconcileLogAt is how many partitions set up in one round are worth a

@@ -622,6 +622,10 @@ func (p *Partition) flushEpochsLocked() error {
 // repMu.
 func (p *Partition) writeEpochsLocked() error {
 	if err := engine.WriteChecked(p.fs, p.fs.PathJoin(p.dir, epochsCheckpointFile), epochsMagic, p.epochs.Marshal()); err != nil {
+		// A file may be in place now all the same (the rename done, the
+		// directory sync failed): from here every append waits for a good
+		// one, as if a checkpoint existed.
+		p.epochsOnDisk = true
 		return p.storageErr("write the leader epoch checkpoint", err)
 	}
 	p.epochsDirty, p.epochsOnDisk = false, true
