@@ -66,6 +66,7 @@ type Engine struct {
 	sealing     []*segment // rolled, not yet synced and indexed
 	dirDirty    bool       // a directory entry changed since the last directory sync
 	cleanOnDisk bool       // the clean-shutdown marker exists
+	changed     bool       // an append, truncation or trim since Open
 
 	segMu sync.RWMutex
 	segs  []*segment // ascending base offsets; the last is active
@@ -191,6 +192,7 @@ func (e *Engine) Append(b engine.Batch) error {
 // after a crash. The next flush syncs the directory before any waiter is
 // released.
 func (e *Engine) startWritingLocked() error {
+	e.changed = true
 	if !e.cleanOnDisk {
 		return nil
 	}
@@ -261,8 +263,11 @@ func (e *Engine) Close() error {
 	defer e.mu.Unlock()
 	err := e.failed()
 	// With the marker still on disk nothing changed since a clean open:
-	// there is nothing to sync or record.
-	if err == nil && !e.cleanOnDisk {
+	// there is nothing to sync or record. Nor is there for an empty log
+	// nothing changed since it opened: its next open has nothing to scan
+	// (a broker that made thousands of partitions would otherwise sync
+	// each one's files on its way out).
+	if err == nil && !e.cleanOnDisk && (e.changed || e.end.Load() != e.start.Load()) {
 		err = e.syncAllLocked()
 		if err == nil {
 			err = e.writeCleanLocked()

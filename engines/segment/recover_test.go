@@ -336,3 +336,35 @@ func TestCorruptStartFile(t *testing.T) {
 	_, err := Open(testDir, engine.Options{FS: fs})
 	require.ErrorIs(t, err, engine.ErrCorrupt, "a damaged log start is not guessed")
 }
+
+// TestCloseOfANewEmptyLogWritesNothing: a log created and closed without a
+// change syncs and writes nothing (its next open has nothing to scan, and a
+// broker that made thousands of partitions exits without a sync for each),
+// reopens empty and takes appends; a log that took one writes its clean
+// marker as before.
+func TestCloseOfANewEmptyLogWritesNothing(t *testing.T) {
+	mem := newMem(t)
+	var counting atomic.Bool
+	var writes atomic.Int64
+	fs := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if counting.Load() && op.Kind.ReadOrWrite() == errorfs.OpIsWrite && op.Kind != errorfs.OpFileClose {
+			writes.Add(1)
+		}
+		return nil
+	}))
+	opts := engine.Options{SegmentBytes: 4 << 10}
+	e := open(t, fs, opts)
+	counting.Store(true)
+	require.NoError(t, e.Close())
+	counting.Store(false)
+	assert.Zero(t, writes.Load(), "writes and syncs closing a new, empty log")
+
+	e = open(t, fs, opts)
+	require.Zero(t, e.EndOffset())
+	bs := appendN(t, e, 3, 1, fixed(100))
+	require.NoError(t, e.Close())
+	_, err := mem.Stat(path(cleanFile))
+	require.NoError(t, err, "a log that took batches records its clean shutdown")
+	e = open(t, fs, opts)
+	requireBatches(t, bs, readAll(t, e), "after the reopen")
+}
