@@ -54,8 +54,9 @@ const (
 	// A partition added while a long poll is in flight interrupts it, up to
 	// maxInterrupts a second (franz-go ends the connection of a cancelled
 	// request). More additions than that are a burst (a broker opening
-	// thousands of partitions at start): for addBurst after one, polls last
-	// at most addBurstWait, which takes each partition in within
+	// thousands of partitions at start, topics created faster than that):
+	// the poll in flight is cut once more, and for addBurst after, polls
+	// last at most addBurstWait, which takes each partition in within
 	// milliseconds without an interrupt. Short polls are not the rule
 	// because every poll names every partition of the fetcher.
 	maxInterrupts = 20
@@ -180,13 +181,16 @@ func (f *fetcher) add(p *partition.Partition) {
 		if now.Sub(f.windowStart) >= time.Second {
 			f.windowStart, f.interrupts = now, 0
 		}
-		if f.interrupts < maxInterrupts {
-			f.interrupts++
-			f.interrupt()
-			f.interrupted = true
-		} else {
+		if f.interrupts >= maxInterrupts {
+			// A burst: the polls after this one are short (build), and
+			// this long one is cut too, or the partition would wait it out.
+			// Only a poll longer than addBurstWait is interrupted, so a
+			// burst costs one interrupt a second beyond maxInterrupts.
 			f.lastBurst = now
 		}
+		f.interrupts++
+		f.interrupt()
+		f.interrupted = true
 	}
 	f.mu.Unlock()
 	f.wakeUp()
