@@ -56,28 +56,22 @@ type Cell[R Rep] struct {
 // Spread is a figure over the repetitions: f reads it from one, NaN where
 // that repetition has none (it failed before, or the figure was not
 // measured). See SpreadOf.
-func (c *Cell[R]) Spread(f func(R) float64) Spread {
-	if c == nil {
-		return SpreadOf(nil)
-	}
-	xs := make([]float64, len(c.Reps))
-	for i, r := range c.Reps {
-		xs[i] = f(r)
-	}
-	return SpreadOf(xs)
-}
+func (c *Cell[R]) Spread(f func(R) float64) Spread { return SpreadOf(c.values(f)) }
 
 // Quantiles is the figure over the repetitions as order statistics (see
 // QuantilesOf); a nil cell has none.
-func (c *Cell[R]) Quantiles(f func(R) float64) Quantiles {
+func (c *Cell[R]) Quantiles(f func(R) float64) Quantiles { return QuantilesOf(c.values(f)) }
+
+// values is f of every repetition, in order; none for a nil cell.
+func (c *Cell[R]) values(f func(R) float64) []float64 {
 	if c == nil {
-		return QuantilesOf(nil)
+		return nil
 	}
 	xs := make([]float64, len(c.Reps))
 	for i, r := range c.Reps {
 		xs[i] = f(r)
 	}
-	return QuantilesOf(xs)
+	return xs
 }
 
 // FindCell is target's cell under workload in cells, or nil.

@@ -18,9 +18,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -224,12 +227,39 @@ func (t *tail) String() string {
 }
 
 // FreeAddr returns a 127.0.0.1 address with a port that was free a moment
-// ago, for servers that need their port on the command line.
+// ago, for servers that need their port on the command line. The port is
+// drawn below the kernel's ephemeral range: a port the kernel hands out for
+// ":0" is also what it gives the next outgoing connection of any process,
+// and test packages running side by side took such a port between its
+// check and the server's listen ("address already in use").
 func FreeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("free port: %w", err)
+	low := ephemeralLow()
+	for range 100 {
+		port := freePortMin + rand.IntN(low-freePortMin)
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue // taken: draw again
+		}
+		addr := ln.Addr().String()
+		return addr, ln.Close()
 	}
-	addr := ln.Addr().String()
-	return addr, ln.Close()
+	return "", errors.New("free port: 100 ports below the ephemeral range were all taken")
+}
+
+// freePortMin is the lowest port FreeAddr draws: above the well-known and
+// most registered services' ports.
+const freePortMin = 10000
+
+// ephemeralLow is the start of the kernel's ephemeral port range (Linux's
+// ip_local_port_range), or IANA's 49152 where it cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > freePortMin+1000 {
+				return n
+			}
+		}
+	}
+	return 49152
 }
