@@ -3,8 +3,10 @@ package pebble
 import (
 	"fmt"
 
+	"github.com/cockroachdb/errors/oserror"
 	pebbledb "github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/atomicfs"
 
 	"github.com/minikafka/minikafka/engine"
 	"github.com/minikafka/minikafka/engines/kvlog"
@@ -19,8 +21,22 @@ func Open(dir string, opts engine.Options) (*Engine, error) {
 	fs := newStoreFS(opts.FS)
 	log := &storeLog{log: opts.Logger}
 	path := opts.FS.PathJoin(dir, "db")
-	rotate := walFormatOutdated(opts.FS, path)
-	db, err := openStore(path, storeOptions(opts, fs, log))
+	o := storeOptions(opts, fs, log)
+	if err := makeStoreDir(fs, path); err != nil {
+		return nil, fmt.Errorf("pebble: open %s: %w", path, err)
+	}
+	lock, err := pebbledb.LockDirectory(path, fs)
+	if err != nil {
+		return nil, fmt.Errorf("pebble: open %s: %w", path, err)
+	}
+	// Open takes a reference of its own; this one is for the preparation.
+	defer lock.Close()
+	o.Lock = lock
+	rotate, err := prepareStore(fs, path, o.FormatMajorVersion)
+	if err != nil {
+		return nil, fmt.Errorf("pebble: open %s: %w", path, err)
+	}
+	db, err := openStore(path, o)
 	if err != nil {
 		return nil, fmt.Errorf("pebble: open %s: %w", path, storeErr(err))
 	}
@@ -61,31 +77,69 @@ func Open(dir string, opts engine.Options) (*Engine, error) {
 	return e, nil
 }
 
-// walFormatOutdated reports whether the WAL pebble.Open is about to create
-// in path will use the recyclable chunk format rather than the WAL sync chunk
-// format (FormatWALSyncChunks), so that the engine must rotate to a new WAL
-// before it writes anything.
+// prepareStore readies the store in path for pebble.Open and reports
+// whether the engine must rotate to a new WAL before it writes anything.
 //
-// Pebble creates a new store at its oldest format version and moves it to
-// Options.FormatMajorVersion only at the end of Open, after it has created
-// the first WAL; so a new store's first WAL, the one every batch appended
-// before the first memtable flush goes to, is in the old format. Pebble's
-// reader misreads that format after a power loss: when the last 11 to 18
-// bytes of a 32 KiB WAL block read as zeros (an unsynced 4 KiB disk block
-// that did not survive) it takes them for the padding the newer format
-// writes there, skips to the next block, drops the rest of the record that
-// began in those bytes, and goes on replaying the records after it. The
-// recovered log then has a hole: a later batch without an earlier one (the
-// crash suite's seed 1001). In the WAL sync format a record never starts in
-// the last 18 bytes of a block, so zeros there are only ever padding, and a
-// lost block anywhere else ends the replay: what is recovered is a prefix.
+// Pebble creates a new store at its oldest format version and ratchets it,
+// one version at a time, to Options.FormatMajorVersion only at the end of
+// Open, after it has created the first WAL. Each step moves the
+// format-version marker (a file created, an old one removed, the directory
+// synced), so a new store costs some thirty fsyncs before its first batch.
+// Worse, the first WAL, the one every batch appended before the first
+// memtable flush goes to, is in the old recyclable chunk format, which
+// pebble's reader misreads after a power loss: when the last 11 to 18 bytes
+// of a 32 KiB WAL block read as zeros (an unsynced 4 KiB disk block that did
+// not survive) it takes them for the padding the newer format writes there,
+// skips to the next block, drops the rest of the record that began in those
+// bytes, and goes on replaying the records after it. The recovered log then
+// has a hole: a later batch without an earlier one (the crash suite's seed
+// 1001). In the WAL sync chunk format (FormatWALSyncChunks) a record never
+// starts in the last 18 bytes of a block, so zeros there are only ever
+// padding, and a lost block anywhere else ends the replay: what is recovered
+// is a prefix.
 //
-// Any doubt (no store yet, an unreadable one) counts as outdated: rotating
-// costs one empty flush.
-func walFormatOutdated(fs vfs.FS, path string) bool {
+// So for a store that does not exist yet prepareStore places the
+// format-version marker itself, through pebble's own atomic marker, at the
+// version the engine asks for: pebble then creates the store at that version
+// directly, first WAL included, and nothing needs rotating. A crash before
+// pebble's MANIFEST exists leaves a directory that is still a store yet to
+// be created, at that version. A store that exists at a format older than
+// FormatWALSyncChunks (or that cannot be read: any doubt counts) is
+// rotated once pebble has opened it, at the cost of one empty flush.
+func prepareStore(fs vfs.FS, path string, version pebbledb.FormatMajorVersion) (rotate bool, err error) {
 	desc, err := pebbledb.Peek(path, fs)
-	return err != nil || !desc.Exists || desc.FormatMajorVersion < pebbledb.FormatWALSyncChunks
+	if err != nil {
+		return true, nil // pebble.Open reports what is wrong
+	}
+	if desc.Exists || desc.FormatMajorVersion != pebbledb.FormatDefault {
+		return desc.FormatMajorVersion < pebbledb.FormatWALSyncChunks, nil
+	}
+	m, _, err := atomicfs.LocateMarker(fs, path, formatVersionMarker)
+	if err != nil {
+		return false, fmt.Errorf("format version marker: %w", err)
+	}
+	defer m.Close()
+	if err := m.Move(version.String()); err != nil {
+		return false, fmt.Errorf("format version marker: %w", err)
+	}
+	return version < pebbledb.FormatWALSyncChunks, nil
 }
+
+// makeStoreDir creates the store's directory if it is missing, durably.
+func makeStoreDir(fs vfs.FS, path string) error {
+	if _, err := fs.Stat(path); !oserror.IsNotExist(err) {
+		return err
+	}
+	if err := fs.MkdirAll(path, 0o755); err != nil {
+		return err
+	}
+	return engine.SyncDir(fs, fs.PathDir(path))
+}
+
+// formatVersionMarker is the name pebble gives its format-version marker
+// (marker.format-version.<iteration>.<version> on disk, the version as
+// FormatMajorVersion.String writes it, which pebble promises never to change).
+const formatVersionMarker = "format-version"
 
 // openStore opens the pebble DB and gives up as soon as a disk write fails
 // under it. Pebble's Open would return some of those failures, but when the

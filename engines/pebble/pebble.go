@@ -30,11 +30,11 @@
 //
 // What Open recovers is also a prefix of what was appended, never a later
 // batch without an earlier one, because every batch goes to a WAL in
-// pebble's WAL sync chunk format. Pebble writes a new store's first WAL in
-// an older format whose replay, after a power loss, can skip one record and
-// go on with the next (walFormatOutdated says how); so when Open finds a new
-// store, or one at an older format, it rotates to a fresh WAL before any
-// batch is written.
+// pebble's WAL sync chunk format. Left to itself, pebble writes a new store's
+// first WAL in an older format whose replay, after a power loss, can skip one
+// record and go on with the next (prepareStore says how); so Open creates a
+// new store at the newest format from the start, and rotates a store found
+// at an older format to a fresh WAL before any batch is written.
 //
 // # Failing and crashing disks
 //

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	pebbledb "github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -32,8 +33,8 @@ const (
 // it, and the disk loses the 4 KiB block holding the synced end (so the
 // bytes after it read as zeros) but keeps the next one, which holds the rest
 // of B and all of C: a state a power loss can leave. Before the engine made
-// a new store rotate to the WAL sync chunk format, pebble's replay skipped B,
-// whose first bytes were in the zeroed block tail, and recovered C.
+// a new store's first WAL use the WAL sync chunk format, pebble's replay
+// skipped B, whose first bytes were in the zeroed block tail, and recovered C.
 func TestRecoveredLogHasNoHole(t *testing.T) {
 	// A probe finds where the synced end falls with no extra filler bytes;
 	// one more data byte in the filler batch moves it by one byte.
@@ -161,8 +162,11 @@ func readAll(t *testing.T, e engine.LogEngine) []engine.Batch {
 
 // TestNewStoreWritesWALSyncChunks checks the mechanism behind
 // TestRecoveredLogHasNoHole: batches appended to a new store go to a WAL in
-// pebble's WAL sync chunk format (chunk types 9 to 12), not to the first
-// WAL, which pebble creates in the older recyclable format.
+// pebble's WAL sync chunk format (chunk types 9 to 12), not in the older
+// recyclable format pebble gives a store it creates itself. The store is
+// created at the newest format from the start: one WAL (no rotation) and the
+// format-version marker at its first iteration (no ratchet through the
+// versions in between, each a marker move with its syncs).
 func TestNewStoreWritesWALSyncChunks(t *testing.T) {
 	fs := vfs.NewMem()
 	e, err := pebble.Open("/p0", engine.Options{FS: fs})
@@ -170,13 +174,17 @@ func TestNewStoreWritesWALSyncChunks(t *testing.T) {
 	defer e.Close()
 	require.NoError(t, e.Append(enginetest.Batch(0, 1, 100)))
 	require.NoError(t, e.Sync(context.Background(), 1))
-	var longest []byte
-	for _, n := range walFiles(t, fs) {
-		if data := readFile(t, fs, n); len(data) > len(longest) {
-			longest = data
-		}
-	}
-	require.Greater(t, len(longest), 100, "the batch is in a WAL")
+	wals := walFiles(t, fs)
+	require.Len(t, wals, 1, "a new store writes to its first WAL")
+	data := readFile(t, fs, wals[0])
+	require.Greater(t, len(data), 100, "the batch is in the WAL")
 	const chunkType = 6 // checksum (4 bytes), length (2), type (1)
-	assert.Contains(t, []byte{9, 10, 11, 12}, longest[chunkType], "the WAL's first chunk is a WAL sync chunk")
+	assert.Contains(t, []byte{9, 10, 11, 12}, data[chunkType], "the WAL's first chunk is a WAL sync chunk")
+
+	desc, err := pebbledb.Peek(storeDir, fs)
+	require.NoError(t, err)
+	assert.Equal(t, pebbledb.FormatNewest, desc.FormatMajorVersion)
+	names, err := fs.List(storeDir)
+	require.NoError(t, err)
+	assert.Contains(t, names, "marker.format-version.000001."+pebbledb.FormatNewest.String())
 }
