@@ -12,6 +12,7 @@ import (
 
 	"github.com/minikafka/minikafka/broker/batch/batchtest"
 	"github.com/minikafka/minikafka/broker/partition"
+	"github.com/minikafka/minikafka/clock"
 	"github.com/minikafka/minikafka/engine"
 )
 
@@ -27,18 +28,28 @@ func TestEpochCheckpointBeforeItsBatches(t *testing.T) {
 	for _, eng := range durableEngines {
 		t.Run(eng, func(t *testing.T) {
 			mem, dir := vfs.NewCrashableMem(), "/data"
-			m, err := partition.OpenManager(partition.Config{Dir: dir, Engine: eng,
+			clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+			m, err := partition.OpenManager(partition.Config{Dir: dir, Engine: eng, Clock: clk,
 				EngineOptions: engine.Options{FS: mem, Sync: engine.SyncAlways}})
 			require.NoError(t, err)
 			defer m.Close()
 			p := onePartition(t, m, "t")
 			ctx := ctxT(t)
-			app, err := p.Append(batchtest.Plain(t, 2))
+			// A new partition has no checkpoint: its first one is written a
+			// moment after the first batches, off the append path (the
+			// open would rebuild it from the log until then), so that its
+			// syncs do not land beside theirs.
+			var app partition.Appended
+			for range 2 {
+				app, err = p.Append(batchtest.Plain(t, 2))
+				require.NoError(t, err)
+				require.NoError(t, p.WaitHighWatermark(ctx, app.LastOffset+1))
+			}
+			require.Nil(t, checkpointBytes(t, mem, dir), "no checkpoint right after the first batches")
+			clk.Advance(time.Second)
+			app, err = p.Append(batchtest.Plain(t, 2))
 			require.NoError(t, err)
 			require.NoError(t, p.WaitHighWatermark(ctx, app.LastOffset+1))
-			// A new partition has no checkpoint: its first one is written
-			// after the first batch, off the append path (the open would
-			// rebuild it from the log until then).
 			var before []byte
 			require.Eventually(t, func() bool { before = checkpointBytes(t, mem, dir); return before != nil },
 				5*time.Second, time.Millisecond, "the first checkpoint is written by the background loop")
@@ -62,7 +73,7 @@ func TestEpochCheckpointBeforeItsBatches(t *testing.T) {
 			for i, img := range images {
 				t.Run(fmt.Sprintf("image%d", i), func(t *testing.T) {
 					e, end := reopened(t, eng, dir, img)
-					if end > 2 {
+					if end > 6 {
 						require.Equal(t, int32(epoch), e, "the log holds batches of epoch %d (to %d): so does the cache", epoch, end)
 					}
 				})
@@ -108,4 +119,34 @@ func reopened(t *testing.T, eng, dir string, fs vfs.FS) (int32, int64) {
 	require.NoError(t, err)
 	e, _ := p.EndOffsetForEpoch(1 << 30)
 	return e, p.EndOffset()
+}
+
+// TestCloseWritesTheFirstEpochCheckpoint: a partition closed before its
+// first checkpoint was due writes it at close, so that its next open reads
+// the file rather than every batch; an empty one writes none.
+func TestCloseWritesTheFirstEpochCheckpoint(t *testing.T) {
+	for _, eng := range durableEngines {
+		t.Run(eng, func(t *testing.T) {
+			mem, dir := vfs.NewMem(), "/data"
+			clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+			m, err := partition.OpenManager(partition.Config{Dir: dir, Engine: eng, Clock: clk,
+				EngineOptions: engine.Options{FS: mem, Sync: engine.SyncAlways}})
+			require.NoError(t, err)
+			p := onePartition(t, m, "t")
+			app, err := p.Append(batchtest.Plain(t, 2))
+			require.NoError(t, err)
+			require.NoError(t, p.WaitHighWatermark(ctxT(t), app.LastOffset+1))
+			require.Nil(t, checkpointBytes(t, mem, dir), "not due yet")
+			require.NoError(t, m.Close())
+			require.NotNil(t, checkpointBytes(t, mem, dir), "written at close")
+
+			empty := "/empty"
+			m, err = partition.OpenManager(partition.Config{Dir: empty, Engine: eng, Clock: clk,
+				EngineOptions: engine.Options{FS: mem, Sync: engine.SyncAlways}})
+			require.NoError(t, err)
+			onePartition(t, m, "t")
+			require.NoError(t, m.Close())
+			require.Nil(t, checkpointBytes(t, mem, empty), "an empty partition writes none")
+		})
+	}
 }

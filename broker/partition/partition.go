@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -95,8 +96,17 @@ type Partition struct {
 	// epochsDirty says the cache changed since its checkpoint was written,
 	// epochsOnDisk that a checkpoint exists (flushEpochsLocked).
 	epochsDirty, epochsOnDisk bool
-	repl                      Replication
-	savedHW                   int64 // the high watermark checkpoint's value
+	// epochsSeq numbers the checkpoint contents taken under repMu;
+	// epochsFile, taken after repMu or alone, orders their writes, and
+	// epochsWritten is the newest written (see saveFirstEpochs).
+	epochsSeq     uint64
+	epochsFile    sync.Mutex
+	epochsWritten uint64
+	// firstEpochsDue is when saveFirstEpochs may write a new partition's
+	// first checkpoint (zero: not yet set).
+	firstEpochsDue time.Time
+	repl           Replication
+	savedHW        int64 // the high watermark checkpoint's value
 	// replBytesIn and replBytesOut count record bytes replicated into this
 	// replica and served from it to followers.
 	replBytesIn, replBytesOut atomic.Int64
@@ -463,11 +473,15 @@ func (p *Partition) close() error {
 	// An empty log with no producer state needs no snapshot: the open scans
 	// nothing and finds the same. (A broker that made thousands of
 	// partitions would otherwise sync a file for each on its way out.)
-	saved := p.snapSaved == end || (end == p.log.StartOffset() && p.producers.Len() == 0)
+	empty := end == p.log.StartOffset()
+	saved := p.snapSaved == end || (empty && p.producers.Len() == 0)
 	p.mu.Unlock()
 	err := p.log.Close()
 	if err == nil && !saved {
 		err = p.writeSnapshot(p.producers, end)
+	}
+	if err == nil {
+		err = p.writeFirstEpochs(empty)
 	}
 	if err == nil {
 		p.saveHW()

@@ -607,8 +607,8 @@ func (p *Partition) appendReplicatedLocked(infos []replication.BatchInfo, bytesA
 // takes the lead of thousands of partitions at once writes no file for
 // them until they get records. Without a checkpoint (a new partition) the
 // open rebuilds the cache from the batches, so the first one is written
-// after the fact, off the append path, by the background loop
-// (saveFirstEpochs). A failure refuses the append: the old checkpoint
+// after the fact, off the append path and a moment later, by the
+// background loop (saveFirstEpochs), or at close. A failure refuses the append: the old checkpoint
 // would otherwise be read at the next open without the epochs of what
 // follows. The caller holds repMu.
 func (p *Partition) flushEpochsLocked() error {
@@ -621,32 +621,86 @@ func (p *Partition) flushEpochsLocked() error {
 // writeEpochsLocked writes the leader epoch checkpoint; the caller holds
 // repMu.
 func (p *Partition) writeEpochsLocked() error {
-	if err := engine.WriteChecked(p.fs, p.fs.PathJoin(p.dir, epochsCheckpointFile), epochsMagic, p.epochs.Marshal()); err != nil {
+	p.epochsSeq++
+	if err := p.writeEpochs(p.epochsSeq, p.epochs.Marshal()); err != nil {
 		// A file may be in place now all the same (the rename done, the
 		// directory sync failed): from here every append waits for a good
 		// one, as if a checkpoint existed.
 		p.epochsOnDisk = true
-		return p.storageErr("write the leader epoch checkpoint", err)
+		return err
 	}
 	p.epochsDirty, p.epochsOnDisk = false, true
 	return nil
 }
 
+// writeEpochs writes checkpoint contents numbered seq, unless newer ones
+// were written already.
+func (p *Partition) writeEpochs(seq uint64, body []byte) error {
+	p.epochsFile.Lock()
+	defer p.epochsFile.Unlock()
+	if seq < p.epochsWritten {
+		return nil
+	}
+	if err := engine.WriteChecked(p.fs, p.fs.PathJoin(p.dir, epochsCheckpointFile), epochsMagic, body); err != nil {
+		return p.storageErr("write the leader epoch checkpoint", err)
+	}
+	p.epochsWritten = seq
+	return nil
+}
+
 // saveFirstEpochs writes the first leader epoch checkpoint of a partition
-// that has none, for the background loop; see flushEpochsLocked. Under mu,
-// so no append runs meanwhile: the file covers every batch in the log.
+// that has none, for the background loop, in its first round at least
+// firstEpochsDelay after the first (see flushEpochsLocked). It takes the
+// cache's contents under the locks and writes them after releasing them,
+// so that appends, and the fetches of followers and from leaders, do not
+// wait for its syncs. What makes that safe: from the moment the contents
+// are taken the partition counts its checkpoint as on disk, so an append
+// that brings an epoch they lack writes a newer checkpoint before the log
+// takes it (flushEpochsLocked), after this write, never before it
+// (epochsFile and the sequence numbers); and an append of an epoch they
+// hold needs nothing more, since until this write is synced a crash leaves
+// no checkpoint and the next open rebuilds the cache from the batches.
 func (p *Partition) saveFirstEpochs() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
+	p.repMu.Lock()
+	now := p.clock.Now()
+	if p.firstEpochsDue.IsZero() && p.epochsDirty && !p.epochsOnDisk {
+		p.firstEpochsDue = now.Add(firstEpochsDelay)
+	}
+	if p.closed || !p.epochsDirty || p.epochsOnDisk || now.Before(p.firstEpochsDue) {
+		p.repMu.Unlock()
+		p.mu.Unlock()
 		return
 	}
+	p.epochsSeq++
+	seq, body := p.epochsSeq, p.epochs.Marshal()
+	p.epochsDirty, p.epochsOnDisk = false, true
+	p.repMu.Unlock()
+	p.mu.Unlock()
+	if err := p.writeEpochs(seq, body); err != nil {
+		p.logger.Warn("leader epoch checkpoint failed; the next append writes it again", "err", err)
+		p.repMu.Lock()
+		p.epochsDirty = true // as after any failed write: the next append retries it
+		p.repMu.Unlock()
+	}
+}
+
+// firstEpochsDelay is how long a new partition's first leader epoch
+// checkpoint waits after its first batches. Until it is written an open
+// rebuilds the cache by reading every batch, which for a second's worth
+// of appends costs little; written at once, its file and directory syncs
+// land beside those of the first batches, on the leader and on every
+// follower, just when a new topic's first acks=all produce waits for them.
+const firstEpochsDelay = time.Second
+
+// writeFirstEpochs writes, at close, the first checkpoint of a partition
+// whose log holds batches (it is not empty) that none has covered yet: the
+// next open reads it instead of every batch.
+func (p *Partition) writeFirstEpochs(empty bool) error {
 	p.repMu.Lock()
 	defer p.repMu.Unlock()
-	if !p.epochsDirty || p.epochsOnDisk {
-		return
+	if !p.epochsDirty || p.epochsOnDisk || empty {
+		return nil
 	}
-	if err := p.writeEpochsLocked(); err != nil {
-		p.logger.Warn("leader epoch checkpoint failed; a restart rebuilds it from the log", "err", err)
-	}
+	return p.writeEpochsLocked()
 }
