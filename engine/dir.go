@@ -66,6 +66,19 @@ const tmpSuffix = ".tmp"
 // either its old contents or the new ones, never a mix: write a temporary
 // file, fsync it, rename it over path, fsync the directory.
 func WriteFileAtomic(fs vfs.FS, path string, data []byte) error {
+	if err := StageFile(fs, path, data); err != nil {
+		return err
+	}
+	if err := PlaceStaged(fs, path); err != nil {
+		return err
+	}
+	return SyncDir(fs, fs.PathDir(path))
+}
+
+// StageFile is the first half of WriteFileAtomic, for a caller with other
+// work to do before the file takes its place: data written to path's
+// temporary file and synced.
+func StageFile(fs vfs.FS, path string, data []byte) error {
 	tmp := path + tmpSuffix
 	f, err := fs.Create(tmp, vfs.WriteCategoryUnspecified)
 	if err != nil {
@@ -82,10 +95,17 @@ func WriteFileAtomic(fs vfs.FS, path string, data []byte) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", tmp, err)
 	}
+	return nil
+}
+
+// PlaceStaged is the second half: the file StageFile wrote renamed over
+// path. The rename is durable once the caller has synced path's directory.
+func PlaceStaged(fs vfs.FS, path string) error {
+	tmp := path + tmpSuffix
 	if err := fs.Rename(tmp, path); err != nil {
 		return fmt.Errorf("rename %s: %w", tmp, err)
 	}
-	return SyncDir(fs, fs.PathDir(path))
+	return nil
 }
 
 // SyncDir fsyncs a directory so that entries created, renamed or removed in it

@@ -403,29 +403,76 @@ func (m *Manager) Ensure(spec Spec) (*Partition, error) {
 	return p, nil
 }
 
-// create makes the directory of a new partition, its partition.meta first
-// (a directory without one is an orphan), then opens it.
+// create makes the directory of a new partition and opens it. The
+// directory counts only once its partition.meta is in place (the open
+// removes one without, as the orphan of an interrupted creation), so the
+// meta file takes its place last, after the log has been created and
+// opened (durably, as every engine's Open is): a crash at any point before
+// leaves an orphan, and nothing was appended to it. That order frees the
+// syncs of creation from one another: the meta file is written and synced
+// while the engine creates its log, and once it is renamed into place the
+// partition's directory and its parent are synced side by side.
 func (m *Manager) create(spec Spec) (*Partition, error) {
+	fail := func(err error) (*Partition, error) {
+		return nil, fmt.Errorf("partition %s-%d: %w", spec.Topic, spec.Index, err)
+	}
 	dir := m.partitionDir(spec.Key())
 	if err := m.fs.RemoveAll(dir); err != nil {
-		return nil, fmt.Errorf("partition %s-%d: clear %s: %w", spec.Topic, spec.Index, dir, err)
+		return fail(fmt.Errorf("clear %s: %w", dir, err))
 	}
 	if err := m.fs.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("partition %s-%d: %w", spec.Topic, spec.Index, err)
+		return fail(err)
 	}
 	b, err := encodeMeta(metaFile{Topic: spec.Topic, TopicID: spec.TopicID, Index: spec.Index})
 	if err != nil {
 		return nil, err
 	}
-	if err := engine.WriteFileAtomic(m.fs, m.fs.PathJoin(dir, metaFileName), b); err != nil {
-		return nil, fmt.Errorf("partition %s-%d: %w", spec.Topic, spec.Index, err)
+	meta := m.fs.PathJoin(dir, metaFileName)
+	var p *Partition
+	var openErr error
+	if err := m.sideBySide(
+		func() error { p, openErr = openPartition(m, spec); return nil },
+		func() error { return engine.StageFile(m.fs, meta, b) },
+	); err != nil || openErr != nil {
+		if p != nil {
+			_ = p.close()
+		}
+		if openErr != nil {
+			return nil, openErr
+		}
+		return fail(err)
 	}
-	// The new directory's entry must survive a crash like the data (the
-	// meta file's entry in it was synced by WriteFileAtomic).
-	if err := syncDirs(m.fs, m.fs.PathDir(dir)); err != nil {
-		return nil, fmt.Errorf("partition %s-%d: %w", spec.Topic, spec.Index, err)
+	err = engine.PlaceStaged(m.fs, meta)
+	if err == nil {
+		err = m.sideBySide(
+			func() error { return engine.SyncDir(m.fs, dir) },
+			func() error { return engine.SyncDir(m.fs, m.fs.PathDir(dir)) },
+		)
 	}
-	return openPartition(m, spec)
+	if err != nil {
+		_ = p.close()
+		return fail(err)
+	}
+	return p, nil
+}
+
+// sideBySide runs the jobs on goroutines of their own and returns their
+// errors joined; in Manual mode, whose caller wants every I/O in a
+// deterministic order, one after the other.
+func (m *Manager) sideBySide(jobs ...func() error) error {
+	errs := make([]error, len(jobs))
+	if m.cfg.Manual {
+		for i, j := range jobs {
+			errs[i] = j()
+		}
+		return errors.Join(errs...)
+	}
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Go(func() { errs[i] = j() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // Remove closes the partition and deletes its data. Operations in flight
