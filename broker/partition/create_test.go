@@ -82,4 +82,3 @@ func TestCreateCrashAtEveryStep(t *testing.T) {
 		})
 	}
 }
-

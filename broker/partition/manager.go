@@ -8,6 +8,7 @@
 // # On disk
 //
 //	Dir/LOCK                                   locked while a Manager has the directory open
+//	Dir/high-watermark.checkpoint              every partition's high watermark (checkpoint.go)
 //	Dir/partitions/ENGINE                      the engine every partition uses
 //	Dir/partitions/<topic id>-<n>/partition.meta   whose partition this is (meta.go)
 //	Dir/partitions/<topic id>-<n>/log/         the engine's directory
@@ -44,6 +45,7 @@ package partition
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -148,10 +150,12 @@ type Manager struct {
 	done   chan struct{} // closed when the retention loop has exited
 	ticked chan struct{} // closed when the tick loop has exited
 
-	// tickMu serializes Tick; lastSave is when it last wrote the high
-	// watermark checkpoints.
+	// tickMu serializes Tick and the high watermark checkpoint's writes;
+	// lastSave is when Tick last wrote it. savedHWs is what the checkpoint
+	// held at open, for the partitions' opens.
 	tickMu   sync.Mutex
 	lastSave time.Time
+	savedHWs map[Key]int64
 
 	// lock is held on Dir/LOCK while the manager is open: a second broker
 	// on the same directory would interleave appends with this one's.
@@ -200,7 +204,7 @@ func OpenManager(cfg Config) (*Manager, error) {
 		lastSave: cfg.Clock.Now(),
 	}
 	if err := m.open(); err != nil {
-		m.closePartitions()
+		m.closePartitions(m.allPartitions())
 		m.unlock()
 		return nil, err
 	}
@@ -222,25 +226,61 @@ func OpenManager(cfg Config) (*Manager, error) {
 func (m *Manager) Tick(now time.Time) {
 	m.tickMu.Lock()
 	defer m.tickMu.Unlock()
-	save := now.Sub(m.lastSave) >= hwCheckpointEvery
 	for _, k := range m.Keys() { // in order: the simulator replays it
-		p, ok := m.Get(k)
-		if !ok {
-			continue
-		}
-		p.Tick(now)
-		if save {
-			p.saveHW()
+		if p, ok := m.Get(k); ok {
+			p.Tick(now)
 		}
 	}
-	if save {
+	if now.Sub(m.lastSave) >= hwCheckpointEvery {
+		m.saveHWsLocked(m.allPartitions())
 		m.lastSave = now
 	}
 }
 
-// hwCheckpointEvery is how often each partition's high watermark
-// checkpoint is written when it moved.
+// hwCheckpointEvery is how often the high watermark checkpoint is written
+// when some partition's moved.
 const hwCheckpointEvery = 2 * time.Second
+
+// saveHWsLocked writes the high watermark checkpoint of parts, the
+// partitions held, if one of them moved since it was last written; the
+// caller holds tickMu.
+func (m *Manager) saveHWsLocked(parts []*Partition) {
+	hws := make(map[Key]int64, len(parts))
+	moved := false
+	for _, p := range parts {
+		hw := p.wm.get()
+		hws[p.key] = hw
+		moved = moved || hw != p.savedHW
+	}
+	if !moved {
+		return
+	}
+	path := m.fs.PathJoin(m.cfg.Dir, hwCheckpointFile)
+	if err := engine.WriteChecked(m.fs, path, hwMagic, encodeHWs(hws)); err != nil {
+		m.cfg.Logger.Warn("high watermark checkpoint failed", "err", err)
+		return
+	}
+	for _, p := range parts {
+		p.savedHW = hws[p.key]
+	}
+}
+
+// loadHWs reads the high watermark checkpoint for the partitions' opens;
+// a missing or unreadable one is no high watermark at all: each starts
+// from its log start and learns the rest.
+func (m *Manager) loadHWs() map[Key]int64 {
+	body, found, err := engine.ReadChecked(m.fs, m.fs.PathJoin(m.cfg.Dir, hwCheckpointFile), hwMagic)
+	if err == nil && found {
+		var hws map[Key]int64
+		if hws, err = decodeHWs(body); err == nil {
+			return hws
+		}
+	}
+	if err != nil {
+		m.cfg.Logger.Warn("high watermark checkpoint unreadable; partitions start from their log start", "err", err)
+	}
+	return nil
+}
 
 // tickLoop calls Tick every TickInterval until Close.
 func (m *Manager) tickLoop() {
@@ -280,6 +320,7 @@ func (m *Manager) open() error {
 	if err := engine.ClaimDir(fs, root, m.cfg.Engine); err != nil {
 		return fmt.Errorf("partition: %w", err)
 	}
+	m.savedHWs = m.loadHWs()
 	names, err := fs.List(root)
 	if err != nil {
 		return fmt.Errorf("partition: list %s: %w", root, err)
@@ -552,14 +593,17 @@ func (m *Manager) Keys() []Key {
 	for k := range m.parts {
 		out = append(out, k)
 	}
-	slices.SortFunc(out, func(a, b Key) int {
-		// The bytes sort as their hex does, without a string per compare.
-		if c := bytes.Compare(a.TopicID[:], b.TopicID[:]); c != 0 {
-			return c
-		}
-		return int(a.Index - b.Index)
-	})
+	slices.SortFunc(out, compareKeys)
 	return out
+}
+
+// compareKeys orders keys by topic id, then index. The bytes sort as their
+// hex does, without a string per compare.
+func compareKeys(a, b Key) int {
+	if c := bytes.Compare(a.TopicID[:], b.TopicID[:]); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Index, b.Index)
 }
 
 // Close closes every partition: each engine syncs and closes, and each
@@ -578,7 +622,11 @@ func (m *Manager) Close() error {
 	close(m.quit)
 	<-m.done
 	<-m.ticked
-	err := m.closePartitions()
+	parts := m.allPartitions()
+	err := m.closePartitions(parts)
+	m.tickMu.Lock()
+	m.saveHWsLocked(parts)
+	m.tickMu.Unlock()
 	m.unlock()
 	return err
 }
@@ -644,8 +692,7 @@ func (m *Manager) allPartitions() []*Partition {
 // closePartitions closes every partition, closeWorkers at a time, and
 // returns the first error. A Manual manager closes them one
 // after the other, in key order, on the caller's goroutine.
-func (m *Manager) closePartitions() error {
-	parts := m.allPartitions()
+func (m *Manager) closePartitions(parts []*Partition) error {
 	if m.cfg.Manual {
 		var first error
 		for _, p := range parts {

@@ -2,10 +2,12 @@ package partition_test
 
 import (
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -57,6 +59,48 @@ func TestManualTickSavesHighWatermark(t *testing.T) {
 	p3, err := m3.Partition("t", 0)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), p3.HighWatermark(), "the tick wrote the checkpoint")
+	require.NoError(t, m.Close())
+}
+
+// TestHighWatermarkCheckpointIsOneFile: the high watermarks of every
+// partition go to one checkpoint, one file synced per interval however
+// many partitions moved (a file each cost a broker thousands of syncs
+// every interval), and a restart after a power loss starts each partition
+// from its own.
+func TestHighWatermarkCheckpointIsOneFile(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	var syncs atomic.Int64
+	fs := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind == errorfs.OpFileSync || op.Kind == errorfs.OpFileSyncData {
+			syncs.Add(1)
+		}
+		return nil
+	}))
+	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	m := openManual(t, fs, clk)
+	const n = 20
+	createTopic(t, m, "t", n, nil)
+	for i := range int32(n) {
+		p, err := m.Partition("t", i)
+		require.NoError(t, err)
+		for range i + 1 {
+			_, err := p.Append(batchtest.Plain(t, 1))
+			require.NoError(t, err)
+		}
+		require.True(t, p.Sync())
+	}
+	before := syncs.Load()
+	m.Tick(clk.Now().Add(3 * time.Second))
+	require.LessOrEqual(t, syncs.Load()-before, int64(2), "one file and its directory")
+
+	crashed := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0, RNG: rand.New(rand.NewPCG(1, 2))})
+	m2 := openManual(t, crashed, clk)
+	defer m2.Close()
+	for i := range int32(n) {
+		p, err := m2.Partition("t", i)
+		require.NoError(t, err)
+		require.Equal(t, int64(i+1), p.HighWatermark(), "partition %d", i)
+	}
 	require.NoError(t, m.Close())
 }
 

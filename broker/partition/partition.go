@@ -179,7 +179,7 @@ func openPartition(m *Manager, spec Spec) (*Partition, error) {
 	}
 	p.durable.init(end)
 	p.fetchable.init(0)
-	p.wm.init(p.loadHW(end))
+	p.wm.init(p.loadHW(end, m.savedHWs))
 	if err := p.loadEpochs(); err != nil {
 		log.Close()
 		return nil, fmt.Errorf("partition %s-%d: %w", topic, index, err)
@@ -484,7 +484,6 @@ func (p *Partition) close() error {
 		err = p.writeFirstEpochs(empty)
 	}
 	if err == nil {
-		p.saveHW()
 	}
 	p.wm.close(p.closedErr())
 	p.durable.close(p.closedErr())

@@ -64,34 +64,14 @@ func (p *Partition) rebuildProducers() error {
 	return nil
 }
 
-// loadHW reads the high watermark checkpoint, clamped to the log, and
-// notes the value it holds.
-func (p *Partition) loadHW(end int64) int64 {
-	body, found, err := engine.ReadChecked(p.fs, p.fs.PathJoin(p.dir, hwCheckpointFile), hwMagic)
-	hw := int64(0)
-	if err == nil && found {
-		hw, err = decodeOffset(body)
-	}
-	if err != nil {
-		p.logger.Warn("high watermark checkpoint unreadable; starting from the log start", "err", err)
-		hw = 0
-	} else if found {
-		p.savedHW = hw // what the file holds: saveHW need not write it again
+// loadHW is the partition's high watermark in the checkpoint saved,
+// clamped to the log, and notes the value it holds.
+func (p *Partition) loadHW(end int64, saved map[Key]int64) int64 {
+	hw, found := saved[p.key]
+	if found {
+		p.savedHW = hw // what the file holds: it need not be written again
 	}
 	return max(min(hw, end), p.log.StartOffset())
-}
-
-// saveHW writes the high watermark checkpoint when it moved.
-func (p *Partition) saveHW() {
-	hw := p.wm.get()
-	if hw == p.savedHW {
-		return
-	}
-	if err := engine.WriteChecked(p.fs, p.fs.PathJoin(p.dir, hwCheckpointFile), hwMagic, encodeOffset(hw)); err != nil {
-		p.logger.Warn("high watermark checkpoint failed", "err", err)
-		return
-	}
-	p.savedHW = hw
 }
 
 // loadEpochs reads the leader epoch cache, or rebuilds it from the batches'
