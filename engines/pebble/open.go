@@ -125,15 +125,15 @@ func prepareStore(fs vfs.FS, path string, version pebbledb.FormatMajorVersion) (
 	return version < pebbledb.FormatWALSyncChunks, nil
 }
 
-// makeStoreDir creates the store's directory if it is missing, durably.
+// makeStoreDir creates the store's directory if it is missing. Its entry
+// is left unsynced: pebble.Open syncs it, and until then the directory
+// holds nothing a crash could take from anyone (a store lost before its
+// Open returned is created again by the next one).
 func makeStoreDir(fs vfs.FS, path string) error {
 	if _, err := fs.Stat(path); !oserror.IsNotExist(err) {
 		return err
 	}
-	if err := fs.MkdirAll(path, 0o755); err != nil {
-		return err
-	}
-	return engine.SyncDir(fs, fs.PathDir(path))
+	return fs.MkdirAll(path, 0o755)
 }
 
 // formatVersionMarker is the name pebble gives its format-version marker
