@@ -27,6 +27,9 @@ var regressions = []struct {
 		"wait for metadata that never came (liveness)"},
 	{1436, "replication: after INELIGIBLE_REPLICA for a retried proposal carrying a member's broker epoch from before it " +
 		"registered again, the leader held every expansion until metadata that never came (liveness)"},
+	{6459, "partition: a producer snapshot past a truncation's cut was removed without a directory sync; after a power " +
+		"loss it came back under a log that new batches had carried past its offset, and the new leader answered an " +
+		"idempotent retry with the offset of a batch its log no longer held (lost-write; producers.go syncs the removal)"},
 	{26533, "sim: the lost-write checker wanted a record acknowledged in leader epoch 4 on a broker whose metadata, " +
 		"behind, made it the leader of epoch 2 (a false alarm: that epoch had ended before the record was committed)"},
 }
