@@ -608,9 +608,9 @@ func (p *Partition) appendReplicatedLocked(infos []replication.BatchInfo, bytesA
 // them until they get records. Without a checkpoint (a new partition) the
 // open rebuilds the cache from the batches, so the first one is written
 // after the fact, off the append path and a moment later, by the
-// background loop (saveFirstEpochs), or at close. A failure refuses the append: the old checkpoint
-// would otherwise be read at the next open without the epochs of what
-// follows. The caller holds repMu.
+// background loop (saveFirstEpochs), or at close. A failure refuses the
+// append: the old checkpoint would otherwise be read at the next open
+// without the epochs of what follows. The caller holds repMu.
 func (p *Partition) flushEpochsLocked() error {
 	if !p.epochsDirty || !p.epochsOnDisk {
 		return nil
