@@ -29,9 +29,7 @@ func TestEpochCheckpointBeforeItsBatches(t *testing.T) {
 		t.Run(eng, func(t *testing.T) {
 			mem, dir := vfs.NewCrashableMem(), "/data"
 			clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-			m, err := partition.OpenManager(partition.Config{Dir: dir, Engine: eng, Clock: clk,
-				EngineOptions: engine.Options{FS: mem, Sync: engine.SyncAlways}})
-			require.NoError(t, err)
+			m := openOnClock(t, eng, mem, dir, clk)
 			defer m.Close()
 			p := onePartition(t, m, "t")
 			ctx := ctxT(t)
@@ -40,6 +38,7 @@ func TestEpochCheckpointBeforeItsBatches(t *testing.T) {
 			// open would rebuild it from the log until then), so that its
 			// syncs do not land beside theirs.
 			var app partition.Appended
+			var err error
 			for range 2 {
 				app, err = p.Append(batchtest.Plain(t, 2))
 				require.NoError(t, err)
@@ -129,9 +128,7 @@ func TestCloseWritesTheFirstEpochCheckpoint(t *testing.T) {
 		t.Run(eng, func(t *testing.T) {
 			mem, dir := vfs.NewMem(), "/data"
 			clk := clock.NewManual(time.Unix(1_700_000_000, 0))
-			m, err := partition.OpenManager(partition.Config{Dir: dir, Engine: eng, Clock: clk,
-				EngineOptions: engine.Options{FS: mem, Sync: engine.SyncAlways}})
-			require.NoError(t, err)
+			m := openOnClock(t, eng, mem, dir, clk)
 			p := onePartition(t, m, "t")
 			app, err := p.Append(batchtest.Plain(t, 2))
 			require.NoError(t, err)
@@ -141,12 +138,20 @@ func TestCloseWritesTheFirstEpochCheckpoint(t *testing.T) {
 			require.NotNil(t, checkpointBytes(t, mem, dir), "written at close")
 
 			empty := "/empty"
-			m, err = partition.OpenManager(partition.Config{Dir: empty, Engine: eng, Clock: clk,
-				EngineOptions: engine.Options{FS: mem, Sync: engine.SyncAlways}})
-			require.NoError(t, err)
+			m = openOnClock(t, eng, mem, empty, clk)
 			onePartition(t, m, "t")
 			require.NoError(t, m.Close())
 			require.Nil(t, checkpointBytes(t, mem, empty), "an empty partition writes none")
 		})
 	}
+}
+
+// openOnClock opens a manager on fs under sync=always whose background
+// loops run on clk.
+func openOnClock(t *testing.T, eng string, fs vfs.FS, dir string, clk clock.Clock) *partition.Manager {
+	t.Helper()
+	m, err := partition.OpenManager(partition.Config{Dir: dir, Engine: eng, Clock: clk,
+		EngineOptions: engine.Options{FS: fs, Sync: engine.SyncAlways}})
+	require.NoError(t, err)
+	return m
 }
