@@ -32,11 +32,14 @@
 //
 // Per run, drawn from the seed (swarm testing: each seed its own mix):
 // message drop, duplication and delay (hence reordering); partitions,
-// symmetric, asymmetric and FoundationDB's swizzle-clog; broker crashes
-// (power loss: the disk keeps what was synced and a seeded share of the
-// rest, the last write maybe torn) and restarts through the same recovery
-// code the broker runs (partition.OpenManager on what the disk kept); a sync that fails (the broker halts), a full disk,
-// slow syncs; controlled shutdowns; a broker lost for good (scenarios).
+// symmetric, asymmetric and FoundationDB's swizzle-clog; stalls (links
+// that hold what is sent and deliver it seconds late, so requests built
+// from a state long gone reach receivers that have moved on); broker
+// crashes (power loss: the disk keeps what was synced and a seeded share of
+// the rest, the last write maybe torn) and restarts through the same
+// recovery code the broker runs (partition.OpenManager on what the disk
+// kept); a sync that fails (the broker halts), a full disk, slow syncs;
+// controlled shutdowns; a broker lost for good (scenarios).
 //
 // # Checkers
 //

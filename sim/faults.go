@@ -9,7 +9,8 @@ import (
 )
 
 // Faults of the safety phase, each kind at its own rate (Options): broker
-// crashes (power loss) and restarts, network partitions of three kinds,
+// crashes (power loss) and restarts, network partitions of three kinds and
+// stalls,
 // disk faults (a failing sync, a full disk, slow syncs) and controlled
 // shutdowns. The liveness phase heals them all (Sim.heal).
 
@@ -55,6 +56,7 @@ func (s *Sim) scheduleFaults() {
 			}
 		})
 	}
+	every(o.StallEvery, "fault-stall", s.net.stallLinks)
 }
 
 func (s *Sim) crashOne() {

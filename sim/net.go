@@ -12,7 +12,10 @@ import (
 // twice, by the run's rates; a clogged link drops everything sent on it.
 // Partitions clog links: symmetric (two sides), asymmetric (one
 // direction), and swizzle-clog (FoundationDB: links clogged one by one,
-// then unclogged in random order).
+// then unclogged in random order). A stall holds links instead: nothing
+// sent on them is lost, everything arrives late, when they move again (a
+// TCP connection through a congested switch or a NIC reset: requests built
+// from a state long gone reach a receiver that has moved on).
 
 const clientBase = 100
 
@@ -22,12 +25,13 @@ type network struct {
 	s      *Sim
 	rng    *rand.Rand
 	clog   map[link]bool
-	nodes  []int32 // every node id, sorted
-	healed bool    // the liveness phase: no drops, no duplicates
+	stall  map[link]int64 // until when a link holds what is sent on it
+	nodes  []int32        // every node id, sorted
+	healed bool           // the liveness phase: no drops, no duplicates
 }
 
 func newNetwork(s *Sim, rng *rand.Rand) *network {
-	return &network{s: s, rng: rng, clog: map[link]bool{}}
+	return &network{s: s, rng: rng, clog: map[link]bool{}, stall: map[link]int64{}}
 }
 
 func (n *network) clogged(from, to int32) bool { return n.clog[link{from, to}] }
@@ -48,8 +52,9 @@ func (n *network) send(from, to int32, kind string, deliver func()) bool {
 		copies = 2
 		n.s.stats.Duplicated++
 	}
+	hold := max(n.stall[link{from, to}]-n.s.now, 0)
 	for range copies {
-		d := o.DelayMin + n.rng.Int64N(o.DelayMax-o.DelayMin+1)
+		d := hold + o.DelayMin + n.rng.Int64N(o.DelayMax-o.DelayMin+1)
 		n.s.stats.Messages++
 		n.s.at(d, kind, func() {
 			// A message that arrives while its link is clogged is lost too.
@@ -113,6 +118,32 @@ func (n *network) partition() {
 	}
 }
 
+// stallLinks stalls the links from a random side of the brokers to every
+// other node, and back unless the stall is one-way, for a while.
+func (n *network) stallLinks() {
+	ids := n.brokerIDs()
+	if len(ids) < 2 {
+		return
+	}
+	side := n.randomSide(ids)
+	until := n.s.now + 200 + n.rng.Int64N(2500)
+	oneWay := n.rng.IntN(2) == 0
+	n.s.stats.Faults["stall"]++
+	n.s.tracef("stall %v until %d (one-way %v)", side, until, oneWay)
+	hold := func(l link) { n.stall[l] = max(n.stall[l], until) }
+	for _, a := range side {
+		for _, b := range n.nodes {
+			if slices.Contains(side, b) {
+				continue
+			}
+			hold(link{a, b})
+			if !oneWay {
+				hold(link{b, a})
+			}
+		}
+	}
+}
+
 // randomSide is a non-empty proper subset of ids.
 func (n *network) randomSide(ids []int32) []int32 {
 	for {
@@ -155,8 +186,11 @@ func (n *network) swizzle(ids []int32) {
 	}
 }
 
+// healAll ends every partition and stall (what a stall holds still
+// arrives when it was due).
 func (n *network) healAll() {
 	clear(n.clog)
+	clear(n.stall)
 }
 
 func (l link) String() string { return fmt.Sprintf("%d->%d", l.from, l.to) }

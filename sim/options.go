@@ -33,6 +33,7 @@ type Options struct {
 	// phase (0: never).
 	CrashEvery     int64
 	PartitionEvery int64
+	StallEvery     int64 // links that hold messages and deliver them late
 	DiskEvery      int64 // a disk fault: sync error, full disk, slow syncs
 	// Crash model: the share of unsynced data a power loss keeps, and how
 	// often the last write kept is torn.
@@ -106,6 +107,7 @@ func Derive(seed uint64, p Profile) Options {
 	o.SafetyTicks = 2000 + int64(r.IntN(2000))
 	o.LivenessTicks = 20000
 	o.SnapshotBytes = []int64{0, 512, 4096}[r.IntN(3)]
+	o.StallEvery = []int64{0, 0, 1000, 2500}[r.IntN(4)] // drawn last: it came last
 	if p == ProfileLong {
 		o.SafetyTicks = 5000 + int64(r.IntN(10000))
 		o.BatchesEach *= 4
@@ -120,8 +122,8 @@ func (o Options) String() string {
 	fmt.Fprintf(&b, "seed=%d brokers=%d rf=%d min-isr=%d topics=%dx%d producers=%d acks-all=%d%% batches=%d consumers=%d churn=%v shutdowns=%v",
 		o.Seed, o.Brokers, o.ReplicationFactor, o.MinISR, o.Topics, o.Partitions, o.Producers, o.AcksAllPct, o.BatchesEach,
 		o.Consumers, o.TopicChurn, o.ControlledStop)
-	fmt.Fprintf(&b, " drop=%d%% dup=%d%% delay=%d-%dms crash-every=%d partition-every=%d disk-every=%d unsynced-kept=%d%% torn=%d%% snapshot-bytes=%d safety=%dms liveness<=%dms",
-		o.DropPct, o.DupPct, o.DelayMin, o.DelayMax, o.CrashEvery, o.PartitionEvery, o.DiskEvery, o.UnsyncedKeepPct, o.TornPct,
+	fmt.Fprintf(&b, " drop=%d%% dup=%d%% delay=%d-%dms crash-every=%d partition-every=%d stall-every=%d disk-every=%d unsynced-kept=%d%% torn=%d%% snapshot-bytes=%d safety=%dms liveness<=%dms",
+		o.DropPct, o.DupPct, o.DelayMin, o.DelayMax, o.CrashEvery, o.PartitionEvery, o.StallEvery, o.DiskEvery, o.UnsyncedKeepPct, o.TornPct,
 		o.SnapshotBytes, o.SafetyTicks, o.LivenessTicks)
 	if o.LostBroker > 0 {
 		fmt.Fprintf(&b, " lost-broker=%d", o.LostBroker)

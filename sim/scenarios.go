@@ -72,11 +72,12 @@ var Scenarios = []Scenario{
 		Why: "a leader of an old epoch serves followers of a newer one (KIP-320 off)",
 		Tune: func(o *Options) {
 			o.Brokers, o.ReplicationFactor, o.MinISR = 5, 3, 2
-			o.AcksAllPct, o.CrashEvery, o.PartitionEvery, o.DropPct = 100, 0, 400, 1
+			o.AcksAllPct, o.CrashEvery, o.PartitionEvery, o.DropPct, o.StallEvery = 100, 0, 400, 1, 300
 		},
-		Uncaught: "rarely caught: a follower's LastFetchedEpoch truncation, the HW over the maximal ISR and the " +
-			"controller's AlterPartition epoch checks still fence a stale leader without KIP-320; one run of 10,000 " +
-			"schedules caught it once (seed 1520, lost-write), the next none",
+		Uncaught: "masked by the layers behind it: a fetch of another leader epoch is still checked by its " +
+			"LastFetchedEpoch (a diverging epoch), an answer by the follower's fetch offset and batch-epoch order, and " +
+			"an answer to an earlier role's fetch is dropped by the partition; with stalls delivering fetches seconds " +
+			"late, 5,000 schedules of this scenario and 20,000 of the CI profile with the mutation broke nothing",
 	},
 }
 

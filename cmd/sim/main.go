@@ -31,7 +31,7 @@ func main() {
 	seed := flag.Uint64("seed", 0, "replay this seed only")
 	long := flag.Bool("long", false, "the long profile: longer schedules with more work")
 	brokers := flag.Int("brokers", 0, "override the broker count (1..5)")
-	faults := flag.String("faults", "", "fault kinds to keep, comma separated: crash,partition,disk,shutdown,net (empty: as the seed draws; none: no faults)")
+	faults := flag.String("faults", "", "fault kinds to keep, comma separated: crash,partition,stall,disk,shutdown,net (empty: as the seed draws; none: no faults)")
 	eng := flag.String("engine", "memory", "the storage under the simulation: memory (the crash-model log over memory)")
 	scenario := flag.String("scenario", "", "tune the options for a named scenario: "+scenarioNames())
 	mutation := flag.String("mutation", "", "switch a protection off (a build with -tags mutations): "+strings.Join(sim.Mutations(), ","))
@@ -173,6 +173,11 @@ func applyFaults(o *sim.Options, kinds string) {
 		o.PartitionEvery = 0
 	} else if o.PartitionEvery == 0 {
 		o.PartitionEvery = 1500
+	}
+	if !keep["stall"] {
+		o.StallEvery = 0
+	} else if o.StallEvery == 0 {
+		o.StallEvery = 1000
 	}
 	if !keep["disk"] {
 		o.DiskEvery = 0
