@@ -391,14 +391,3 @@ func sessionTimeout(args []string) time.Duration {
 
 // since is the time from start, in seconds.
 func since(start time.Time) float64 { return time.Since(start).Seconds() }
-
-// pause sleeps d unless ctx ends first (a poll interval of a benchmark,
-// not a test).
-func pause(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-}

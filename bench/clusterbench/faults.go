@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/server"
 )
 
@@ -48,7 +49,7 @@ func controllerFailover(ctx context.Context, c *server.Cluster, round int) Rep {
 		if octx.Err() != nil {
 			return failed(fmt.Errorf("no CreateTopics accepted within %v of the kill: %w", outcomeWait, err))
 		}
-		pause(octx, 10*time.Millisecond)
+		bench.Pause(octx, 10*time.Millisecond)
 	}
 	r.Seconds = since(start)
 	if err := restart(ctx, c, ctl); err != nil {
@@ -177,7 +178,7 @@ func awaitFenced(ctx context.Context, probes []*server.Direct, topic string, vic
 		if octx.Err() != nil {
 			return fmt.Errorf("broker %d still listed, or still leading, %v after its kill", victim, outcomeWait)
 		}
-		pause(octx, probeEvery)
+		bench.Pause(octx, probeEvery)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/server"
 )
 
@@ -100,7 +101,7 @@ func createScaleTopics(ctx context.Context, c *server.Cluster, n int, partitions
 		if wctx.Err() != nil {
 			return fmt.Errorf("%d of %d partitions led: %w", led, want, wctx.Err())
 		}
-		pause(wctx, 250*time.Millisecond)
+		bench.Pause(wctx, 250*time.Millisecond)
 	}
 }
 
@@ -207,7 +208,7 @@ func awaitListed(ctx context.Context, addr string, id int32) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("broker %d never listed itself: %w", id, ctx.Err())
 		}
-		pause(ctx, probeEvery)
+		bench.Pause(ctx, probeEvery)
 	}
 }
 

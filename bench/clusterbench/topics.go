@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/server"
 )
 
@@ -141,7 +142,7 @@ func awaitPlaced(ctx context.Context, probes map[int32]*server.Direct, topic str
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s not listed with leaders by every broker it is placed on (%v): %w", topic, placed, ctx.Err())
 		}
-		pause(ctx, probeEvery)
+		bench.Pause(ctx, probeEvery)
 	}
 }
 

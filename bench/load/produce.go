@@ -259,7 +259,7 @@ func (p *producer) run(loopCtx, ctx context.Context, start time.Time) {
 			// Waits shorter than a timer's resolution are not worth a
 			// sleep: the record goes out a few microseconds early.
 			if wait := time.Until(sendAt); wait > sleepMin {
-				if !sleepCtx(loopCtx, wait) {
+				if !bench.Pause(loopCtx, wait) {
 					break
 				}
 			} else if wait < 0 {
@@ -306,19 +306,6 @@ func (p *producer) send(ctx context.Context, i int64, sendAt time.Time) {
 }
 
 const sleepMin = 20 * time.Microsecond
-
-// sleepCtx sleeps for d unless ctx ends first; it reports whether it slept
-// the whole time.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
 
 // startProgress calls fn with the count every ProgressEvery until the
 // returned stop is called, which makes one last call.

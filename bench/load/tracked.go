@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minikafka/minikafka/bench"
 )
 
 // TrackedConfig is a producer whose every acknowledgement is kept, for
@@ -100,7 +102,7 @@ func (t *Tracked) run(ctx context.Context) {
 	interval := time.Duration(float64(time.Second) / t.cfg.Rate)
 	start := time.Now()
 	for i := int64(0); ctx.Err() == nil; i++ {
-		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > sleepMin && !sleepCtx(ctx, wait) {
+		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > sleepMin && !bench.Pause(ctx, wait) {
 			break
 		}
 		id := trackedID(i)
@@ -267,7 +269,7 @@ func awaitEnds(ctx context.Context, c Client, topic string, need map[int32]int64
 		if ok {
 			return ends, nil
 		}
-		if !sleepCtx(ctx, 50*time.Millisecond) {
+		if !bench.Pause(ctx, 50*time.Millisecond) {
 			return nil, fmt.Errorf("load: end offsets of %s never covered what was acknowledged: %w", topic, ctx.Err())
 		}
 	}

@@ -43,7 +43,7 @@ func (e *engineRun) faults(ctx context.Context) {
 		return
 	}
 	quietFrom := time.Now()
-	pause(ctx, quietWindow)
+	bench.Pause(ctx, quietWindow)
 	quiet := longestGap(t.Writes(0), nil, quietFrom, time.Now())
 	e.logf("tracked producer at %s records/s: longest gap without a fault %s", bench.Rate(e.cfg.FaultRate), bench.Millis(quiet.Seconds()))
 	for i := range e.cfg.Kills {
@@ -138,7 +138,7 @@ func (e *engineRun) killOnce(ctx context.Context, t *load.Tracked, round int) Re
 	}
 	r := Rep{Seconds: w.At.Sub(start).Seconds(), Node: leader, Controller: ctl, Leader: w.Node}
 	if round == 0 {
-		pause(rctx, time.Until(start.Add(TimelineTo)))
+		bench.Pause(rctx, time.Until(start.Add(TimelineTo)))
 		r.Timeline = timeline(t.Writes(0), 0, start)
 	}
 	if err := e.recover(rctx, leader); err != nil {
@@ -159,7 +159,7 @@ func awaitWrite(ctx context.Context, t *load.Tracked, seen int, partition, not i
 			}
 		}
 		seen += len(ws)
-		if !pause(ctx, pollEvery) {
+		if !bench.Pause(ctx, pollEvery) {
 			return load.Write{}, fmt.Errorf("no acknowledgement of partition %d by another broker than %d: %w", partition, not, ctx.Err())
 		}
 	}
@@ -223,7 +223,7 @@ func (e *engineRun) recover(ctx context.Context, id int32) error {
 	if err := e.c.WaitISR(ctx, faultTopic, Replicas); err != nil {
 		return fmt.Errorf("restart: %w", err)
 	}
-	pause(ctx, settle)
+	bench.Pause(ctx, settle)
 	return nil
 }
 
@@ -242,7 +242,7 @@ func (e *engineRun) stopOnce(ctx context.Context, t *load.Tracked) Rep {
 		return failed(err)
 	}
 	exit := time.Now()
-	pause(rctx, afterStop)
+	bench.Pause(rctx, afterStop)
 	end := exit.Add(afterStop)
 	ws := t.Writes(0)
 	r := Rep{Node: leader, Controller: ctl, Shutdown: exit.Sub(start).Seconds(), Seconds: longestGap(ws, nil, start, end).Seconds()}

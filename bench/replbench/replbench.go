@@ -384,15 +384,3 @@ func sayRate(r Rep) string {
 	}
 	return fmt.Sprintf("%s records/s, %s MB/s", bench.Rate(r.RecordsPerSec), bench.MB(r.BytesPerSec))
 }
-
-// pause sleeps d unless ctx ends first: a benchmark's wait, not a test's.
-func pause(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}

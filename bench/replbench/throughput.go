@@ -125,7 +125,7 @@ func createTopic(ctx context.Context, seeds []string, topic string, partitions i
 		if err == nil && ready(m.Topics[topic], rf) {
 			return nil
 		}
-		if !pause(cctx, 20*time.Millisecond) {
+		if !bench.Pause(cctx, 20*time.Millisecond) {
 			return fmt.Errorf("%s: no leader and %d replicas in sync for every partition: %w", topic, rf, cctx.Err())
 		}
 	}
