@@ -78,6 +78,19 @@ func (c Check) String() string {
 	return s
 }
 
+// CheckTable adds checks to s as a table: each target, its figure (with
+// the note, if any), its goal and its verdict.
+func (s *Section) CheckTable(checks []Check) {
+	t := s.Table("target", "measured", "goal", "result").Left(1, 2, 3)
+	for _, c := range checks {
+		m := c.Measured()
+		if c.Note != "" {
+			m += " (" + c.Note + ")"
+		}
+		t.Row(c.Name, m, c.Goal(), "**"+c.Verdict+"**")
+	}
+}
+
 // FormatUnit writes v in unit u (see Check.Unit).
 func FormatUnit(v float64, u string) string {
 	switch u {

@@ -34,6 +34,14 @@ func (r *Report) Section(heading string) *Section {
 	return s
 }
 
+// Failures adds the section listing the measurements that failed, when
+// any did.
+func (r *Report) Failures(failures []string) {
+	if len(failures) > 0 {
+		r.Section("Failed measurements").List(failures...)
+	}
+}
+
 // Para adds a paragraph (a line of markdown; fmt verbs allowed).
 func (s *Section) Para(format string, args ...any) {
 	s.blocks = append(s.blocks, para(fmt.Sprintf(format, args...)))
@@ -163,6 +171,34 @@ func WriteReport(dir, reportFile string, markdown []byte, resultsFile string, re
 		return err
 	}
 	return WriteFile(filepath.Join(dir, reportFile), markdown)
+}
+
+// WriteChartReport is WriteReport for a report that shows a chart:
+// writeChart draws it at the path it is given (chartFile in dir) and says
+// whether there was anything to draw; render makes the markdown given the
+// chart's file name, "" when there is no chart.
+func WriteChartReport(dir, chartFile string, writeChart func(path string) (bool, error),
+	reportFile string, render func(chart string) []byte, resultsFile string, results any) error {
+	drawn, err := writeChart(filepath.Join(dir, chartFile))
+	if err != nil {
+		return err
+	}
+	if !drawn {
+		chartFile = ""
+	}
+	return WriteReport(dir, reportFile, render(chartFile), resultsFile, results)
+}
+
+// Decode reads the JSON of a results file into a new T and has rejudge
+// judge its checks again from the figures, so that a change to the targets
+// shows in a rendered report.
+func Decode[T any](b []byte, rejudge func(*T)) (*T, error) {
+	var r T
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	rejudge(&r)
+	return &r, nil
 }
 
 // WriteJSON writes v as indented JSON to path (see WriteFile).

@@ -1,10 +1,8 @@
 package clusterbench
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"path/filepath"
 	"strings"
 
 	"github.com/minikafka/minikafka/bench"
@@ -28,9 +26,7 @@ func (r *Result) Report(chart string) []byte {
 	r.creationSection(rep, chart)
 	r.scaleSection(rep)
 	r.singleSection(rep)
-	if errs := r.failures(); len(errs) > 0 {
-		rep.Section("Failed measurements").List(errs...)
-	}
+	rep.Failures(r.failures())
 	rep.Section("Setup").List(append(r.List(), r.setupLines()...)...)
 	return rep.Markdown()
 }
@@ -41,27 +37,11 @@ func (r *Result) targets(rep *bench.Report) {
 		"The load average was %s at the start and %s at the end (1, 5 and 15 minutes). "+
 		"A check is UNRESOLVED when its bound lies inside the %.0f %% confidence interval of the quantile it judges (read from the order statistics of its own measurements), "+
 		"or, for the single-node comparison, inside the figure give or take the spread of kfake's rate over the repetitions.",
-		r.Config.Brokers, r.Cores(), r.Config.Sync, loadOf(r.Machine.LoadAvg), loadOf(r.LoadAfter), bench.Confidence*100)
+		r.Config.Brokers, r.Cores(), r.Config.Sync, bench.LoadAverages(r.Machine.LoadAvg), bench.LoadAverages(r.LoadAfter), bench.Confidence*100)
 	if busy := r.Busy(); busy != "" {
 		s.Para("**%s**", busy)
 	}
-	t := s.Table("target", "measured", "goal", "result").Left(1, 2, 3)
-	for _, c := range r.Checks {
-		m := c.Measured()
-		if c.Note != "" {
-			m += " (" + c.Note + ")"
-		}
-		t.Row(c.Name, m, c.Goal(), "**"+c.Verdict+"**")
-	}
-}
-
-// loadOf is the three load averages of a /proc/loadavg line.
-func loadOf(loadavg string) string {
-	f := strings.Fields(loadavg)
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
+	s.CheckTable(r.Checks)
 }
 
 func ms(v float64) string { return bench.Millis(v) }
@@ -299,15 +279,7 @@ func orNone(xs []string) string {
 
 // Write writes cluster.md, cluster.json and the chart into dir.
 func (r *Result) Write(dir string) error {
-	chart, err := r.writeChart(filepath.Join(dir, ChartFile))
-	if err != nil {
-		return err
-	}
-	name := ""
-	if chart {
-		name = ChartFile
-	}
-	return bench.WriteReport(dir, ReportFile, r.Report(name), ResultsFile, r)
+	return bench.WriteChartReport(dir, ChartFile, r.writeChart, ReportFile, r.Report, ResultsFile, r)
 }
 
 // Load reads a run's cluster.json (see Parse).
@@ -315,10 +287,5 @@ func Load(path string) (*Result, error) { return bench.Load(path, Parse) }
 
 // Parse reads a cluster.json; the checks are judged again.
 func Parse(b []byte) (*Result, error) {
-	var r Result
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, err
-	}
-	r.Checks = r.Judge()
-	return &r, nil
+	return bench.Decode(b, func(r *Result) { r.Checks = r.Judge() })
 }

@@ -79,9 +79,7 @@ func (r *Result) Report() []byte {
 		lines = append(lines, c.String())
 	}
 	t.List(lines...)
-	if errs := r.failures(); len(errs) > 0 {
-		rep.Section("Failed measurements").List(errs...)
-	}
+	rep.Failures(r.failures())
 	if len(r.Engines) > 0 {
 		a := rep.Section("Assignments (cooperative-sticky, first engine)")
 		if c := r.Cell(r.Engines[0], ChurnCooperative); c != nil && len(c.Reps) > 0 && c.Reps[0].Error == "" {

@@ -1,10 +1,8 @@
 package replbench
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"path/filepath"
 	"strings"
 
 	"github.com/minikafka/minikafka/bench"
@@ -31,19 +29,9 @@ func (r *Result) Report(chart string) []byte {
 	r.stopSection(rep)
 	r.auditSection(rep)
 	r.catchUpSection(rep)
-	if errs := r.failures(); len(errs) > 0 {
-		rep.Section("Failed measurements").List(errs...)
-	}
+	rep.Failures(r.failures())
 	rep.Section("Setup").List(append(r.List(), r.setupLines()...)...)
 	return rep.Markdown()
-}
-
-func loadOf(loadavg string) string {
-	f := strings.Fields(loadavg)
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 func (r *Result) targets(rep *bench.Report) {
@@ -52,18 +40,11 @@ func (r *Result) targets(rep *bench.Report) {
 		"the brokers under sync=%s, so that acks=all means on the disk of at least %d brokers. The load average was %s at the start and %s at the end (1, 5 and 15 minutes). "+
 		"A median check is UNRESOLVED when its bound lies inside the %.0f %% confidence interval of the median (order statistics of its own measurements); "+
 		"a ratio check when its bound lies within the ratio give or take the largest spread of the runs it divides.",
-		r.Cores(), Replicas, MinISR, r.Config.Sync, MinISR, loadOf(r.Machine.LoadAvg), loadOf(r.LoadAfter), bench.Confidence*100)
+		r.Cores(), Replicas, MinISR, r.Config.Sync, MinISR, bench.LoadAverages(r.Machine.LoadAvg), bench.LoadAverages(r.LoadAfter), bench.Confidence*100)
 	if busy := r.Busy(); busy != "" {
 		s.Para("**%s**", busy)
 	}
-	t := s.Table("target", "measured", "goal", "result").Left(1, 2, 3)
-	for _, c := range r.Checks {
-		m := c.Measured()
-		if c.Note != "" {
-			m += " (" + c.Note + ")"
-		}
-		t.Row(c.Name, m, c.Goal(), "**"+c.Verdict+"**")
-	}
+	s.CheckTable(r.Checks)
 }
 
 func (r *Result) throughputSection(rep *bench.Report) {
@@ -234,15 +215,7 @@ func (r *Result) setupLines() []string {
 
 // Write writes replication.md, replication.json and the chart into dir.
 func (r *Result) Write(dir string) error {
-	drawn, err := r.writeChart(filepath.Join(dir, ChartFile))
-	if err != nil {
-		return err
-	}
-	name := ""
-	if drawn {
-		name = ChartFile
-	}
-	return bench.WriteReport(dir, ReportFile, r.Report(name), ResultsFile, r)
+	return bench.WriteChartReport(dir, ChartFile, r.writeChart, ReportFile, r.Report, ResultsFile, r)
 }
 
 // Load reads a run's replication.json (see Parse).
@@ -250,10 +223,5 @@ func Load(path string) (*Result, error) { return bench.Load(path, Parse) }
 
 // Parse reads a replication.json; the checks are judged again.
 func Parse(b []byte) (*Result, error) {
-	var r Result
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, err
-	}
-	r.Checks = r.Judge()
-	return &r, nil
+	return bench.Decode(b, func(r *Result) { r.Checks = r.Judge() })
 }
