@@ -13,6 +13,7 @@
 package brokerbench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -172,12 +173,8 @@ func (c *Config) defaults() {
 	if c.InFlight <= 0 {
 		c.InFlight = load.DefaultInFlight
 	}
-	if c.Sync == "" {
-		c.Sync = "always"
-	}
-	if c.Log == nil {
-		c.Log = io.Discard
-	}
+	c.Sync = cmp.Or(c.Sync, server.DefaultSync)
+	c.Log = cmp.Or(c.Log, io.Discard)
 	if c.Bar == nil {
 		c.Bar = bench.NoBar
 	}

@@ -18,6 +18,7 @@
 package clusterbench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -258,15 +259,8 @@ func (c *Config) defaults() {
 	if c.Restarts <= 0 {
 		c.Restarts = DefaultRestarts
 	}
-	if c.Sync == "" {
-		c.Sync = "always"
-	}
-	if c.Log == nil {
-		c.Log = io.Discard
-	}
-	if c.ServerLog == nil {
-		c.ServerLog = io.Discard
-	}
+	c.Sync = cmp.Or(c.Sync, server.DefaultSync)
+	c.Log, c.ServerLog = cmp.Or(c.Log, io.Discard), cmp.Or(c.ServerLog, io.Discard)
 }
 
 // Run measures every engine in turn, then the restart at scale, then the

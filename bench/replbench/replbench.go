@@ -16,6 +16,7 @@
 package replbench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -283,15 +284,8 @@ func (c *Config) defaults() {
 	if c.Ingest.Records <= 0 {
 		c.Ingest = logbench.Default()
 	}
-	if c.Sync == "" {
-		c.Sync = "always"
-	}
-	if c.Log == nil {
-		c.Log = io.Discard
-	}
-	if c.ServerLog == nil {
-		c.ServerLog = io.Discard
-	}
+	c.Sync = cmp.Or(c.Sync, server.DefaultSync)
+	c.Log, c.ServerLog = cmp.Or(c.Log, io.Discard), cmp.Or(c.ServerLog, io.Discard)
 }
 
 // Run measures every engine in turn. A measurement that fails is

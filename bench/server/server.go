@@ -32,6 +32,11 @@ type Server struct {
 // same dir is a restart.
 type Start func(ctx context.Context, dir, sync string) (*Server, error)
 
+// DefaultSync is the sync policy a benchmark's servers run under when its
+// config names none: cmd/broker's default, every write on disk before it
+// is acknowledged.
+const DefaultSync = "always"
+
 // Failing is a Start that always fails with err: a target whose binary did
 // not build fails its cells, not the run.
 func Failing(err error) Start {
