@@ -42,6 +42,17 @@ type Rep interface {
 	Failure() string
 }
 
+// Figure is a figure of a repetition that f reads: NaN for a failed
+// repetition, and for one without the figure (f gives 0 or less).
+func Figure[R Rep](f func(R) float64) func(R) float64 {
+	return func(r R) float64 {
+		if v := f(r); r.Failure() == "" && v > 0 {
+			return v
+		}
+		return math.NaN()
+	}
+}
+
 // Cell is one target (an engine, a server) measured under one workload on
 // one topology, over its repetitions. A profile whose workload is more
 // than a name embeds it beside its own workload type.

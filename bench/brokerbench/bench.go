@@ -17,7 +17,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 
@@ -114,21 +113,12 @@ func (r Rep) Failure() string { return r.Error }
 
 // Figures of a repetition; NaN for a failed one or a figure not measured.
 var (
-	ProduceRate = figure(func(r Rep) float64 { return r.Produce })
-	ConsumeRate = figure(func(r Rep) float64 { return r.Consume })
-	AckP50      = figure(func(r Rep) float64 { return r.AckP50 })
-	AckP99      = figure(func(r Rep) float64 { return r.AckP99 })
-	PeakRSS     = figure(func(r Rep) float64 { return float64(r.PeakRSS) })
+	ProduceRate = bench.Figure(func(r Rep) float64 { return r.Produce })
+	ConsumeRate = bench.Figure(func(r Rep) float64 { return r.Consume })
+	AckP50      = bench.Figure(func(r Rep) float64 { return r.AckP50 })
+	AckP99      = bench.Figure(func(r Rep) float64 { return r.AckP99 })
+	PeakRSS     = bench.Figure(func(r Rep) float64 { return float64(r.PeakRSS) })
 )
-
-func figure(f func(Rep) float64) func(Rep) float64 {
-	return func(r Rep) float64 {
-		if v := f(r); r.Error == "" && v > 0 {
-			return v
-		}
-		return math.NaN()
-	}
-}
 
 // Cell is one target under one workload.
 type Cell struct {

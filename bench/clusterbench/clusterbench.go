@@ -22,7 +22,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,25 +155,16 @@ func failed(err error) Rep { return Rep{Error: err.Error()} }
 
 // Figures of a repetition, NaN for a failed one or one without it.
 var (
-	Seconds   = figure(func(r Rep) float64 { return r.Seconds })
-	Created   = figure(func(r Rep) float64 { return r.Created })
-	Listed    = figure(func(r Rep) float64 { return r.Listed })
-	LeaderAck = figure(func(r Rep) float64 { return r.LeaderAck })
-	Shutdown  = figure(func(r Rep) float64 { return r.Shutdown })
-	OpenFiles = figure(func(r Rep) float64 { return float64(r.OpenFiles) })
-	Led       = figure(func(r Rep) float64 { return float64(r.Partitions) })
-	Moved     = figure(func(r Rep) float64 { return float64(r.Moved) })
-	Attempts  = figure(func(r Rep) float64 { return float64(r.Attempts) })
+	Seconds   = bench.Figure(func(r Rep) float64 { return r.Seconds })
+	Created   = bench.Figure(func(r Rep) float64 { return r.Created })
+	Listed    = bench.Figure(func(r Rep) float64 { return r.Listed })
+	LeaderAck = bench.Figure(func(r Rep) float64 { return r.LeaderAck })
+	Shutdown  = bench.Figure(func(r Rep) float64 { return r.Shutdown })
+	OpenFiles = bench.Figure(func(r Rep) float64 { return float64(r.OpenFiles) })
+	Led       = bench.Figure(func(r Rep) float64 { return float64(r.Partitions) })
+	Moved     = bench.Figure(func(r Rep) float64 { return float64(r.Moved) })
+	Attempts  = bench.Figure(func(r Rep) float64 { return float64(r.Attempts) })
 )
-
-func figure(f func(Rep) float64) func(Rep) float64 {
-	return func(r Rep) float64 {
-		if v := f(r); r.Error == "" && v > 0 {
-			return v
-		}
-		return math.NaN()
-	}
-}
 
 // Cell is one engine under one workload.
 type Cell = bench.Cell[Rep]

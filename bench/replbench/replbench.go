@@ -20,7 +20,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -181,28 +180,19 @@ func failed(err error) Rep { return Rep{Error: err.Error()} }
 
 // Figures of a repetition, NaN for a failed one or one without it.
 var (
-	RecordsPerSec = figure(func(r Rep) float64 { return r.RecordsPerSec })
-	BytesPerSec   = figure(func(r Rep) float64 { return r.BytesPerSec })
-	P50           = figure(func(r Rep) float64 { return r.P50 })
-	P99           = figure(func(r Rep) float64 { return r.P99 })
-	P999          = figure(func(r Rep) float64 { return r.P999 })
-	Max           = figure(func(r Rep) float64 { return r.Max })
-	Seconds       = figure(func(r Rep) float64 { return r.Seconds })
-	Shutdown      = figure(func(r Rep) float64 { return r.Shutdown })
-	Quiet         = figure(func(r Rep) float64 { return r.Quiet })
-	Listed        = figure(func(r Rep) float64 { return r.Listed })
+	RecordsPerSec = bench.Figure(func(r Rep) float64 { return r.RecordsPerSec })
+	BytesPerSec   = bench.Figure(func(r Rep) float64 { return r.BytesPerSec })
+	P50           = bench.Figure(func(r Rep) float64 { return r.P50 })
+	P99           = bench.Figure(func(r Rep) float64 { return r.P99 })
+	P999          = bench.Figure(func(r Rep) float64 { return r.P999 })
+	Max           = bench.Figure(func(r Rep) float64 { return r.Max })
+	Seconds       = bench.Figure(func(r Rep) float64 { return r.Seconds })
+	Shutdown      = bench.Figure(func(r Rep) float64 { return r.Shutdown })
+	Quiet         = bench.Figure(func(r Rep) float64 { return r.Quiet })
+	Listed        = bench.Figure(func(r Rep) float64 { return r.Listed })
 	// CatchUpRate is the catch-up's bytes over its time.
-	CatchUpRate = figure(func(r Rep) float64 { return bench.Div(float64(r.Bytes), r.Seconds) })
+	CatchUpRate = bench.Figure(func(r Rep) float64 { return bench.Div(float64(r.Bytes), r.Seconds) })
 )
-
-func figure(f func(Rep) float64) func(Rep) float64 {
-	return func(r Rep) float64 {
-		if v := f(r); r.Error == "" && v > 0 {
-			return v
-		}
-		return math.NaN()
-	}
-}
 
 // Cell is one engine under one workload.
 type Cell = bench.Cell[Rep]
