@@ -66,6 +66,20 @@ type fetchTarget struct {
 	err     error                // resolving error, sticky for the request
 }
 
+// responseTopic is the topic of resp that t's partition goes in: last,
+// the one the target before t went in, when t is of the same topic, else a
+// new one appended (targets keep the request's order, a topic's partitions
+// together).
+func responseTopic(resp *kmsg.FetchResponse, last *kmsg.FetchResponseTopic, t *fetchTarget) *kmsg.FetchResponseTopic {
+	if last != nil && last.Topic == t.topic && last.TopicID == t.topicID {
+		return last
+	}
+	resp.Topics = append(resp.Topics, kmsg.NewFetchResponseTopic())
+	st := &resp.Topics[len(resp.Topics)-1]
+	st.Topic, st.TopicID = t.topic, t.topicID
+	return st
+}
+
 // fetch serves req; *charge is what the response holds of the server's
 // response budget when it returns.
 func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest, charge *int64) kmsg.Response {
@@ -212,11 +226,7 @@ func (s *Server) readFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, tar
 	var st *kmsg.FetchResponseTopic
 	for i := range targets {
 		t := &targets[i]
-		if st == nil || st.Topic != t.topic || st.TopicID != t.topicID {
-			resp.Topics = append(resp.Topics, kmsg.NewFetchResponseTopic())
-			st = &resp.Topics[len(resp.Topics)-1]
-			st.Topic, st.TopicID = t.topic, t.topicID
-		}
+		st = responseTopic(resp, st, t)
 		if !parallel {
 			room := maxBytes - total
 			reads[i] = readPartition(t, room, total == 0 || room > 0)

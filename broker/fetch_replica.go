@@ -66,11 +66,7 @@ func (s *Server) serveFollower(resp *kmsg.FetchResponse, targets []fetchTarget, 
 	var st *kmsg.FetchResponseTopic
 	for i := range targets {
 		t := &targets[i]
-		if st == nil || st.Topic != t.topic || st.TopicID != t.topicID {
-			resp.Topics = append(resp.Topics, kmsg.NewFetchResponseTopic())
-			st = &resp.Topics[len(resp.Topics)-1]
-			st.Topic, st.TopicID = t.topic, t.topicID
-		}
+		st = responseTopic(resp, st, t)
 		sp := kmsg.NewFetchResponseTopicPartition()
 		sp.Partition = t.req.Partition
 		if t.err != nil {
