@@ -21,6 +21,22 @@ func (s *Server) call(ctx context.Context, f func()) error {
 	}
 }
 
+// await runs f on the loop and returns the error that f, or the loop
+// later, sends on ch (buffered: its one send never blocks the loop), or
+// ctx's if it ends first.
+func (s *Server) await(ctx context.Context, f func(ch chan<- error)) error {
+	ch := make(chan error, 1)
+	if err := s.call(ctx, func() { f(ch) }); err != nil {
+		return err
+	}
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Propose replicates payload and returns its index once the entry is
 // committed and applied here. It fails at once with a *NotLeaderError
 // (errors.Is ErrNotLeader) unless this server is the Active leader, and
@@ -64,8 +80,7 @@ func (s *Server) WaitApplied(ctx context.Context, index uint64) error {
 	if v.applied >= index {
 		return nil
 	}
-	ch := make(chan error, 1)
-	err := s.call(ctx, func() {
+	return s.await(ctx, func(ch chan<- error) {
 		switch {
 		case s.failed != nil:
 			ch <- s.failed
@@ -75,15 +90,6 @@ func (s *Server) WaitApplied(ctx context.Context, index uint64) error {
 			s.waiters = append(s.waiters, appliedWaiter{index: index, ch: ch})
 		}
 	})
-	if err != nil {
-		return err
-	}
-	select {
-	case err := <-ch:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Leader returns the leader this server knows of (0: none) and the term.
@@ -116,8 +122,7 @@ func (s *Server) Status() Status {
 // with ErrNotLeader unless this server is the Active leader, and if to has
 // not taken over within 2E ticks.
 func (s *Server) TransferLeadership(ctx context.Context, to uint64) error {
-	ch := make(chan error, 1)
-	err := s.call(ctx, func() {
+	return s.await(ctx, func(ch chan<- error) {
 		switch {
 		case s.failed != nil:
 			ch <- s.failed
@@ -134,15 +139,6 @@ func (s *Server) TransferLeadership(ctx context.Context, to uint64) error {
 			s.transfers = append(s.transfers, transfer{to: to, deadline: deadline, ch: ch})
 		}
 	})
-	if err != nil {
-		return err
-	}
-	select {
-	case err := <-ch:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Step takes a message from the transport. It never blocks: when the loop
