@@ -188,14 +188,7 @@ func (g *Group) addMember(now time.Time, id string, r JoinRequest) {
 // fenced, the assignment kept, and a Stable group does not rebalance unless
 // the protocol would change.
 func (g *Group) replaceStatic(now time.Time, m *member, r JoinRequest) {
-	if m.joinWaiter != 0 {
-		g.joinError(m.joinWaiter, m.id, kerr.FencedInstanceID.Code)
-		m.joinWaiter = 0
-	}
-	if m.syncWaiter != 0 {
-		g.syncError(m.syncWaiter, kerr.FencedInstanceID.Code)
-		m.syncWaiter = 0
-	}
+	g.answerParked(m, kerr.FencedInstanceID.Code)
 	delete(g.byID, m.id)
 	if g.leader == m.id {
 		g.leader = r.NewMemberID

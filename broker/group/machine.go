@@ -256,14 +256,9 @@ func (g *Group) syncError(w Waiter, code int16) {
 	g.reply(w, code, nil, &SyncResult{})
 }
 
-func (g *Group) setState(s State, now time.Time) {
-	g.state = s
-	g.stateSince = now
-}
-
-// dropMember removes m without any state transition, answering its parked
-// requests with code.
-func (g *Group) dropMember(m *member, code int16) {
+// answerParked answers m's parked join and sync requests, if any, with
+// code.
+func (g *Group) answerParked(m *member, code int16) {
 	if m.joinWaiter != 0 {
 		g.joinError(m.joinWaiter, m.id, code)
 		m.joinWaiter = 0
@@ -272,6 +267,17 @@ func (g *Group) dropMember(m *member, code int16) {
 		g.syncError(m.syncWaiter, code)
 		m.syncWaiter = 0
 	}
+}
+
+func (g *Group) setState(s State, now time.Time) {
+	g.state = s
+	g.stateSince = now
+}
+
+// dropMember removes m without any state transition, answering its parked
+// requests with code.
+func (g *Group) dropMember(m *member, code int16) {
+	g.answerParked(m, code)
 	g.members = slices.DeleteFunc(g.members, func(o *member) bool { return o == m })
 	delete(g.byID, m.id)
 	if m.instanceID != "" && g.static[m.instanceID] == m {

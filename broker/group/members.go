@@ -270,14 +270,7 @@ func (g *Group) StoreFailed(now time.Time, s Store) {
 // closing) and marks the group Dead.
 func (g *Group) Shutdown(now time.Time, code int16) {
 	for _, m := range g.members {
-		if m.joinWaiter != 0 {
-			g.joinError(m.joinWaiter, m.id, code)
-			m.joinWaiter = 0
-		}
-		if m.syncWaiter != 0 {
-			g.syncError(m.syncWaiter, code)
-			m.syncWaiter = 0
-		}
+		g.answerParked(m, code)
 	}
 	g.setState(Dead, now)
 }
