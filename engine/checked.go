@@ -4,9 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"io"
 
-	"github.com/cockroachdb/errors/oserror"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -77,17 +75,9 @@ func WriteChecked(fs vfs.FS, path, magic string, payload []byte) error {
 // ReadChecked returns the payload of the checked file at path, and false
 // with no error when there is none. Damage is an error wrapping ErrCorrupt.
 func ReadChecked(fs vfs.FS, path, magic string) ([]byte, bool, error) {
-	f, err := fs.Open(path)
-	if oserror.IsNotExist(err) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return nil, false, fmt.Errorf("read %s: %w", path, err)
+	b, ok, err := ReadFileIfExists(fs, path)
+	if err != nil || !ok {
+		return nil, false, err
 	}
 	payload, err := DecodeChecked(magic, b)
 	if err != nil {

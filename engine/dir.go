@@ -59,6 +59,24 @@ func ClaimDir(fs vfs.FS, dir, name string) error {
 	return WriteFileAtomic(fs, path, []byte(name+"\n"))
 }
 
+// ReadFileIfExists returns the contents of the (small) file at path, and
+// false with no error when there is none.
+func ReadFileIfExists(fs vfs.FS, path string) ([]byte, bool, error) {
+	f, err := fs.Open(path)
+	if oserror.IsNotExist(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", path, err)
+	}
+	return b, true, nil
+}
+
 // tmpSuffix names WriteFileAtomic's temporary file.
 const tmpSuffix = ".tmp"
 

@@ -92,7 +92,7 @@ func (e *Engine) tidy(names []string) ([]int64, error) {
 
 func (e *Engine) readStart() (int64, error) {
 	path := e.fs.PathJoin(e.dir, startFile)
-	b, ok, err := readSmallFile(e.fs, path)
+	b, ok, err := engine.ReadFileIfExists(e.fs, path)
 	if err != nil || !ok {
 		return 0, err
 	}
@@ -108,7 +108,7 @@ func (e *Engine) readStart() (int64, error) {
 // is scanned and sealed segments are trusted (their indexes load on first
 // read).
 func (e *Engine) openClean() (bool, error) {
-	b, ok, err := readSmallFile(e.fs, e.fs.PathJoin(e.dir, cleanFile))
+	b, ok, err := engine.ReadFileIfExists(e.fs, e.fs.PathJoin(e.dir, cleanFile))
 	if err != nil || !ok {
 		return false, err
 	}

@@ -2,7 +2,6 @@ package segment
 
 import (
 	"fmt"
-	"io"
 	"slices"
 
 	"github.com/cockroachdb/errors/oserror"
@@ -223,22 +222,4 @@ func writeStart(fs vfs.FS, dir string, offset int64) error {
 		return fmt.Errorf("write log start: %w", err)
 	}
 	return nil
-}
-
-// readSmallFile returns a small file's contents, or ok false if it does not
-// exist.
-func readSmallFile(fs vfs.FS, path string) (b []byte, ok bool, err error) {
-	f, err := fs.Open(path)
-	if oserror.IsNotExist(err) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer f.Close()
-	b, err = io.ReadAll(f)
-	if err != nil {
-		return nil, false, fmt.Errorf("read %s: %w", path, err)
-	}
-	return b, true, nil
 }
