@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
-	"io"
 
-	"github.com/cockroachdb/errors/oserror"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/google/uuid"
 
@@ -73,18 +71,9 @@ func decodeMeta(b []byte) (metaFile, error) {
 
 // readMeta reads dir's partition.meta; found is false when there is none.
 func readMeta(fs vfs.FS, dir string) (m metaFile, found bool, err error) {
-	path := fs.PathJoin(dir, metaFileName)
-	f, err := fs.Open(path)
-	if oserror.IsNotExist(err) {
-		return metaFile{}, false, nil
-	}
-	if err != nil {
-		return metaFile{}, false, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return metaFile{}, false, fmt.Errorf("read %s: %w", path, err)
+	b, found, err := engine.ReadFileIfExists(fs, fs.PathJoin(dir, metaFileName))
+	if !found || err != nil {
+		return metaFile{}, false, err
 	}
 	m, err = decodeMeta(b)
 	return m, true, err
