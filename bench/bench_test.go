@@ -252,5 +252,11 @@ func TestMachine(t *testing.T) {
 		assert.Positive(t, m.MemoryBytes)
 		assert.NotEmpty(t, m.Filesystem)
 		assert.True(t, strings.HasPrefix(m.Dir, m.MountPoint), "%s under %s", m.Dir, m.MountPoint)
+		assert.Positive(t, m.Memory.FirstTouchNs)
+		assert.Positive(t, m.Memory.MmapWriteMBps)
+		assert.Positive(t, m.Memory.PwriteMBps)
+		entries, err := os.ReadDir(m.Dir)
+		require.NoError(t, err)
+		assert.Empty(t, entries, "the memory measurement leaves no file behind")
 	}
 }

@@ -32,6 +32,19 @@ type MachineInfo struct {
 	MountSource  string   `json:"mount_source"`
 	MountOptions string   `json:"mount_options"`
 	Disk         DiskInfo `json:"disk"`
+	// Memory is what writing fresh memory costs here (memoryCosts).
+	Memory MemoryCosts `json:"memory"`
+}
+
+// MemoryCosts are measured when a run begins (see memoryCosts).
+type MemoryCosts struct {
+	// FirstTouchNs is the first write to a page of a new anonymous
+	// mapping, per 4 KiB page.
+	FirstTouchNs float64 `json:"first_touch_ns"`
+	// MmapWriteMBps and PwriteMBps write a new 64 MiB file in the data
+	// directory, through a shared mapping and with pwrite.
+	MmapWriteMBps float64 `json:"mmap_write_mb_s"`
+	PwriteMBps    float64 `json:"pwrite_mb_s"`
 }
 
 // DiskInfo describes the block device that holds a directory.
@@ -72,6 +85,7 @@ func Machine(dir string) MachineInfo {
 	m.Dir = dir
 	m.MountPoint, m.Filesystem, m.MountSource, m.MountOptions = mountOf(dir)
 	m.Disk = diskInfo(dir)
+	m.Memory = memoryCosts(dir)
 	return m
 }
 

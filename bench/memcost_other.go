@@ -1,0 +1,5 @@
+//go:build !linux
+
+package bench
+
+func memoryCosts(string) MemoryCosts { return MemoryCosts{} }
