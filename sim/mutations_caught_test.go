@@ -22,8 +22,18 @@ func TestMutationsCaught(t *testing.T) {
 					return
 				}
 			}
-			if sc.Uncaught != "" {
-				t.Logf("%s: %s off is not caught in %d schedules (known: %s)", sc.Name, sc.Mutation, *flagMutationSeeds, sc.Uncaught)
+			if sc.CaughtBy != 0 {
+				// Rarely caught (sc.Rarely): replay the schedule known to
+				// catch it, which the real build must pass.
+				if r := Run(ScenarioOptions(sc, sc.CaughtBy, false)); r.Failed() {
+					t.Fatalf("%s: seed %d fails on the real build: %s", sc.Name, sc.CaughtBy, r.Violations[0])
+				}
+				r := Run(ScenarioOptions(sc, sc.CaughtBy, true))
+				if !r.Failed() {
+					t.Fatalf("%s: %s off, and seed %d, known to catch it, broke no property", sc.Name, sc.Mutation, sc.CaughtBy)
+				}
+				t.Logf("%s (%s) not caught in the first %d schedules (%s); seed %d catches it: %s", sc.Name, sc.Mutation,
+					*flagMutationSeeds, sc.Rarely, sc.CaughtBy, r.Violations[0])
 				return
 			}
 			t.Errorf("%s: %s off, and %d schedules broke no property", sc.Name, sc.Mutation, *flagMutationSeeds)
