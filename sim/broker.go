@@ -158,8 +158,30 @@ func (b *broker) crash(why string) {
 	}
 	b.s.tracef("b%d crash: %s", b.id, why)
 	b.stop()
+	if b.rng.IntN(2) == 0 {
+		b.sayGone() // the process was killed; the host, which lives, closes its connections
+	}
 	b.disk.crash(b.rng, b.s.opts.UnsyncedKeepPct, b.s.opts.TornPct)
 	b.prevEpoch = -1
+}
+
+// sayGone is what a dead process's peers see: their connections from it
+// close (quorum.Node.PeerGone). A host that loses power says nothing; the
+// peers then wait out an election timeout. The close travels the network
+// like any message: delayed, or lost on a clogged link.
+func (b *broker) sayGone() {
+	s, from := b.s, b.id
+	for _, to := range s.net.brokerIDs() {
+		if to == from {
+			continue
+		}
+		s.net.send(from, to, "peer-gone", func() {
+			if t := s.brokers[to-1]; t.up {
+				t.node.PeerGone(uint64(from))
+				t.process()
+			}
+		})
+	}
 }
 
 // cleanStop ends a controlled shutdown: every log synced and closed.
@@ -174,6 +196,7 @@ func (b *broker) cleanStop() {
 	}
 	b.prevEpoch = b.epoch
 	b.stop()
+	b.sayGone()
 	b.s.stats.Faults["controlled-shutdown"]++
 	b.s.at(200+b.s.faults.Int64N(1000), "restart", func() {
 		if !b.up && !b.lost {

@@ -2,6 +2,8 @@ package quorum
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 
 	"go.etcd.io/raft/v3"
@@ -109,12 +111,25 @@ func (t *MemTransport) Send(msgs []raftpb.Message) {
 	}
 }
 
-// Close implements Transport: the node leaves the network.
+// Close implements Transport: the node leaves the network, and the nodes
+// it could reach hear that it is gone, as a dead process's TCP peers see
+// its connections close.
 func (t *MemTransport) Close() error {
 	t.net.mu.Lock()
-	defer t.net.mu.Unlock()
-	if t.net.nodes[t.id] == t {
-		delete(t.net.nodes, t.id)
+	if t.net.nodes[t.id] != t {
+		t.net.mu.Unlock()
+		return nil
+	}
+	delete(t.net.nodes, t.id)
+	var peers []Handler
+	for _, id := range slices.Sorted(maps.Keys(t.net.nodes)) {
+		if !t.net.cut[[2]uint64{t.id, id}] && !t.net.isolated[t.id] && !t.net.isolated[id] {
+			peers = append(peers, t.net.nodes[id].h)
+		}
+	}
+	t.net.mu.Unlock()
+	for _, h := range peers {
+		h.PeerGone(t.id)
 	}
 	return nil
 }

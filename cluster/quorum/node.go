@@ -381,6 +381,33 @@ func (n *Node) TransferLeadership(to uint64) {
 	}
 }
 
+// PeerGone says that the connection peer id sends on has ended: a process
+// killed closes its sockets, so a TCP transport sees the death at once,
+// long before an election timeout would. A follower whose leader that was
+// stops honouring the leader's lease and campaigns within a few ticks: 1 +
+// 2 × its rank by id among the other voters, so that the followers that all
+// saw the same close campaign one after another and do not split the vote
+// (one whose log is behind is refused, and the next one's turn comes two
+// ticks later). Raft's safety never depends on timing, and the lease decides
+// who serves, not what commits: if the leader lives on (one connection
+// lost), a message from it restores the lease, and a follower that still
+// hears from it refuses this node's pre-vote.
+func (n *Node) PeerGone(id uint64) {
+	if n.err != nil || n.leader || id == n.cfg.NodeID || n.rn.BasicStatus().Lead != id {
+		return
+	}
+	rank := 0
+	for _, v := range n.cfg.Voters {
+		if v != id && v < n.cfg.NodeID {
+			rank++
+		}
+	}
+	e := n.cfg.ElectionTicks
+	n.electionElapsed = e
+	n.electionTimeout = e + min(1+2*rank, e)
+	n.log.Debug("quorum: the leader's connection ended; campaigning soon", "leader", id, "in-ticks", n.electionTimeout-n.electionElapsed)
+}
+
 // ReportUnreachable tells raft that a message to id was lost, so that the
 // leader probes id again instead of streaming into the void.
 func (n *Node) ReportUnreachable(id uint64) {

@@ -365,3 +365,82 @@ func readAll(t *testing.T, fs vfs.FS, path string) []byte {
 	require.NoError(t, err)
 	return b
 }
+
+// A leader killed is seen at once by its followers (their connections from
+// it close): they elect a new one within a few ticks (1 + 2 × rank), not
+// after a whole election timeout of E to 2E ticks.
+func TestLeaderGoneElectsSooner(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		c := newCluster(t, "memory", seed, 3, nil)
+		old, _ := c.waitLeader(100)
+		c.propose(old, "a")
+		c.settle()
+		c.stop(old)
+		for _, id := range c.ids {
+			if id != old {
+				c.nodes[id].PeerGone(old)
+			}
+		}
+		l, ticks := c.waitLeader(4, old)
+		require.NotEqual(t, old, l, "seed %d", seed)
+		c.propose(l, "b")
+		c.settle()
+		for _, id := range c.ids {
+			if id != old {
+				require.Equal(t, []string{"a", "b"}, c.sms[id].payloads(), "seed %d node %d", seed, id)
+			}
+		}
+		t.Logf("seed %d: leader %d gone, %d active %d ticks later", seed, old, l, ticks)
+		c.closeAll()
+	}
+}
+
+// A connection that ends while its leader lives on deposes no one: the
+// other follower, which still hears from the leader, refuses the pre-vote,
+// and the leader's next message restores the lease of the one that lost it.
+func TestPeerGoneOfALiveLeaderDeposesNoOne(t *testing.T) {
+	c := newCluster(t, "memory", 5, 3, nil)
+	l, _ := c.waitLeader(100)
+	term := c.nodes[l].Status().Term
+	f := c.ids[0]
+	if f == l {
+		f = c.ids[1]
+	}
+	c.nodes[f].PeerGone(l)
+	c.nodes[f].PeerGone(f) // never about itself
+	c.tick(5 * DefaultElectionTicks)
+	require.Equal(t, []uint64{l}, c.activeLeaders())
+	require.Equal(t, term, c.nodes[l].Status().Term, "the leader was not deposed")
+	c.nodes[l].PeerGone(f) // a leader ignores it
+	c.tick(2)
+	require.Equal(t, []uint64{l}, c.activeLeaders())
+}
+
+// The follower whose turn comes first may be behind: the other refuses it
+// its vote, and wins two ticks later, with every committed entry.
+func TestLeaderGoneBehindFollowerDoesNotWin(t *testing.T) {
+	c := newCluster(t, "memory", 3, 3, nil)
+	old, _ := c.waitLeader(100)
+	var first, second uint64 // the surviving followers, by id
+	for _, id := range c.ids {
+		switch {
+		case id == old:
+		case first == 0:
+			first = id
+		default:
+			second = id
+		}
+	}
+	c.cut[[2]uint64{old, first}] = true // first misses what follows
+	c.propose(old, "a")
+	c.settle()
+	c.stop(old)
+	c.heal()
+	c.nodes[first].PeerGone(old)
+	c.nodes[second].PeerGone(old)
+	l, ticks := c.waitLeader(6, old)
+	require.Equal(t, second, l, "the follower with the committed entry leads")
+	require.GreaterOrEqual(t, ticks, 3)
+	c.settle()
+	require.Equal(t, []string{"a"}, c.sms[first].payloads())
+}

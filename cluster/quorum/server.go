@@ -86,6 +86,7 @@ type report struct {
 	id          uint64
 	snapshot    bool
 	snapshotErr bool
+	gone        bool // PeerGone
 }
 
 type result struct {
@@ -196,6 +197,8 @@ func (s *Server) takeReports() {
 	s.mu.Unlock()
 	for _, r := range reports {
 		switch {
+		case r.gone:
+			s.node.PeerGone(r.id)
 		case !r.snapshot:
 			s.node.ReportUnreachable(r.id)
 		case r.snapshotErr:

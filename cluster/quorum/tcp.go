@@ -214,6 +214,9 @@ func (t *TCPTransport) ServeConn(nc net.Conn) {
 	for {
 		if buf, err = readFrame(br, buf, t.cfg.MaxFrameBytes); err != nil {
 			t.log.Debug("quorum: inbound raft connection ends", "peer", from, "err", err)
+			if t.ctx.Err() == nil {
+				h.PeerGone(from)
+			}
 			return
 		}
 		var m raftpb.Message

@@ -15,6 +15,9 @@ type Handler interface {
 	ReportUnreachable(id uint64)
 	// ReportSnapshot says whether a MsgSnap to id was delivered.
 	ReportSnapshot(id uint64, status raft.SnapshotStatus)
+	// PeerGone says the connection id was sending on ended (not by this
+	// transport closing): id's process may have died.
+	PeerGone(id uint64)
 }
 
 // Transport carries raft messages between the voters.
