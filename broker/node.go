@@ -170,6 +170,13 @@ func (l quorumLog) Propose(ctx context.Context, payload []byte) (uint64, error) 
 }
 func (l quorumLog) Active() bool             { return l.q.Active() }
 func (l quorumLog) Leader() (uint64, uint64) { return l.q.Leader() }
+func (l quorumLog) Gone() []int32 {
+	var ids []int32
+	for _, r := range l.q.Gone() {
+		ids = append(ids, nodeID(r))
+	}
+	return ids
+}
 
 // notAVoter is the Log of a broker that is not a voter: it never decides,
 // so its controller answers NOT_CONTROLLER and keeps only the settings.
@@ -178,6 +185,7 @@ type notAVoter struct{}
 func (notAVoter) Propose(context.Context, []byte) (uint64, error) { return 0, cluster.ErrNotController }
 func (notAVoter) Active() bool                                    { return false }
 func (notAVoter) Leader() (uint64, uint64)                        { return 0, 0 }
+func (notAVoter) Gone() []int32                                   { return nil }
 
 // quorumActive reports whether this node is the active controller.
 func (s *Server) quorumActive() bool { return s.quorum != nil && s.quorum.Active() }

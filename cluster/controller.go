@@ -25,6 +25,10 @@ type Log interface {
 	Active() bool
 	// Leader is the quorum leader's node id (0: unknown) and its term.
 	Leader() (id uint64, term uint64)
+	// Gone lists the voters, by node id, whose connections to this node
+	// closed and that have sent nothing since: their processes have likely
+	// died (see Quorum.Gone).
+	Gone() []int32
 }
 
 // ErrNotController: this node is not the active controller. Callers send
@@ -174,7 +178,7 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 func (c *Controller) run(ctx context.Context, start func(Quorum, *Metadata, time.Time) *Op) *Op {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	q := Quorum{Active: c.cfg.Log.Active()}
+	q := Quorum{Active: c.cfg.Log.Active(), Gone: c.cfg.Log.Gone()}
 	_, q.Term = c.cfg.Log.Leader()
 	op := start(q, c.cfg.Store.Image(), c.cfg.Clock.Now())
 	for op != nil && !op.Done() {

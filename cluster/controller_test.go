@@ -39,6 +39,8 @@ func (l *localLog) Active() bool {
 	return l.active
 }
 
+func (l *localLog) Gone() []int32 { return nil }
+
 func (l *localLog) Leader() (uint64, uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

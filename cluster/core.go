@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -86,6 +87,11 @@ func (c *ControllerCore) Settings() Settings { return c.cfg.Settings }
 type Quorum struct {
 	Active bool
 	Term   uint64
+	// Gone: voters (node ids) whose connections to this node closed and
+	// that have sent nothing since. A new controller fences them without
+	// the grace it gives the others: the previous controller, killed, is
+	// one, and it heartbeat to itself, so no connection of its closes here.
+	Gone []int32
 }
 
 // Outcome is what became of the batch an Op asked to commit.
@@ -204,7 +210,12 @@ func (c *ControllerCore) ready(o *Op, q Quorum, then func(err error)) {
 		c.sessions = map[int32]*session{}
 		start := o.now.Add(c.cfg.FailoverGrace - c.cfg.SessionTimeout)
 		for _, b := range o.img.Brokers() {
-			c.sessions[b.ID] = &session{epoch: b.Epoch, seen: start}
+			seen := start
+			if slices.Contains(q.Gone, b.ID) && !b.Fenced {
+				c.log.Info("a voter's connection closed before this controller took over; its session starts expired", "broker", b.ID, "epoch", b.Epoch)
+				seen = o.now.Add(-c.cfg.SessionTimeout - time.Nanosecond)
+			}
+			c.sessions[b.ID] = &session{epoch: b.Epoch, seen: seen}
 		}
 		c.readyTerm = q.Term
 		c.log.Info("active controller", "node", c.cfg.NodeID, "term", q.Term, "offset", o.img.Offset())

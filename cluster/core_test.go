@@ -65,3 +65,50 @@ func TestControllerCoreOps(t *testing.T) {
 	b, _ := store.Image().Broker(1)
 	require.True(t, b.Fenced)
 }
+
+// A new controller gives every broker FailoverGrace to heartbeat, except
+// the voters whose connections closed before it took over (the previous
+// controller, killed): those it fences at its first tick.
+func TestNewControllerFencesTheGoneAtOnce(t *testing.T) {
+	store := NewStore()
+	var next uint64
+	now := time.Unix(1000, 0)
+	run := func(op *Op) *Op {
+		t.Helper()
+		for !op.Done() {
+			payload, err := EncodeBatch(op.Proposal())
+			require.NoError(t, err)
+			next++
+			require.NoError(t, store.Apply(next, payload))
+			op.Applied(Outcome{Image: store.Image(), Offset: next, Refused: store.Refusal(next), Now: now})
+		}
+		return op
+	}
+	first := NewControllerCore(CoreConfig{NodeID: 1, ClusterID: "c1", Seed: 1})
+	for id := int32(1); id <= 3; id++ {
+		reg := kmsg.NewPtrBrokerRegistrationRequest()
+		reg.BrokerID, reg.ClusterID, reg.IncarnationID = id, "c1", uuid.New()
+		op, err := first.Handle(Quorum{Active: true, Term: 1}, store.Image(), now, reg)
+		require.NoError(t, err)
+		require.Zero(t, run(op).Response().(*kmsg.BrokerRegistrationResponse).ErrorCode)
+	}
+	for id := int32(1); id <= 3; id++ {
+		b, _ := store.Image().Broker(id)
+		hb := kmsg.NewPtrBrokerHeartbeatRequest()
+		hb.BrokerID, hb.BrokerEpoch, hb.CurrentMetadataOffset = id, b.Epoch, int64(store.Image().Offset())
+		op, _ := first.Handle(Quorum{Active: true, Term: 1}, store.Image(), now, hb)
+		require.False(t, run(op).Response().(*kmsg.BrokerHeartbeatResponse).IsFenced, "broker %d", id)
+	}
+
+	// Controller 1 dies; 2 takes over, its connection from 1 closed.
+	second := NewControllerCore(CoreConfig{NodeID: 2, ClusterID: "c1", Seed: 2})
+	now = now.Add(100 * time.Millisecond)
+	q := Quorum{Active: true, Term: 2, Gone: []int32{1}}
+	require.NoError(t, run(second.Tick(q, store.Image(), now)).Err())
+	now = now.Add(100 * time.Millisecond)
+	require.NoError(t, run(second.Tick(q, store.Image(), now)).Err())
+	for id, fenced := range map[int32]bool{1: true, 2: false, 3: false} {
+		b, _ := store.Image().Broker(id)
+		require.Equal(t, fenced, b.Fenced, "broker %d, %v after the takeover (grace %v)", id, 200*time.Millisecond, DefaultFailoverGrace)
+	}
+}

@@ -315,7 +315,11 @@ func (b *broker) submit(j ctlJob) {
 }
 
 func (b *broker) quorumState() cluster.Quorum {
-	return cluster.Quorum{Active: b.node.Active(), Term: b.term}
+	q := cluster.Quorum{Active: b.node.Active(), Term: b.term}
+	for _, id := range b.node.Gone() {
+		q.Gone = append(q.Gone, int32(id)) // sim brokers are their own raft ids
+	}
+	return q
 }
 
 func (b *broker) pumpCtl() {

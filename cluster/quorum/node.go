@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
@@ -70,6 +72,10 @@ type Node struct {
 	leader     bool
 	leaderTerm uint64
 	heard      map[uint64]uint64
+
+	// The peers whose connection ended (PeerGone) and that have sent
+	// nothing since.
+	gone map[uint64]bool
 
 	applied   uint64
 	snapIndex uint64
@@ -202,6 +208,7 @@ func newNode(cfg NodeConfig, d *disk) (*Node, error) {
 		quorum:      len(cfg.Voters)/2 + 1,
 		incarnation: cfg.Rand.Uint64(),
 		heard:       map[uint64]uint64{},
+		gone:        map[uint64]bool{},
 		applied:     si,
 		snapIndex:   si,
 		lastTerm:    rec.hs.Term,
@@ -278,6 +285,7 @@ func (n *Node) Step(m raftpb.Message) error {
 	if raft.IsLocalMsg(m.Type) {
 		return fmt.Errorf("quorum: node %d got local message %s from %d", n.cfg.NodeID, m.Type, m.From)
 	}
+	delete(n.gone, m.From) // it lives
 	term := n.rn.BasicStatus().Term
 	switch m.Type {
 	case raftpb.MsgApp, raftpb.MsgHeartbeat, raftpb.MsgSnap:
@@ -393,7 +401,11 @@ func (n *Node) TransferLeadership(to uint64) {
 // lost), a message from it restores the lease, and a follower that still
 // hears from it refuses this node's pre-vote.
 func (n *Node) PeerGone(id uint64) {
-	if n.err != nil || n.leader || id == n.cfg.NodeID || n.rn.BasicStatus().Lead != id {
+	if n.err != nil || id == n.cfg.NodeID || !slices.Contains(n.cfg.Voters, id) {
+		return
+	}
+	n.gone[id] = true
+	if n.leader || n.rn.BasicStatus().Lead != id {
 		return
 	}
 	rank := 0
@@ -406,6 +418,13 @@ func (n *Node) PeerGone(id uint64) {
 	n.electionElapsed = e
 	n.electionTimeout = e + min(1+2*rank, e)
 	n.log.Debug("quorum: the leader's connection ended; campaigning soon", "leader", id, "in-ticks", n.electionTimeout-n.electionElapsed)
+}
+
+// Gone lists, by id, the peers whose connection ended (PeerGone) and that
+// have sent nothing since: their processes have likely died. A new
+// controller need not wait for their heartbeats.
+func (n *Node) Gone() []uint64 {
+	return slices.Sorted(maps.Keys(n.gone))
 }
 
 // ReportUnreachable tells raft that a message to id was lost, so that the

@@ -408,7 +408,9 @@ func TestPeerGoneOfALiveLeaderDeposesNoOne(t *testing.T) {
 	}
 	c.nodes[f].PeerGone(l)
 	c.nodes[f].PeerGone(f) // never about itself
+	require.Equal(t, []uint64{l}, c.nodes[f].Gone())
 	c.tick(5 * DefaultElectionTicks)
+	require.Empty(t, c.nodes[f].Gone(), "the leader's next message shows it alive")
 	require.Equal(t, []uint64{l}, c.activeLeaders())
 	require.Equal(t, term, c.nodes[l].Status().Term, "the leader was not deposed")
 	c.nodes[l].PeerGone(f) // a leader ignores it

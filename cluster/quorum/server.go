@@ -79,6 +79,7 @@ type Server struct {
 type view struct {
 	leader, term, applied uint64
 	active                bool
+	gone                  []uint64
 	err                   error
 }
 
@@ -236,7 +237,7 @@ func (s *Server) process() {
 		s.checkTransfers(st.Lead)
 	}
 	s.mu.Lock()
-	s.view = view{leader: st.Lead, term: st.Term, applied: s.node.applied, active: s.node.Active(), err: s.failed}
+	s.view = view{leader: st.Lead, term: st.Term, applied: s.node.applied, active: s.node.Active(), gone: s.node.Gone(), err: s.failed}
 	s.mu.Unlock()
 }
 

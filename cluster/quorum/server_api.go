@@ -99,6 +99,14 @@ func (s *Server) Leader() (id, term uint64) {
 	return s.view.leader, s.view.term
 }
 
+// Gone lists the peers whose connections ended and that have sent nothing
+// since, as of its last event (see Node.Gone).
+func (s *Server) Gone() []uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.view.gone
+}
+
 // Active reports whether this server is the leader with a live quorum, as of
 // its last event: the controller serves only while it is.
 func (s *Server) Active() bool {
