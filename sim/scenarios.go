@@ -79,7 +79,7 @@ var Scenarios = []Scenario{
 		Rarely: "masked by the layers behind it: a fetch of another leader epoch is still checked by its " +
 			"LastFetchedEpoch (a diverging epoch), an answer by the follower's fetch offset and batch-epoch order, and " +
 			"an answer to an earlier role's fetch is dropped by the partition; with stalls delivering fetches seconds " +
-			"late, about one schedule in 10,000 of this scenario gets a follower to take a newer epoch's batches while " +
+			"late, about one schedule in several thousand of this scenario gets a follower to take a newer epoch's batches while " +
 			"it follows an older one, which the partition's own epoch check then finds when the stale role makes it leader",
 		CaughtBy: 8902,
 	},
