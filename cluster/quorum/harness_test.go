@@ -198,6 +198,17 @@ func (c *cluster) isolate(id uint64) {
 
 func (c *cluster) heal() { clear(c.cut) }
 
+// follower is the first node by id that is not l.
+func (c *cluster) follower(l uint64) uint64 {
+	for _, id := range c.ids {
+		if id != l {
+			return id
+		}
+	}
+	c.t.Fatal("no node other than the leader")
+	return 0
+}
+
 // settle processes every live node and delivers their messages until no
 // node has work and no message is in flight.
 func (c *cluster) settle() {

@@ -296,10 +296,7 @@ func TestRejoiningFollowerDoesNotDepose(t *testing.T) {
 	c := newCluster(t, "memory", 11, 3, nil)
 	l, _ := c.waitLeader(100)
 	term := c.nodes[l].Status().Term
-	f := c.ids[0]
-	if f == l {
-		f = c.ids[1]
-	}
+	f := c.follower(l)
 	c.isolate(f)
 	c.tick(5 * DefaultElectionTicks) // f campaigns again and again, alone
 	require.Equal(t, term, c.nodes[f].Status().Term, "pre-votes that fail do not raise the term")
@@ -402,10 +399,7 @@ func TestPeerGoneOfALiveLeaderDeposesNoOne(t *testing.T) {
 	c := newCluster(t, "memory", 5, 3, nil)
 	l, _ := c.waitLeader(100)
 	term := c.nodes[l].Status().Term
-	f := c.ids[0]
-	if f == l {
-		f = c.ids[1]
-	}
+	f := c.follower(l)
 	c.nodes[f].PeerGone(l)
 	c.nodes[f].PeerGone(f) // never about itself
 	require.Equal(t, []uint64{l}, c.nodes[f].Gone())
