@@ -147,6 +147,9 @@ func (b *broker) start() {
 	}
 	b.s.checks.brokerStarted(b)
 	b.process()
+	if b.gen > 1 { // a restart: its peers may count it gone
+		b.sayTo("peer-back", func(t *broker) { t.node.PeerBack(uint64(b.id)) })
+	}
 	b.later(int64(b.rng.IntN(raftTickMs)), "tick", b.tick)
 }
 
@@ -167,17 +170,23 @@ func (b *broker) crash(why string) {
 
 // sayGone is what a dead process's peers see: their connections from it
 // close (quorum.Node.PeerGone). A host that loses power says nothing; the
-// peers then wait out an election timeout. The close travels the network
-// like any message: delayed, or lost on a clogged link.
+// peers then wait out an election timeout.
 func (b *broker) sayGone() {
+	b.sayTo("peer-gone", func(t *broker) { t.node.PeerGone(uint64(b.id)) })
+}
+
+// sayTo runs what the other live brokers' transports see of this one's
+// connections (a close, a new connection), after the network's delay: it
+// travels like any message, and is lost on a clogged link.
+func (b *broker) sayTo(kind string, see func(t *broker)) {
 	s, from := b.s, b.id
 	for _, to := range s.net.brokerIDs() {
 		if to == from {
 			continue
 		}
-		s.net.send(from, to, "peer-gone", func() {
+		s.net.send(from, to, kind, func() {
 			if t := s.brokers[to-1]; t.up {
-				t.node.PeerGone(uint64(from))
+				see(t)
 				t.process()
 			}
 		})

@@ -68,6 +68,18 @@ func (n *MemNetwork) route(from, to uint64) Handler {
 	return t.h
 }
 
+// reachableLocked lists the handlers of the other nodes that from's
+// messages reach, by id.
+func (n *MemNetwork) reachableLocked(from uint64) []Handler {
+	var hs []Handler
+	for _, id := range slices.Sorted(maps.Keys(n.nodes)) {
+		if id != from && !n.cut[[2]uint64{from, id}] && !n.isolated[from] && !n.isolated[id] {
+			hs = append(hs, n.nodes[id].h)
+		}
+	}
+	return hs
+}
+
 // MemTransport is one node's Transport on a MemNetwork.
 type MemTransport struct {
 	net *MemNetwork
@@ -78,14 +90,21 @@ type MemTransport struct {
 var _ Transport = (*MemTransport)(nil)
 
 // Start implements Transport.
+// The nodes it can reach hear that it is back, as a restarted process's
+// TCP peers see it connect.
 func (t *MemTransport) Start(h Handler) error {
 	t.net.mu.Lock()
-	defer t.net.mu.Unlock()
 	if t.net.nodes[t.id] != nil {
+		t.net.mu.Unlock()
 		return errors.New("quorum: a transport for this node is already on the network")
 	}
 	t.h = h
 	t.net.nodes[t.id] = t
+	peers := t.net.reachableLocked(t.id)
+	t.net.mu.Unlock()
+	for _, p := range peers {
+		p.PeerBack(t.id)
+	}
 	return nil
 }
 
@@ -121,12 +140,7 @@ func (t *MemTransport) Close() error {
 		return nil
 	}
 	delete(t.net.nodes, t.id)
-	var peers []Handler
-	for _, id := range slices.Sorted(maps.Keys(t.net.nodes)) {
-		if !t.net.cut[[2]uint64{t.id, id}] && !t.net.isolated[t.id] && !t.net.isolated[id] {
-			peers = append(peers, t.net.nodes[id].h)
-		}
-	}
+	peers := t.net.reachableLocked(t.id)
 	t.net.mu.Unlock()
 	for _, h := range peers {
 		h.PeerGone(t.id)

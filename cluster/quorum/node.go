@@ -73,8 +73,8 @@ type Node struct {
 	leaderTerm uint64
 	heard      map[uint64]uint64
 
-	// The peers whose connection ended (PeerGone) and that have sent
-	// nothing since.
+	// The peers whose connection ended (PeerGone) and that have neither
+	// connected again (PeerBack) nor sent anything since.
 	gone map[uint64]bool
 
 	applied   uint64
@@ -420,8 +420,13 @@ func (n *Node) PeerGone(id uint64) {
 	n.log.Debug("quorum: the leader's connection ended; campaigning soon", "leader", id, "in-ticks", n.electionTimeout-n.electionElapsed)
 }
 
+// PeerBack says peer id connected again: it is alive, whether or not it
+// has anything to send this node (a follower talks to its leader only).
+func (n *Node) PeerBack(id uint64) { delete(n.gone, id) }
+
 // Gone lists, by id, the peers whose connection ended (PeerGone) and that
-// have sent nothing since: their processes have likely died. A new
+// have neither connected again nor sent anything since: their processes
+// have likely died. A new
 // controller need not wait for their heartbeats.
 func (n *Node) Gone() []uint64 {
 	return slices.Sorted(maps.Keys(n.gone))

@@ -440,3 +440,22 @@ func TestLeaderGoneBehindFollowerDoesNotWin(t *testing.T) {
 	c.settle()
 	require.Equal(t, []string{"a"}, c.sms[first].payloads())
 }
+
+// A follower killed and started again is gone until it connects again,
+// though it may send this node nothing (it talks to its leader only).
+func TestPeerBackIsNotGone(t *testing.T) {
+	c := newCluster(t, "memory", 7, 3, nil)
+	l, _ := c.waitLeader(100)
+	f := c.follower(l)
+	var other uint64
+	for _, id := range c.ids {
+		if id != l && id != f {
+			other = id
+		}
+	}
+	c.nodes[other].PeerGone(f)
+	c.nodes[other].PeerGone(l)
+	require.ElementsMatch(t, []uint64{f, l}, c.nodes[other].Gone())
+	c.nodes[other].PeerBack(f)
+	require.Equal(t, []uint64{l}, c.nodes[other].Gone())
+}

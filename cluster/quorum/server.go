@@ -88,6 +88,7 @@ type report struct {
 	snapshot    bool
 	snapshotErr bool
 	gone        bool // PeerGone
+	back        bool // PeerBack
 }
 
 type result struct {
@@ -200,6 +201,8 @@ func (s *Server) takeReports() {
 		switch {
 		case r.gone:
 			s.node.PeerGone(r.id)
+		case r.back:
+			s.node.PeerBack(r.id)
 		case !r.snapshot:
 			s.node.ReportUnreachable(r.id)
 		case r.snapshotErr:

@@ -166,6 +166,9 @@ func (s *Server) ReportUnreachable(id uint64) { s.addReport(report{id: id}) }
 // PeerGone implements Handler.
 func (s *Server) PeerGone(id uint64) { s.addReport(report{id: id, gone: true}) }
 
+// PeerBack implements Handler.
+func (s *Server) PeerBack(id uint64) { s.addReport(report{id: id, back: true}) }
+
 // ReportSnapshot implements Handler.
 func (s *Server) ReportSnapshot(id uint64, status raft.SnapshotStatus) {
 	s.addReport(report{id: id, snapshot: true, snapshotErr: status == raft.SnapshotFailure})

@@ -193,6 +193,9 @@ func TestServerProposeAndFailover(t *testing.T) {
 	})
 	t.Logf("leader %d closed; %d accepted a proposal %d ticks later (E = %d)", l, next, failover, DefaultElectionTicks)
 	require.NotEqual(t, l, next)
+	for id, s := range ss.servers {
+		require.Equal(t, []uint64{l}, s.Gone(), "node %d: the closed leader is gone", id)
+	}
 	for id := range ss.servers {
 		require.NoError(t, ss.servers[id].WaitApplied(ctx, index2))
 		require.Equal(t, []string{"a", "b"}, ss.sms[id].payloads())
@@ -205,6 +208,9 @@ func TestServerProposeAndFailover(t *testing.T) {
 	})
 	lead, _ := ss.servers[l].Leader()
 	require.Equal(t, next, lead)
+	for id, s := range ss.servers {
+		require.Empty(t, s.Gone(), "node %d: the restarted node is back", id)
+	}
 }
 
 func TestServerPendingProposalFailsOnLeaderChange(t *testing.T) {

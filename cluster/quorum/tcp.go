@@ -204,6 +204,7 @@ func (t *TCPTransport) ServeConn(nc net.Conn) {
 	if err != nil {
 		return
 	}
+	h.PeerBack(from)
 	if p := t.peers[from]; p != nil {
 		select {
 		case p.back <- struct{}{}:

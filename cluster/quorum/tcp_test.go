@@ -185,6 +185,8 @@ func (h *handler) ReportUnreachable(uint64) {
 
 func (h *handler) PeerGone(uint64) {}
 
+func (h *handler) PeerBack(uint64) {}
+
 func (h *handler) ReportSnapshot(_ uint64, s raft.SnapshotStatus) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -18,6 +18,8 @@ type Handler interface {
 	// PeerGone says the connection id was sending on ended (not by this
 	// transport closing): id's process may have died.
 	PeerGone(id uint64)
+	// PeerBack says id connected again: its process is alive.
+	PeerBack(id uint64)
 }
 
 // Transport carries raft messages between the voters.
