@@ -26,8 +26,8 @@ type Log interface {
 	// Leader is the quorum leader's node id (0: unknown) and its term.
 	Leader() (id uint64, term uint64)
 	// Gone lists the voters, by node id, whose connections to this node
-	// closed and that have sent nothing since: their processes have likely
-	// died (see Quorum.Gone).
+	// closed and that have neither connected again nor sent anything
+	// since: their processes have likely died (see Quorum.Gone).
 	Gone() []int32
 }
 

@@ -88,7 +88,8 @@ type Quorum struct {
 	Active bool
 	Term   uint64
 	// Gone: voters (node ids) whose connections to this node closed and
-	// that have sent nothing since. A new controller fences them without
+	// that have neither connected again nor sent anything since. A new
+	// controller fences them without
 	// the grace it gives the others: the previous controller, killed, is
 	// one, and it heartbeat to itself, so no connection of its closes here.
 	Gone []int32

@@ -426,8 +426,7 @@ func (n *Node) PeerBack(id uint64) { delete(n.gone, id) }
 
 // Gone lists, by id, the peers whose connection ended (PeerGone) and that
 // have neither connected again nor sent anything since: their processes
-// have likely died. A new
-// controller need not wait for their heartbeats.
+// have likely died. A new controller need not wait for their heartbeats.
 func (n *Node) Gone() []uint64 {
 	return slices.Sorted(maps.Keys(n.gone))
 }

@@ -67,6 +67,7 @@ type TCPTransport struct {
 	mu      sync.Mutex
 	h       Handler
 	inbound map[net.Conn]struct{}
+	latest  map[uint64]net.Conn // each peer's newest inbound connection
 	closed  bool
 	refused map[string]bool // refusals already logged at error level
 
@@ -103,6 +104,7 @@ func NewTCPTransport(cfg TCPConfig) (*TCPTransport, error) {
 		log:     cfg.Logger.With("raft-id", cfg.NodeID),
 		peers:   map[uint64]*peer{},
 		inbound: map[net.Conn]struct{}{},
+		latest:  map[uint64]net.Conn{},
 		refused: map[string]bool{},
 	}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
@@ -204,6 +206,9 @@ func (t *TCPTransport) ServeConn(nc net.Conn) {
 	if err != nil {
 		return
 	}
+	t.mu.Lock()
+	t.latest[from] = nc
+	t.mu.Unlock()
 	h.PeerBack(from)
 	if p := t.peers[from]; p != nil {
 		select {
@@ -215,9 +220,7 @@ func (t *TCPTransport) ServeConn(nc net.Conn) {
 	for {
 		if buf, err = readFrame(br, buf, t.cfg.MaxFrameBytes); err != nil {
 			t.log.Debug("quorum: inbound raft connection ends", "peer", from, "err", err)
-			if t.ctx.Err() == nil {
-				h.PeerGone(from)
-			}
+			t.peerGone(h, from, nc)
 			return
 		}
 		var m raftpb.Message
@@ -230,6 +233,22 @@ func (t *TCPTransport) ServeConn(nc net.Conn) {
 			return
 		}
 		h.Step(m)
+	}
+}
+
+// peerGone reports that the peer's inbound connection nc ended, unless the
+// transport is closing or the peer has connected again since (the older
+// connection's end may be noticed after the newer one's hello).
+func (t *TCPTransport) peerGone(h Handler, from uint64, nc net.Conn) {
+	t.mu.Lock()
+	latest := t.latest[from] == nc
+	if latest {
+		delete(t.latest, from)
+	}
+	closing := t.closed
+	t.mu.Unlock()
+	if latest && !closing {
+		h.PeerGone(from)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -169,6 +170,7 @@ type handler struct {
 	unreachable int
 	snapFailed  int
 	snapDone    int
+	gone, back  []uint64
 }
 
 func (h *handler) Step(m raftpb.Message) {
@@ -183,9 +185,23 @@ func (h *handler) ReportUnreachable(uint64) {
 	h.unreachable++
 }
 
-func (h *handler) PeerGone(uint64) {}
+func (h *handler) PeerGone(id uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.gone = append(h.gone, id)
+}
 
-func (h *handler) PeerBack(uint64) {}
+func (h *handler) PeerBack(id uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.back = append(h.back, id)
+}
+
+func (h *handler) peers() (gone, back []uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.gone), slices.Clone(h.back)
+}
 
 func (h *handler) ReportSnapshot(_ uint64, s raft.SnapshotStatus) {
 	h.mu.Lock()
@@ -225,6 +241,40 @@ func TestTCPDelivers(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond)
 	require.Eventually(t, func() bool { _, _, _, done := ha.count(); return done == 1 }, 10*time.Second, time.Millisecond,
 		"the sender reports the snapshot delivered")
+}
+
+// A peer that connects is back; its connection closing (a killed process)
+// says it is gone; this transport's own closing says nothing.
+func TestTCPReportsPeersGoneAndBack(t *testing.T) {
+	lns, addrs := listen(t, 1, 2)
+	a := newTCP(t, 1, "c", addrs, nil)
+	b := newTCP(t, 2, "c", addrs, nil)
+	serve(lns[2], b, nil)
+	ha, hb := &handler{}, &handler{}
+	require.NoError(t, b.Start(hb))
+	require.NoError(t, a.Start(ha)) // a dials b
+	require.Eventually(t, func() bool {
+		a.Send([]raftpb.Message{{Type: raftpb.MsgHeartbeat, From: 1, To: 2, Term: 1}})
+		_, back := hb.peers()
+		return len(back) > 0
+	}, 10*time.Second, 5*time.Millisecond)
+	gone, back := hb.peers()
+	require.Empty(t, gone)
+	require.Equal(t, uint64(1), back[0])
+	require.NoError(t, a.Close())
+	require.Eventually(t, func() bool { gone, _ := hb.peers(); return slices.Equal(gone, []uint64{1}) }, 10*time.Second, time.Millisecond)
+
+	// a again, connected; then b closes its own transport.
+	a = newTCP(t, 1, "c", addrs, nil)
+	require.NoError(t, a.Start(&handler{}))
+	require.Eventually(t, func() bool {
+		a.Send([]raftpb.Message{{Type: raftpb.MsgHeartbeat, From: 1, To: 2, Term: 1}})
+		_, back := hb.peers()
+		return len(back) > 1
+	}, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, b.Close())
+	gone, _ = hb.peers()
+	require.Equal(t, []uint64{1}, gone, "closing its own transport reports nothing")
 }
 
 func TestTCPRefusesMismatches(t *testing.T) {
