@@ -84,6 +84,23 @@ func (b Batch) Validate(maxBatchBytes int) error {
 	return nil
 }
 
+// CopyBatches is what Read returns from an in-memory log: copies of
+// batches[from:], in order, the first always and the rest while their Data
+// fits in maxBytes.
+func CopyBatches(batches []Batch, from, maxBytes int) []Batch {
+	var out []Batch
+	size := 0
+	for _, b := range batches[from:] {
+		if len(out) > 0 && size+len(b.Data) > maxBytes {
+			break
+		}
+		size += len(b.Data)
+		b.Data = append([]byte(nil), b.Data...)
+		out = append(out, b)
+	}
+	return out
+}
+
 // LogEngine is one partition's log. See the package documentation for the
 // contract; each method documents its errors.
 type LogEngine interface {

@@ -238,18 +238,7 @@ func (c *crashLog) Read(offset int64, maxBytes int) ([]engine.Batch, error) {
 	if offset < c.l.start || offset > c.l.end() {
 		return nil, fmt.Errorf("%w: %d not in [%d, %d]", engine.ErrOffsetOutOfRange, offset, c.l.start, c.l.end())
 	}
-	var out []engine.Batch
-	size := 0
-	for i := c.find(offset); i < len(c.l.batches); i++ {
-		b := c.l.batches[i]
-		if len(out) > 0 && size+len(b.Data) > maxBytes {
-			break
-		}
-		size += len(b.Data)
-		b.Data = append([]byte(nil), b.Data...)
-		out = append(out, b)
-	}
-	return out, nil
+	return engine.CopyBatches(c.l.batches, c.find(offset), maxBytes), nil
 }
 
 // Truncate is durable when it returns, as the contract says.

@@ -92,18 +92,7 @@ func (e *Engine) Read(offset int64, maxBytes int) ([]engine.Batch, error) {
 	if offset < e.start || offset > e.end {
 		return nil, fmt.Errorf("%w: %d not in [%d, %d]", engine.ErrOffsetOutOfRange, offset, e.start, e.end)
 	}
-	var out []engine.Batch
-	size := 0
-	for i := e.find(offset); i < len(e.batches); i++ {
-		b := e.batches[i]
-		if len(out) > 0 && size+len(b.Data) > maxBytes {
-			break
-		}
-		size += len(b.Data)
-		b.Data = append([]byte(nil), b.Data...)
-		out = append(out, b)
-	}
-	return out, nil
+	return engine.CopyBatches(e.batches, e.find(offset), maxBytes), nil
 }
 
 // Truncate implements engine.LogEngine.
