@@ -89,9 +89,9 @@ type MemTransport struct {
 
 var _ Transport = (*MemTransport)(nil)
 
-// Start implements Transport.
-// The nodes it can reach hear that it is back, as a restarted process's
-// TCP peers see it connect.
+// Start implements Transport: the node joins the network, and the nodes it
+// can reach hear that it is back, as a restarted process's TCP peers see
+// it connect.
 func (t *MemTransport) Start(h Handler) error {
 	t.net.mu.Lock()
 	if t.net.nodes[t.id] != nil {

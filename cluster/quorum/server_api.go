@@ -99,8 +99,9 @@ func (s *Server) Leader() (id, term uint64) {
 	return s.view.leader, s.view.term
 }
 
-// Gone lists the peers whose connections ended and that have sent nothing
-// since, as of its last event (see Node.Gone).
+// Gone lists the peers whose connections ended and that have neither
+// connected again nor sent anything since, as of its last event (see
+// Node.Gone).
 func (s *Server) Gone() []uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
