@@ -121,12 +121,8 @@ func without(s []int32, drop ...int32) []int32 {
 	return out
 }
 
+// inReplicaOrder is set's members in the order of replicas (the order the
+// controller records an ISR in), dropping any that are not replicas.
 func inReplicaOrder(replicas, set []int32) []int32 {
-	var out []int32
-	for _, r := range replicas {
-		if slices.Contains(set, r) {
-			out = append(out, r)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(replicas), func(r int32) bool { return !slices.Contains(set, r) })
 }

@@ -145,24 +145,12 @@ type Result struct {
 }
 
 func (c *Config) defaults() {
-	if c.Records <= 0 {
-		c.Records = DefaultRecords
-	}
-	if c.RSSRecords <= 0 {
-		c.RSSRecords = DefaultRSSRecords
-	}
-	if c.RecordBytes <= 0 {
-		c.RecordBytes = DefaultRecordBytes
-	}
-	if c.Partitions <= 0 {
-		c.Partitions = DefaultPartitions
-	}
-	if c.Reps <= 0 {
-		c.Reps = DefaultReps
-	}
-	if c.InFlight <= 0 {
-		c.InFlight = load.DefaultInFlight
-	}
+	bench.Default(&c.Records, DefaultRecords)
+	bench.Default(&c.RSSRecords, DefaultRSSRecords)
+	bench.Default(&c.RecordBytes, DefaultRecordBytes)
+	bench.Default(&c.Partitions, DefaultPartitions)
+	bench.Default(&c.Reps, DefaultReps)
+	bench.Default(&c.InFlight, load.DefaultInFlight)
 	c.Sync = cmp.Or(c.Sync, server.DefaultSync)
 	c.Log = cmp.Or(c.Log, io.Discard)
 	if c.Bar == nil {

@@ -18,10 +18,8 @@
 package clusterbench
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,10 +73,7 @@ type Config struct {
 	// restart at scale.
 	Engines      []string
 	ScaleEngines []string
-	// Bin is cmd/broker; Sync its -sync policy; Args extra broker flags.
-	Bin  string
-	Sync string
-	Args []string
+	server.Bench
 
 	Kills int
 	// Topics are created on the first engine, OtherTopics on each other
@@ -96,16 +91,6 @@ type Config struct {
 	// are compared with Base.
 	Single func(ctx context.Context) (*brokerbench.Result, error)
 	Base   *Base
-
-	// Dir holds the brokers' data, a directory per cluster, removed after
-	// it.
-	Dir string
-	// Log gets progress lines; ServerLog the brokers' output. Nil
-	// discards them.
-	Log       io.Writer
-	ServerLog io.Writer
-	Command   string
-	Setup     []string
 }
 
 // Base is the single-node broker run the new one is compared with.
@@ -225,32 +210,15 @@ func topology(brokers int, workload string) bench.Topology {
 const SessionTimeout = 3 * time.Second
 
 func (c *Config) defaults() {
-	if c.Kills <= 0 {
-		c.Kills = DefaultKills
-	}
-	if c.Topics <= 0 {
-		c.Topics = DefaultTopics
-	}
-	if c.OtherTopics <= 0 {
-		c.OtherTopics = DefaultOtherTopics
-	}
-	if c.TopicPartitions <= 0 {
-		c.TopicPartitions = DefaultTopicPartitions
-	}
-	if c.ScaleTopics <= 0 {
-		c.ScaleTopics = DefaultScaleTopics
-	}
-	if c.ScalePartitions <= 0 {
-		c.ScalePartitions = DefaultScalePartitions
-	}
-	if c.ScaleRF <= 0 {
-		c.ScaleRF = DefaultScaleRF
-	}
-	if c.Restarts <= 0 {
-		c.Restarts = DefaultRestarts
-	}
-	c.Sync = cmp.Or(c.Sync, server.DefaultSync)
-	c.Log, c.ServerLog = cmp.Or(c.Log, io.Discard), cmp.Or(c.ServerLog, io.Discard)
+	bench.Default(&c.Kills, DefaultKills)
+	bench.Default(&c.Topics, DefaultTopics)
+	bench.Default(&c.OtherTopics, DefaultOtherTopics)
+	bench.Default(&c.TopicPartitions, DefaultTopicPartitions)
+	bench.Default(&c.ScaleTopics, DefaultScaleTopics)
+	bench.Default(&c.ScalePartitions, DefaultScalePartitions)
+	bench.Default(&c.ScaleRF, DefaultScaleRF)
+	bench.Default(&c.Restarts, DefaultRestarts)
+	c.Bench.Defaults()
 }
 
 // Run measures every engine in turn, then the restart at scale, then the
@@ -259,18 +227,18 @@ func (c *Config) defaults() {
 // then holds what finished).
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg.defaults()
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+	facts, err := cfg.Begin()
+	if err != nil {
 		return nil, fmt.Errorf("clusterbench: %w", err)
 	}
-	res := &Result{Facts: bench.Begin(cfg.Dir, cfg.Command), Base: cfg.Base}
-	res.Setup = cfg.Setup
+	res := &Result{Facts: facts, Base: cfg.Base}
 	k := &res.Config
 	k.Brokers, k.Sync, k.Args = DefaultBrokers, cfg.Sync, cfg.Args
 	k.Kills, k.Topics, k.OtherTopics, k.TopicPartitions = cfg.Kills, cfg.Topics, cfg.OtherTopics, cfg.TopicPartitions
 	k.ScaleTopics, k.ScalePartitions, k.ScaleRF, k.Restarts = cfg.ScaleTopics, cfg.ScalePartitions, cfg.ScaleRF, cfg.Restarts
 	k.Engines, k.ScaleEngines = cfg.Engines, cfg.ScaleEngines
 	k.SessionTimeout = sessionTimeout(cfg.Args)
-	err := measureAll(ctx, &cfg, res)
+	err = measureAll(ctx, &cfg, res)
 	res.End()
 	res.Checks = res.Judge()
 	return res, err

@@ -16,10 +16,8 @@
 package replbench
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -83,11 +81,7 @@ const (
 // Config is one run of the replication profile.
 type Config struct {
 	Engines []string
-	// Bin is cmd/broker; Sync the brokers' -sync policy; Args extra
-	// broker flags.
-	Bin  string
-	Sync string
-	Args []string
+	server.Bench
 
 	RecordBytes int
 	Partitions  int32
@@ -106,12 +100,6 @@ type Config struct {
 	// times per engine.
 	Ingest     logbench.Config
 	IngestReps int
-
-	Dir       string
-	Log       io.Writer
-	ServerLog io.Writer
-	Command   string
-	Setup     []string
 }
 
 // Rep is one measurement; the fields its workload has are set.
@@ -249,33 +237,19 @@ func topology(workload string) bench.Topology {
 }
 
 func (c *Config) defaults() {
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&c.RecordBytes, DefaultRecordBytes)
-	def(&c.Reps, DefaultReps)
-	def(&c.Kills, DefaultKills)
-	def(&c.Stops, DefaultStops)
-	def(&c.IngestReps, DefaultIngestReps)
-	if c.Partitions <= 0 {
-		c.Partitions = DefaultPartitions
-	}
-	if c.Run <= 0 {
-		c.Run = DefaultRun
-	}
-	if c.FaultRate <= 0 {
-		c.FaultRate = DefaultFaultRate
-	}
-	if c.CatchUpBytes <= 0 {
-		c.CatchUpBytes = DefaultCatchUpBytes
-	}
+	bench.Default(&c.RecordBytes, DefaultRecordBytes)
+	bench.Default(&c.Reps, DefaultReps)
+	bench.Default(&c.Kills, DefaultKills)
+	bench.Default(&c.Stops, DefaultStops)
+	bench.Default(&c.IngestReps, DefaultIngestReps)
+	bench.Default(&c.Partitions, DefaultPartitions)
+	bench.Default(&c.Run, DefaultRun)
+	bench.Default(&c.FaultRate, DefaultFaultRate)
+	bench.Default(&c.CatchUpBytes, DefaultCatchUpBytes)
 	if c.Ingest.Records <= 0 {
 		c.Ingest = logbench.Default()
 	}
-	c.Sync = cmp.Or(c.Sync, server.DefaultSync)
-	c.Log, c.ServerLog = cmp.Or(c.Log, io.Discard), cmp.Or(c.ServerLog, io.Discard)
+	c.Bench.Defaults()
 }
 
 // Run measures every engine in turn. A measurement that fails is
@@ -283,17 +257,16 @@ func (c *Config) defaults() {
 // interrupted run (the result then holds what finished).
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg.defaults()
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+	facts, err := cfg.Begin()
+	if err != nil {
 		return nil, fmt.Errorf("replbench: %w", err)
 	}
-	res := &Result{Facts: bench.Begin(cfg.Dir, cfg.Command)}
-	res.Setup = cfg.Setup
+	res := &Result{Facts: facts}
 	k := &res.Config
 	k.Engines, k.Sync, k.Args, k.RecordBytes, k.Partitions = cfg.Engines, cfg.Sync, cfg.Args, cfg.RecordBytes, cfg.Partitions
 	k.RunSeconds, k.Reps, k.Kills, k.Stops, k.FaultRate = cfg.Run.Seconds(), cfg.Reps, cfg.Kills, cfg.Stops, cfg.FaultRate
 	k.CatchUpBytes, k.IngestReps = cfg.CatchUpBytes, cfg.IngestReps
 	k.Ingest.Records, k.Ingest.RecordBytes, k.Ingest.BatchRecords = cfg.Ingest.Records, cfg.Ingest.RecordBytes, cfg.Ingest.BatchRecords
-	var err error
 	for _, e := range cfg.Engines {
 		if err = ctx.Err(); err != nil {
 			break

@@ -212,8 +212,14 @@ func OpenManager(cfg Config) (*Manager, error) {
 		close(m.done)
 		close(m.ticked)
 	} else {
-		go m.retentionLoop()
-		go m.tickLoop()
+		// Retention is enforced every RetentionCheckInterval, and Tick
+		// (the replication state machines' clock) every TickInterval.
+		go m.every(m.cfg.RetentionCheckInterval, m.done, func() {
+			if err := m.EnforceRetention(); err != nil {
+				m.cfg.Logger.Warn("retention failed", "err", err)
+			}
+		})
+		go m.every(m.cfg.TickInterval, m.ticked, func() { m.Tick(m.cfg.Clock.Now()) })
 	}
 	return m, nil
 }
@@ -282,11 +288,14 @@ func (m *Manager) loadHWs() map[Key]int64 {
 	return nil
 }
 
-// tickLoop calls Tick every TickInterval until Close.
-func (m *Manager) tickLoop() {
-	defer close(m.ticked)
-	every := m.cfg.TickInterval
-	t := m.cfg.Clock.NewTimer(every)
+// every calls do each interval of the injected clock until Close, then
+// closes done. A negative interval calls nothing.
+func (m *Manager) every(interval time.Duration, done chan struct{}, do func()) {
+	defer close(done)
+	if interval < 0 {
+		return
+	}
+	t := m.cfg.Clock.NewTimer(interval)
 	defer t.Stop()
 	for {
 		select {
@@ -294,8 +303,8 @@ func (m *Manager) tickLoop() {
 			return
 		case <-t.C():
 		}
-		m.Tick(m.cfg.Clock.Now())
-		t.Reset(every)
+		do()
+		t.Reset(interval)
 	}
 }
 
@@ -638,29 +647,6 @@ func (m *Manager) unlock() {
 			m.cfg.Logger.Warn("release the data directory lock", "err", err)
 		}
 		m.lock = nil
-	}
-}
-
-// retentionLoop enforces retention on every partition each
-// RetentionCheckInterval of the injected clock, until Close.
-func (m *Manager) retentionLoop() {
-	defer close(m.done)
-	every := m.cfg.RetentionCheckInterval
-	if every < 0 {
-		return
-	}
-	t := m.cfg.Clock.NewTimer(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-m.quit:
-			return
-		case <-t.C():
-			if err := m.EnforceRetention(); err != nil {
-				m.cfg.Logger.Warn("retention failed", "err", err)
-			}
-			t.Reset(every)
-		}
 	}
 }
 
