@@ -1,6 +1,9 @@
 package engine
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors. Every engine returns these values, possibly wrapped with
 // context; callers compare with errors.Is. Each says what the caller should do.
@@ -37,3 +40,12 @@ var (
 	// ErrUnknownEngine: no engine is registered under that name.
 	ErrUnknownEngine = errors.New("engine: unknown engine")
 )
+
+// CheckReadOffset is Read's bounds rule: nil when offset is in [start, end]
+// (end itself reads nothing), else ErrOffsetOutOfRange naming the bounds.
+func CheckReadOffset(offset, start, end int64) error {
+	if offset < start || offset > end {
+		return fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, start, end)
+	}
+	return nil
+}

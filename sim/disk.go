@@ -235,8 +235,8 @@ func (c *crashLog) Read(offset int64, maxBytes int) ([]engine.Batch, error) {
 	if c.closed {
 		return nil, engine.ErrClosed
 	}
-	if offset < c.l.start || offset > c.l.end() {
-		return nil, fmt.Errorf("%w: %d not in [%d, %d]", engine.ErrOffsetOutOfRange, offset, c.l.start, c.l.end())
+	if err := engine.CheckReadOffset(offset, c.l.start, c.l.end()); err != nil {
+		return nil, err
 	}
 	return engine.CopyBatches(c.l.batches, c.find(offset), maxBytes), nil
 }

@@ -286,8 +286,8 @@ func (e *Engine) Read(offset int64, maxBytes int) ([]engine.Batch, error) {
 	e.mu.Lock()
 	start, end, committed, pending := e.start, e.end, e.committed, e.pending
 	e.mu.Unlock()
-	if offset < start || offset > end {
-		return nil, fmt.Errorf("%w: %d not in [%d, %d]", engine.ErrOffsetOutOfRange, offset, start, end)
+	if err := engine.CheckReadOffset(offset, start, end); err != nil {
+		return nil, err
 	}
 	if offset == end {
 		return nil, nil

@@ -89,8 +89,8 @@ func (e *Engine) Read(offset int64, maxBytes int) ([]engine.Batch, error) {
 	if e.closed {
 		return nil, engine.ErrClosed
 	}
-	if offset < e.start || offset > e.end {
-		return nil, fmt.Errorf("%w: %d not in [%d, %d]", engine.ErrOffsetOutOfRange, offset, e.start, e.end)
+	if err := engine.CheckReadOffset(offset, e.start, e.end); err != nil {
+		return nil, err
 	}
 	return engine.CopyBatches(e.batches, e.find(offset), maxBytes), nil
 }

@@ -319,8 +319,8 @@ func (e *Engine) Read(offset int64, maxBytes int) ([]engine.Batch, error) {
 		return nil, engine.ErrClosed
 	}
 	start, end := e.start.Load(), e.end.Load()
-	if offset < start || offset > end {
-		return nil, fmt.Errorf("%w: %d not in [%d, %d]", engine.ErrOffsetOutOfRange, offset, start, end)
+	if err := engine.CheckReadOffset(offset, start, end); err != nil {
+		return nil, err
 	}
 	if offset == end {
 		return nil, nil

@@ -55,8 +55,8 @@ func (e *Engine) read(mem *arena, offset int64, maxBytes int) ([]engine.Batch, e
 		return nil, engine.ErrClosed
 	}
 	start, end := e.start.Load(), e.end.Load()
-	if offset < start || offset > end {
-		return nil, fmt.Errorf("%w: %d not in [%d, %d]", engine.ErrOffsetOutOfRange, offset, start, end)
+	if err := engine.CheckReadOffset(offset, start, end); err != nil {
+		return nil, err
 	}
 	maxBytes = min(maxBytes, readBudgetMax)
 	var out []engine.Batch
