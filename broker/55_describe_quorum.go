@@ -20,6 +20,12 @@ import (
 //     one that does (on the controller listener, where the leader answers
 //     and the others say NOT_CONTROLLER). No leader reachable:
 //     NOT_CONTROLLER at the top.
+//   - A voter that is not the leader, asked on its controller listener,
+//     says NOT_CONTROLLER at the top and, as Kafka's followers do,
+//     NOT_LEADER_OR_FOLLOWER for the partition with the leader it knows
+//     (-1 for none) and its term; it lists the voters (CurrentVoters, with
+//     no offsets, and Nodes), which a broker outside the quorum checks its
+//     own -controllers list against.
 //
 // Version notes:
 //   - v1: timestamps; v2: ErrorMessage, directory ids (zero), Nodes.
@@ -56,11 +62,45 @@ func handleDescribeQuorum(r *request) reply {
 func handleDescribeQuorumHere(r *request) reply {
 	req := r.body.(*kmsg.DescribeQuorumRequest)
 	if !r.s.quorumActive() {
-		resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
-		resp.ErrorCode = kerr.NotController.Code
-		return done(resp)
+		return done(r.s.describeQuorumElsewhere(req))
 	}
 	return done(r.s.describeQuorum(req))
+}
+
+// describeQuorumElsewhere is a voter's answer while another one leads (or
+// none does).
+func (s *Server) describeQuorumElsewhere(req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse {
+	resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
+	resp.ErrorCode = kerr.NotController.Code
+	if s.quorum == nil {
+		return resp
+	}
+	st := s.quorum.Status()
+	for _, rt := range req.Topics {
+		t := kmsg.NewDescribeQuorumResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewDescribeQuorumResponseTopicPartition()
+			p.Partition = rp.Partition
+			p.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if rt.Topic == clusterMetadataTopic && rp.Partition == 0 {
+				p.ErrorCode = kerr.NotLeaderForPartition.Code
+				p.LeaderID, p.LeaderEpoch, p.HighWatermark = -1, int32(st.Term), -1
+				if st.Leader != 0 {
+					p.LeaderID = nodeID(st.Leader)
+				}
+				for _, v := range s.cfg.voters() {
+					rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+					rs.ReplicaID, rs.LogEndOffset = v.ID, -1
+					p.CurrentVoters = append(p.CurrentVoters, rs)
+				}
+			}
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	resp.Nodes = s.quorumNodes()
+	return resp
 }
 
 func (s *Server) describeQuorum(req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse {
@@ -100,6 +140,14 @@ func (s *Server) describeQuorum(req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQ
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
+	resp.Nodes = s.quorumNodes()
+	return resp
+}
+
+// quorumNodes lists the voters with their controller listeners (v2's
+// Nodes).
+func (s *Server) quorumNodes() []kmsg.DescribeQuorumResponseNode {
+	var out []kmsg.DescribeQuorumResponseNode
 	for _, v := range s.cfg.voters() {
 		n := kmsg.NewDescribeQuorumResponseNode()
 		n.NodeID = v.ID
@@ -108,7 +156,7 @@ func (s *Server) describeQuorum(req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQ
 			l.Name, l.Host, l.Port = "CONTROLLER", host, uint16(port)
 			n.Listeners = append(n.Listeners, l)
 		}
-		resp.Nodes = append(resp.Nodes, n)
+		out = append(out, n)
 	}
-	return resp
+	return out
 }

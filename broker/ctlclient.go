@@ -67,6 +67,22 @@ func (c *controllerClient) once(ctx context.Context, req kmsg.Request) (kmsg.Res
 			return nil, errNoController
 		}
 	}
+	resp, err := c.send(ctx, target, req)
+	if err != nil {
+		c.lastGood.CompareAndSwap(target+1, 0)
+		return nil, err
+	}
+	if notController(resp) {
+		c.lastGood.CompareAndSwap(target+1, 0)
+	} else {
+		c.lastGood.Store(target + 1)
+	}
+	return resp, nil
+}
+
+// send sends req to voter target's controller listener, once.
+func (c *controllerClient) send(ctx context.Context, target int32, req kmsg.Request) (kmsg.Response, error) {
+	s := c.s
 	cl, err := c.client(target)
 	if err != nil {
 		return nil, err
@@ -83,13 +99,7 @@ func (c *controllerClient) once(ctx context.Context, req kmsg.Request) (kmsg.Res
 	resp, err := seeds[0].Request(attempt, r)
 	if err != nil {
 		s.log.Debug("controller request failed", "controller", target, "api", kmsg.NameForKey(req.Key()), "err", err)
-		c.lastGood.CompareAndSwap(target+1, 0)
 		return nil, err
-	}
-	if notController(resp) {
-		c.lastGood.CompareAndSwap(target+1, 0)
-	} else {
-		c.lastGood.Store(target + 1)
 	}
 	return resp, nil
 }

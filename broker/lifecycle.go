@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -119,6 +120,10 @@ func (l *lifecycle) register(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	if err := l.checkVoters(ctx); err != nil {
+		s.fail(err) // retrying cannot help
+		return err
+	}
 	r, err := s.ctlClient.request(ctx, req)
 	if err != nil {
 		return err
@@ -148,6 +153,63 @@ func (l *lifecycle) register(ctx context.Context) error {
 	s.log.Info("registered with the controller", "node", s.cfg.NodeID, "epoch", resp.BrokerEpoch, "incarnation", l.incarnation)
 	s.kickReconcile()
 	return nil
+}
+
+// checkVoters, on a broker outside the quorum, asks the first voter that
+// answers which voters the quorum has, and returns an error when they are
+// not the ones -controllers names. Voters check one another in their
+// connections' handshake; a broker that only sends them requests would
+// otherwise try the voters it was given forever, never finding a leader
+// that is not among them. No voter answering is not an error: the check
+// waits for the next attempt.
+func (l *lifecycle) checkVoters(ctx context.Context) error {
+	s := l.s
+	if s.cfg.isVoter() {
+		return nil
+	}
+	var want []int32
+	for _, v := range s.cfg.voters() {
+		want = append(want, v.ID)
+	}
+	slices.Sort(want)
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	t := kmsg.NewDescribeQuorumRequestTopic()
+	t.Topic = clusterMetadataTopic
+	t.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+	req.Topics = append(req.Topics, t)
+	for _, id := range want {
+		r, err := s.ctlClient.send(ctx, id, req)
+		if err != nil {
+			continue
+		}
+		got := quorumVoters(r.(*kmsg.DescribeQuorumResponse))
+		if got == nil {
+			continue
+		}
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("broker: -controllers names the voters %v, but controller %d says the quorum's voters are %v: give every node the same -controllers list", want, id, got)
+		}
+		return nil
+	}
+	return nil
+}
+
+// quorumVoters is the sorted voter ids a DescribeQuorum answer lists for
+// the metadata partition, nil when it lists none.
+func quorumVoters(r *kmsg.DescribeQuorumResponse) []int32 {
+	var out []int32
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			if t.Topic != clusterMetadataTopic || p.Partition != 0 {
+				continue
+			}
+			for _, v := range p.CurrentVoters {
+				out = append(out, v.ReplicaID)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // heartbeat sends one heartbeat and applies its answer; it returns the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http/httptest"
 	"regexp"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka/broker"
 	"github.com/minikafka/minikafka/broker/brokertest"
@@ -150,4 +152,60 @@ func TestBrokerThatIsNotAVoter(t *testing.T) {
 		}
 		return true
 	}, 60*time.Second, 20*time.Millisecond, "the restarted observer catches up and rejoins every ISR")
+}
+
+// TestBrokerGivenOtherVotersIsRefused: a broker outside the quorum whose
+// -controllers names only some of the voters (and never the leader, so
+// that it would otherwise ask the others forever) learns the quorum's
+// voters from the first one that answers and stops with an error that
+// says what to fix, without registering.
+func TestBrokerGivenOtherVotersIsRefused(t *testing.T) {
+	c := brokertest.StartCluster(t, 3)
+	leader := waitQuorumLeader(t, c)
+	var some []broker.Voter
+	for _, v := range c.Node(1).Config.Controllers {
+		if v.ID != leader {
+			some = append(some, v)
+		}
+	}
+	cfg := c.Node(1).Config
+	cfg.NodeID, cfg.Controllers, cfg.ControllerAddr, cfg.Dir = 4, some, "", t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	cfg.AdvertisedAddr = ln.Addr().String()
+	s, err := broker.New(cfg)
+	require.NoError(t, err)
+	go func() { _ = s.Serve(ln) }()
+	defer s.Close()
+	select {
+	case err := <-s.Failed():
+		require.ErrorContains(t, err, "give every node the same -controllers list")
+		assert.ErrorContains(t, err, "[1 2 3]")
+	case <-time.After(30 * time.Second):
+		t.Fatal("a broker given two of the three voters did not stop")
+	}
+	_, registered := c.Node(1).Server.Metadata().Broker(4)
+	assert.False(t, registered, "the refused broker never registered")
+}
+
+// waitQuorumLeader returns the node id of the controller quorum's leader,
+// as DescribeQuorum names it.
+func waitQuorumLeader(t *testing.T, c *brokertest.Cluster) int32 {
+	t.Helper()
+	cl := c.Client(t)
+	var leader int32
+	require.Eventually(t, func() bool {
+		req := kmsg.NewPtrDescribeQuorumRequest()
+		rt := kmsg.NewDescribeQuorumRequestTopic()
+		rt.Topic = "__cluster_metadata"
+		rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(context.Background(), cl)
+		if err != nil || resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return false
+		}
+		leader = resp.Topics[0].Partitions[0].LeaderID
+		return leader > 0
+	}, 30*time.Second, 10*time.Millisecond)
+	return leader
 }

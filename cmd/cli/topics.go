@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"flag"
 	"fmt"
 	"slices"
@@ -124,7 +125,8 @@ func topicsDescribe(ctx context.Context, e *env, adm *kadm.Client, args []string
 	if err != nil {
 		return fmt.Errorf("describe topic %s: end offsets: %w", name, err)
 	}
-	fmt.Fprintf(e.stdout, "topic %s  id %s  partitions %d\n", name, td.ID, len(td.Partitions))
+	// The id as Kafka's own tools print a Uuid: URL-safe base64, unpadded.
+	fmt.Fprintf(e.stdout, "topic %s  id %s  partitions %d\n", name, base64.RawURLEncoding.EncodeToString(td.ID[:]), len(td.Partitions))
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tSTART\tEND")
 	for _, p := range td.Partitions.Sorted() {
