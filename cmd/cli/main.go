@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -82,8 +83,8 @@ func (e *env) seeds() []string {
 // client opens a franz-go client on the seed brokers with opts added.
 // session is a client for one admin command and a context bounded by
 // -timeout; done releases both.
-func (e *env) session(ctx context.Context) (*kgo.Client, context.Context, func(), error) {
-	cl, err := e.client()
+func (e *env) session(ctx context.Context, opts ...kgo.Opt) (*kgo.Client, context.Context, func(), error) {
+	cl, err := e.client(opts...)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -154,12 +155,23 @@ func runAdmin(ctx context.Context, e *env, noun string, verbs []adminVerb, args 
 		last := len(names) - 1
 		return usageErr("%s %q: want %s or %s", noun, fs.Arg(0), strings.Join(names[:last], ", "), names[last])
 	}
-	cl, ctx, done, err := e.session(ctx)
+	// A broker waits for the active controller up to an admin request's
+	// own timeout (kadm's default is 15 s) and then answers NOT_CONTROLLER,
+	// which franz-go retries for up to 30 s more. Both stay inside -timeout,
+	// so that a lost quorum is reported as what it is, not as our own
+	// deadline.
+	cl, ctx, done, err := e.session(ctx, kgo.RetryTimeout(e.timeout/2))
 	if err != nil {
 		return err
 	}
 	defer done()
-	return verbs[i].run(ctx, e, kadm.NewClient(cl), fs.Args()[1:])
+	adm := kadm.NewClient(cl)
+	adm.SetTimeoutMillis(int32(max(e.timeout*2/5, time.Second).Milliseconds()))
+	err = verbs[i].run(ctx, e, adm, fs.Args()[1:])
+	if errors.Is(err, kerr.NotController) {
+		err = fmt.Errorf("%w (no active controller: are a majority of the -controllers voters up?)", err)
+	}
+	return err
 }
 
 // run executes the command line args (without the program name) and returns
