@@ -117,7 +117,7 @@ func (s *Server) openQuorum() error {
 	if len(voters) > 1 {
 		tcp, err := quorum.NewTCPTransport(quorum.TCPConfig{
 			NodeID: raftID(s.cfg.NodeID), ClusterID: s.cfg.ClusterID, Voters: addrs,
-			Clock: s.cfg.Clock, Logger: s.log.With("component", "raft-transport"),
+			Clock: s.cfg.Clock, Logger: quorumLogger(s.log, "raft-transport"),
 		})
 		if err != nil {
 			return fmt.Errorf("broker: controller transport: %w", err)
@@ -128,7 +128,7 @@ func (s *Server) openQuorum() error {
 		Node: quorum.NodeConfig{
 			NodeID: raftID(s.cfg.NodeID), Voters: ids, ClusterID: s.cfg.ClusterID,
 			Dir: fs.PathJoin(s.cfg.Dir, metadataDir), FS: fs, Engine: metadataEngine,
-			StateMachine: s.store, Logger: s.log.With("component", "quorum"),
+			StateMachine: s.store, Logger: quorumLogger(s.log, "quorum"),
 			ElectionTicks: electionTicks,
 		},
 		Transport:    tr,
