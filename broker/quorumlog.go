@@ -8,7 +8,7 @@ import (
 // quorumLogger is the logger the quorum and its transport get: theirs name
 // nodes by raft id (node id + 1, see raftID), which an operator reading
 // "leader=2" would take for node 2; this one turns every id they log
-// (raft-id, leader, was, peer, from, to) back into the node id.
+// (raft-id, leader, was, peer, from, to, voters) back into node ids.
 func quorumLogger(l *slog.Logger, component string) *slog.Logger {
 	return slog.New(raftIDHandler{l.Handler()}).With("component", component)
 }
