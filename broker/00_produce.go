@@ -26,7 +26,10 @@ import (
 //     and a leader that loses its leadership while a batch waits fails it
 //     with NOT_LEADER_OR_FOLLOWER (the producer retries at the new leader,
 //     which has the producer state: a batch that made it is answered with
-//     its offsets, not stored twice).
+//     its offsets, not stored twice). A partition the metadata places here
+//     that the reconciler is still opening (a topic just created) is
+//     waited for, up to half a second from the start of its round, rather
+//     than refused: so is a follower's fetch of it.
 //   - The ordering phase, on the connection's reader, appends each
 //     partition's records in request order (Partition.Append returns once
 //     the batch has its offsets), so a pipelined idempotent producer's

@@ -41,6 +41,7 @@ func (s *Server) reconcileLoop() {
 	var last reconciled
 	for {
 		changed := s.store.Changed()
+		s.reconcileBegan.Store(s.cfg.Clock.Now().UnixNano())
 		last = s.reconcile(s.store.Image(), last)
 		s.reconciled.advance(int64(last.offset))
 		select {
@@ -206,6 +207,12 @@ func (n *notifier) advance(v int64) {
 	n.val = v
 	close(n.ch)
 	n.ch = make(chan struct{})
+}
+
+func (n *notifier) value() int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.val
 }
 
 func (n *notifier) changed() <-chan struct{} {

@@ -47,6 +47,7 @@ type Server struct {
 	pids           *producerIDs
 	kick           chan struct{} // wakes the reconciler; capacity 1
 	reconciled     notifier      // the image offset the reconciler last applied
+	reconcileBegan atomic.Int64  // when (UnixNano, injected clock) it began its current round
 	startOnce      sync.Once     // starts the lifecycle at the first Serve
 	stopLife       context.CancelFunc
 	failed         chan error // a fatal error after New (capacity 1)

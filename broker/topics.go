@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -29,6 +30,16 @@ func (s *Server) partition(topic string, p int32, create bool) (*partition.Parti
 	}
 	img := s.store.Image()
 	t, ok := img.Topic(topic)
+	if ok && p >= 0 && int(p) < len(t.Partitions) && slices.Contains(t.Partitions[p].Replicas, s.cfg.NodeID) &&
+		s.awaitReconciled(int64(img.Offset())) {
+		// The metadata places the partition here and the reconciler was
+		// still opening it (a topic just created): a client told
+		// NOT_LEADER_OR_FOLLOWER now would refresh its metadata, find this
+		// broker named again and retry, some 10 ms or more later.
+		if part, err := s.parts.Partition(topic, p); err == nil {
+			return part, nil
+		}
+	}
 	if !ok && create && s.cfg.AutoCreate {
 		if err := s.ensureTopic(topic); err != nil {
 			return nil, err
@@ -42,6 +53,39 @@ func (s *Server) partition(topic string, p int32, create bool) (*partition.Parti
 		return nil, fmt.Errorf("partition %s-%d: %w", topic, p, kerr.UnknownTopicOrPartition)
 	}
 	return nil, fmt.Errorf("partition %s-%d is led by broker %d: %w", topic, p, t.Partitions[p].Leader, kerr.NotLeaderForPartition)
+}
+
+// reconcileWait bounds how long a request waits for the reconciler to open
+// a partition the metadata already places on this broker: from the start
+// of the reconciler's round, so that a long one (a restart opening
+// thousands of partitions) delays each request at most once, not once per
+// partition it names.
+const reconcileWait = 500 * time.Millisecond
+
+// awaitReconciled waits until the reconciler has applied the image at
+// offset or a later one, unless its round began reconcileWait ago, and
+// reports whether it has.
+func (s *Server) awaitReconciled(offset int64) bool {
+	for {
+		changed := s.reconciled.changed()
+		if s.reconciled.value() >= offset {
+			return true
+		}
+		left := time.Duration(s.reconcileBegan.Load()+int64(reconcileWait)) - time.Duration(s.cfg.Clock.Now().UnixNano())
+		if left <= 0 {
+			return false
+		}
+		t := s.cfg.Clock.NewTimer(left)
+		select {
+		case <-changed:
+			t.Stop()
+		case <-t.C():
+			return false
+		case <-s.quit:
+			t.Stop()
+			return false
+		}
+	}
 }
 
 // leaderOf is topic's partition p when this broker leads it; otherwise the
