@@ -84,4 +84,3 @@ func TestProduceWaitsForThePartitionBeingOpened(t *testing.T) {
 	assert.Zero(t, p.BaseOffset)
 	t.Logf("answered in %v", time.Since(began))
 }
-
