@@ -41,8 +41,11 @@ import (
 //     partition fails, the connection is closed (as Kafka does), which
 //     makes the client refresh its metadata.
 //   - Any other acks value: INVALID_REQUIRED_ACKS on every partition.
-//   - Unknown topic: auto-created with the default partition count when
-//     auto-creation is on, else UNKNOWN_TOPIC_OR_PARTITION.
+//   - Unknown topic: UNKNOWN_TOPIC_OR_PARTITION. As in Kafka, a produce
+//     never creates a topic (a deleted one would come back under a
+//     producer that still writes to it); clients create one through a
+//     Metadata request that allows it, as librdkafka's producers and
+//     franz-go's with AllowAutoTopicCreation do.
 //   - Internal topics (__consumer_offsets) are written by the broker only:
 //     a client's produce to one gets INVALID_TOPIC_EXCEPTION.
 //   - A transactional produce (TransactionID set): every partition gets
@@ -141,7 +144,7 @@ func (s *Server) appendPartition(req *kmsg.ProduceRequest, topic string, rp kmsg
 			s.log.Error("produce failed", "topic", topic, "partition", rp.Partition, "err", err)
 		}
 	}
-	p, err := s.partition(topic, rp.Partition, true)
+	p, err := s.partition(topic, rp.Partition)
 	if err != nil {
 		setErr(err)
 		return produceWait{}, false

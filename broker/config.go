@@ -78,8 +78,8 @@ type Config struct {
 	// DefaultPartitions is the partition count of auto-created topics and of
 	// CreateTopics requests that ask for the default (-1).
 	DefaultPartitions int32
-	// AutoCreate creates unknown topics on Produce and on Metadata requests
-	// that allow it.
+	// AutoCreate creates unknown topics named by Metadata requests that
+	// allow it (Kafka's auto.create.topics.enable).
 	AutoCreate bool
 	// MaxPartitions bounds one topic's partition count (0: the partition
 	// layer's default).

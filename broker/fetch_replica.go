@@ -27,7 +27,7 @@ func (s *Server) fetchForFollower(ctx context.Context, req *kmsg.FetchRequest, r
 	for i := range targets {
 		t := &targets[i]
 		if t.err == nil {
-			t.part, t.err = s.partition(t.topic, t.req.Partition, false)
+			t.part, t.err = s.partition(t.topic, t.req.Partition)
 		}
 	}
 	waitCtx, cancel := withTimeout(ctx, s.cfg.Clock, time.Duration(req.MaxWaitMillis)*time.Millisecond)

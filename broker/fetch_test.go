@@ -247,6 +247,9 @@ func TestProduceRefusals(t *testing.T) {
 		{"acks=2", "pr", 9, 2, false, kerr.InvalidRequiredAcks},
 		{"transactional", "pr", 9, -1, true, kerr.TransactionalIDAuthorizationFailed},
 		{"internal topic", "__consumer_offsets", 9, -1, false, kerr.InvalidTopicException},
+		// Auto-creation is on (brokertest's default), but as in Kafka only
+		// a Metadata request creates a topic.
+		{"unknown topic", "never-created", 9, -1, false, kerr.UnknownTopicOrPartition},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := kmsg.NewPtrProduceRequest()
@@ -269,6 +272,8 @@ func TestProduceRefusals(t *testing.T) {
 	part, err := b.Partitions().Partition("pr", 0)
 	require.NoError(t, err)
 	assert.Zero(t, part.EndOffset(), "nothing appended")
+	_, created := b.Server.Metadata().Topic("never-created")
+	assert.False(t, created, "a produce does not create a topic")
 }
 
 func TestAcksZeroErrorClosesTheConnection(t *testing.T) {

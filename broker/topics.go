@@ -19,12 +19,12 @@ import (
 // this broker's metadata catching up).
 const autoCreateWait = 10 * time.Second
 
-// partition returns topic's partition p as this broker holds it. An unknown
-// topic is created first (default partitions and replication) when create
-// is set and auto-creation is on. The error wraps
-// kerr.UnknownTopicOrPartition when the topic or partition does not exist,
-// kerr.NotLeaderForPartition when this broker holds no replica of it.
-func (s *Server) partition(topic string, p int32, create bool) (*partition.Partition, error) {
+// partition returns topic's partition p as this broker holds it. The error
+// wraps kerr.UnknownTopicOrPartition when the topic or partition does not
+// exist (nothing is auto-created here: as in Kafka, only a Metadata request
+// that allows it creates a topic), kerr.NotLeaderForPartition when this
+// broker holds no replica of it.
+func (s *Server) partition(topic string, p int32) (*partition.Partition, error) {
 	if part, err := s.parts.Partition(topic, p); err == nil {
 		return part, nil
 	}
@@ -39,15 +39,6 @@ func (s *Server) partition(topic string, p int32, create bool) (*partition.Parti
 		if part, err := s.parts.Partition(topic, p); err == nil {
 			return part, nil
 		}
-	}
-	if !ok && create && s.cfg.AutoCreate {
-		if err := s.ensureTopic(topic); err != nil {
-			return nil, err
-		}
-		if part, err := s.parts.Partition(topic, p); err == nil {
-			return part, nil
-		}
-		t, ok = s.store.Image().Topic(topic)
 	}
 	if !ok || p < 0 || int(p) >= len(t.Partitions) {
 		return nil, fmt.Errorf("partition %s-%d: %w", topic, p, kerr.UnknownTopicOrPartition)
@@ -92,7 +83,7 @@ func (s *Server) awaitReconciled(offset int64) bool {
 // error wraps kerr.NotLeaderForPartition (a client refreshes its metadata)
 // or kerr.UnknownTopicOrPartition.
 func (s *Server) leaderOf(topic string, p int32) (*partition.Partition, error) {
-	part, err := s.partition(topic, p, false)
+	part, err := s.partition(topic, p)
 	if err != nil {
 		return nil, err
 	}

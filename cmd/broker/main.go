@@ -69,7 +69,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.cfg.Addr, "addr", broker.DefaultAddr, "listen address")
 	fs.StringVar(&o.cfg.AdvertisedAddr, "advertised-addr", "", "host:port clients are told to connect to (default: the listen address, the host name if it listens on every interface)")
 	partitions := fs.Int("partitions", broker.DefaultPartitions, "partition count of auto-created topics and of CreateTopics asking for the default")
-	fs.BoolVar(&o.cfg.AutoCreate, "auto-create", true, "create unknown topics on produce and metadata requests")
+	fs.BoolVar(&o.cfg.AutoCreate, "auto-create", true, "create unknown topics named by metadata requests that allow it (as Kafka's auto.create.topics.enable)")
 	fs.StringVar(&o.syncPolicy, "sync", "always", "when appended data reaches the disk: always|interval|never")
 	fs.DurationVar(&o.cfg.EngineOptions.SyncInterval, "sync-interval", engine.DefaultSyncInterval, "flush period under -sync=interval")
 	fs.IntVar(&o.cfg.MaxConns, "max-conns", broker.DefaultMaxConns, "maximum open client connections; more are closed at once")
