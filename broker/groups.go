@@ -199,21 +199,43 @@ func (l offsetsLog) Append(batch []byte) (int64, error) {
 	return a.LastOffset + 1, nil
 }
 
+// WaitDurable is, for the coordinator's writes, what acks=all is for a
+// producer's: the batch is below the high watermark, on every ISR member
+// (on the disk of min.insync.replicas brokers under sync=always). Kafka
+// writes offsets and group metadata the same way; acknowledged on the
+// leader's disk alone, a commit would go back when leadership moved to a
+// follower that had not fetched it yet.
 func (l offsetsLog) WaitDurable(ctx context.Context, end int64) error {
-	return l.p.WaitDurable(ctx, end)
+	return l.p.WaitHighWatermark(ctx, end)
 }
 
+// Read reads to the log end, not to the high watermark: a coordinator
+// loads when its broker becomes the partition's leader, whose high
+// watermark may not yet have caught up with what it holds (and will
+// commit), as Kafka's coordinator loads to the log end too.
 func (l offsetsLog) Read(offset int64, maxBytes int) ([]byte, error) {
-	rd, err := l.p.Read(offset, maxBytes)
-	return rd.Records, err
+	if offset >= l.p.EndOffset() {
+		return nil, nil
+	}
+	bs, err := l.p.ReadLog(offset, maxBytes)
+	if err != nil || len(bs) == 0 {
+		return nil, err
+	}
+	if len(bs) == 1 {
+		return bs[0].Data, nil
+	}
+	var out []byte
+	for _, b := range bs {
+		out = append(out, b.Data...)
+	}
+	return out, nil
 }
 
 func (l offsetsLog) StartOffset() int64 { return l.p.StartOffset() }
 
 // DeleteBefore moves the log start (the coordinator's compaction). The
-// coordinator has waited until offset is durable; under sync=always the
-// high watermark follows the durable end a moment later, and the partition
-// never deletes above it.
+// coordinator has waited (WaitDurable) until offset is below the high
+// watermark, above which the partition never deletes.
 func (l offsetsLog) DeleteBefore(ctx context.Context, offset int64) error {
 	if err := l.p.WaitHighWatermark(ctx, offset); err != nil {
 		return err

@@ -391,6 +391,13 @@ func storeErrorCode(err error) int16 {
 		return kerr.CoordinatorNotAvailable.Code
 	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge), errors.Is(err, engine.ErrBatchTooLarge):
 		return kerr.InvalidCommitOffsetSize.Code
+	// As Kafka answers a group write that its log refused: retry here
+	// later, or find the coordinator again.
+	case errors.Is(err, kerr.NotEnoughReplicas), errors.Is(err, kerr.NotEnoughReplicasAfterAppend),
+		errors.Is(err, kerr.RequestTimedOut), errors.Is(err, kerr.UnknownTopicOrPartition):
+		return kerr.CoordinatorNotAvailable.Code
+	case errors.Is(err, kerr.NotLeaderForPartition), errors.Is(err, kerr.KafkaStorageError):
+		return kerr.NotCoordinator.Code
 	case errors.As(err, &ke):
 		return ke.Code
 	}

@@ -181,7 +181,8 @@ func TestStoreFailures(t *testing.T) {
 		e := newEnv(t)
 		e.log.FailDurable(kerr.NotEnoughReplicas)
 		codes := commitCodes(e.c.OffsetCommit(commitReq("s", "", -1, tpo{"t", 0, 1})))
-		assert.Equal(t, []int16{kerr.NotEnoughReplicas.Code}, codes)
+		// As Kafka answers it: the client retries at the coordinator.
+		assert.Equal(t, []int16{kerr.CoordinatorNotAvailable.Code}, codes)
 		assert.Equal(t, []int64{-1}, e.fetch("s", 0))
 	})
 	t.Run("assignment not durable", func(t *testing.T) {

@@ -18,7 +18,9 @@ type Log interface {
 	// log) and returns the offset just past it, as soon as the batch is
 	// ordered; it need not be durable yet.
 	Append(batch []byte) (end int64, err error)
-	// WaitDurable returns once every batch below end is durable.
+	// WaitDurable returns once every batch below end is durable: for the
+	// broker, committed (below the high watermark, on every ISR member),
+	// so that it survives the partition's leadership moving.
 	WaitDurable(ctx context.Context, end int64) error
 	// Read returns whole stored batches, concatenated, starting with the one
 	// that holds offset, about maxBytes of them; nothing at the end.

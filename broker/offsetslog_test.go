@@ -1,0 +1,58 @@
+package broker
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/minikafka/minikafka/broker/batch/batchtest"
+	"github.com/minikafka/minikafka/broker/partition"
+	"github.com/minikafka/minikafka/engines/memory"
+)
+
+// TestOffsetsLogIsReplicated: the coordinator's log counts a write as done
+// only once it is below the high watermark (on every ISR member, as Kafka
+// writes offsets with acks=all), and a coordinator loading it reads to the
+// log end, past a high watermark that has not caught up yet (a new leader).
+func TestOffsetsLogIsReplicated(t *testing.T) {
+	m, err := partition.OpenManager(partition.Config{Dir: t.TempDir(), Engine: memory.Name, RetentionCheckInterval: -1})
+	require.NoError(t, err)
+	defer m.Close()
+	p, err := m.Ensure(partition.Spec{Topic: offsetsTopic, TopicID: uuid.New(), Index: 0})
+	require.NoError(t, err)
+	epoch := int32(0)
+	lead := func(isr ...int32) {
+		epoch++
+		_, err := p.SetState(partition.ReplicaState{
+			Self: 1, BrokerEpoch: 1, Lead: true, Leader: 1, LeaderEpoch: 1, PartitionEpoch: epoch,
+			Replicas: []int32{1, 2}, ISR: isr, MinISR: 1, Now: time.Now(),
+		})
+		require.NoError(t, err)
+	}
+	lead(1, 2) // broker 2 is in the ISR and has fetched nothing
+	log := offsetsLog{p}
+	end, err := log.Append(batchtest.Plain(t, 3))
+	require.NoError(t, err)
+	require.Equal(t, int64(3), end)
+	assert.Zero(t, p.HighWatermark())
+
+	data, err := log.Read(0, 1<<20)
+	require.NoError(t, err)
+	assert.Len(t, batchtest.MustDecode(t, data), 3, "loading reads above the high watermark")
+	data, err = log.Read(end, 1<<20)
+	require.NoError(t, err)
+	assert.Empty(t, data, "nothing at the log end")
+
+	short, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, log.WaitDurable(short, end), context.DeadlineExceeded, "durable here is not enough while broker 2 lacks it")
+
+	lead(1) // broker 2 leaves the ISR: the leader alone commits
+	ctx, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	require.NoError(t, log.WaitDurable(ctx, end))
+}
