@@ -76,30 +76,18 @@ func (s *Server) describeQuorumElsewhere(req *kmsg.DescribeQuorumRequest) *kmsg.
 		return resp
 	}
 	st := s.quorum.Status()
-	for _, rt := range req.Topics {
-		t := kmsg.NewDescribeQuorumResponseTopic()
-		t.Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			p := kmsg.NewDescribeQuorumResponseTopicPartition()
-			p.Partition = rp.Partition
-			p.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			if rt.Topic == clusterMetadataTopic && rp.Partition == 0 {
-				p.ErrorCode = kerr.NotLeaderForPartition.Code
-				p.LeaderID, p.LeaderEpoch, p.HighWatermark = -1, int32(st.Term), -1
-				if st.Leader != 0 {
-					p.LeaderID = nodeID(st.Leader)
-				}
-				for _, v := range s.cfg.voters() {
-					rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
-					rs.ReplicaID, rs.LogEndOffset = v.ID, -1
-					p.CurrentVoters = append(p.CurrentVoters, rs)
-				}
-			}
-			t.Partitions = append(t.Partitions, p)
+	s.eachQuorumPartition(req, resp, func(p *kmsg.DescribeQuorumResponseTopicPartition) {
+		p.ErrorCode = kerr.NotLeaderForPartition.Code
+		p.LeaderID, p.LeaderEpoch, p.HighWatermark = -1, int32(st.Term), -1
+		if st.Leader != 0 {
+			p.LeaderID = nodeID(st.Leader)
 		}
-		resp.Topics = append(resp.Topics, t)
-	}
-	resp.Nodes = s.quorumNodes()
+		for _, v := range s.cfg.voters() {
+			rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+			rs.ReplicaID, rs.LogEndOffset = v.ID, -1
+			p.CurrentVoters = append(p.CurrentVoters, rs)
+		}
+	})
 	return resp
 }
 
@@ -111,37 +99,45 @@ func (s *Server) describeQuorum(req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQ
 	if tick <= 0 {
 		tick = 50 * time.Millisecond
 	}
+	s.eachQuorumPartition(req, resp, func(p *kmsg.DescribeQuorumResponseTopicPartition) {
+		p.LeaderID, p.LeaderEpoch, p.HighWatermark = nodeID(st.Leader), int32(st.Term), int64(st.Commit)
+		for _, peer := range st.Peers {
+			v := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+			v.ReplicaID, v.LogEndOffset = nodeID(peer.ID), int64(peer.Match)
+			v.LastFetchTimestamp, v.LastCaughtUpTimestamp = -1, -1
+			if peer.TicksSinceContact >= 0 {
+				seen := now.Add(-time.Duration(peer.TicksSinceContact) * tick).UnixMilli()
+				v.LastFetchTimestamp = seen
+				if peer.Match >= st.Commit {
+					v.LastCaughtUpTimestamp = seen
+				}
+			}
+			p.CurrentVoters = append(p.CurrentVoters, v)
+		}
+	})
+	return resp
+}
+
+// eachQuorumPartition answers every partition req names: fill describes
+// __cluster_metadata-0, any other gets UNKNOWN_TOPIC_OR_PARTITION; the
+// voters' endpoints go in Nodes.
+func (s *Server) eachQuorumPartition(req *kmsg.DescribeQuorumRequest, resp *kmsg.DescribeQuorumResponse, fill func(*kmsg.DescribeQuorumResponseTopicPartition)) {
 	for _, rt := range req.Topics {
 		t := kmsg.NewDescribeQuorumResponseTopic()
 		t.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewDescribeQuorumResponseTopicPartition()
 			p.Partition = rp.Partition
-			if rt.Topic != clusterMetadataTopic || rp.Partition != 0 {
+			if rt.Topic == clusterMetadataTopic && rp.Partition == 0 {
+				fill(&p)
+			} else {
 				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				t.Partitions = append(t.Partitions, p)
-				continue
-			}
-			p.LeaderID, p.LeaderEpoch, p.HighWatermark = nodeID(st.Leader), int32(st.Term), int64(st.Commit)
-			for _, peer := range st.Peers {
-				v := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
-				v.ReplicaID, v.LogEndOffset = nodeID(peer.ID), int64(peer.Match)
-				v.LastFetchTimestamp, v.LastCaughtUpTimestamp = -1, -1
-				if peer.TicksSinceContact >= 0 {
-					seen := now.Add(-time.Duration(peer.TicksSinceContact) * tick).UnixMilli()
-					v.LastFetchTimestamp = seen
-					if peer.Match >= st.Commit {
-						v.LastCaughtUpTimestamp = seen
-					}
-				}
-				p.CurrentVoters = append(p.CurrentVoters, v)
 			}
 			t.Partitions = append(t.Partitions, p)
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
 	resp.Nodes = s.quorumNodes()
-	return resp
 }
 
 // quorumNodes lists the voters with their controller listeners (v2's
