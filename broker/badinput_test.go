@@ -165,6 +165,12 @@ func TestHugeArrayCounts(t *testing.T) {
 // produceRaw sends one Produce v9 of records to topic partition 0.
 func produceRaw(t *testing.T, c *rawConn, topic string, acks int16, records []byte) *kmsg.ProduceResponse {
 	t.Helper()
+	return c.roundTrip(produceRequest(topic, acks, records)).(*kmsg.ProduceResponse)
+}
+
+// produceRequest is a Produce v9 of records to topic partition 0, allowed
+// 10 s.
+func produceRequest(topic string, acks int16, records []byte) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
 	req.SetVersion(9)
 	req.Acks, req.TimeoutMillis = acks, 10_000
@@ -174,7 +180,7 @@ func produceRaw(t *testing.T, c *rawConn, topic string, acks int16, records []by
 	rp.Records = records
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	return c.roundTrip(req).(*kmsg.ProduceResponse)
+	return req
 }
 
 func TestBadBatches(t *testing.T) {

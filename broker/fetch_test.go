@@ -182,16 +182,7 @@ func TestPipelinedRequestsAnswerInOrder(t *testing.T) {
 			m.SetVersion(12)
 			req = m
 		} else {
-			p := kmsg.NewPtrProduceRequest()
-			p.SetVersion(9)
-			p.Acks, p.TimeoutMillis = -1, 10_000
-			rt := kmsg.NewProduceRequestTopic()
-			rt.Topic = "pipe"
-			rp := kmsg.NewProduceRequestTopicPartition()
-			rp.Records = batchtest.Plain(t, 3)
-			rt.Partitions = append(rt.Partitions, rp)
-			p.Topics = append(p.Topics, rt)
-			req = p
+			req = produceRequest("pipe", -1, batchtest.Plain(t, 3))
 		}
 		reqs = append(reqs, req)
 		wire = append(wire, c.encode(req)...)
@@ -213,16 +204,7 @@ func TestAcksZeroHasNoResponse(t *testing.T) {
 	b := brokertest.Start(t)
 	b.CreateTopic(t, "a0", 1)
 	c := dialRaw(t, b.Addr)
-	p := kmsg.NewPtrProduceRequest()
-	p.SetVersion(9)
-	p.Acks = 0
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = "a0"
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = batchtest.Plain(t, 1)
-	rt.Partitions = append(rt.Partitions, rp)
-	p.Topics = append(p.Topics, rt)
-	c.write(c.encode(p))
+	c.write(c.encode(produceRequest("a0", 0, batchtest.Plain(t, 1))))
 	m := kmsg.NewPtrMetadataRequest()
 	m.SetVersion(12)
 	resp := c.roundTrip(m) // the next frame is the metadata response
@@ -279,16 +261,7 @@ func TestProduceRefusals(t *testing.T) {
 func TestAcksZeroErrorClosesTheConnection(t *testing.T) {
 	b := brokertest.Start(t, brokertest.Configure(func(c *broker.Config) { c.AutoCreate = false }))
 	c := dialRaw(t, b.Addr)
-	p := kmsg.NewPtrProduceRequest()
-	p.SetVersion(9)
-	p.Acks = 0
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = "no-such-topic"
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = batchtest.Plain(t, 1)
-	rt.Partitions = append(rt.Partitions, rp)
-	p.Topics = append(p.Topics, rt)
-	c.write(c.encode(p))
+	c.write(c.encode(produceRequest("no-such-topic", 0, batchtest.Plain(t, 1))))
 	c.expectClosed("acks=0 produce to an unknown topic")
 	metadataWorks(t, b.Addr)
 }

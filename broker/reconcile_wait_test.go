@@ -66,14 +66,7 @@ func TestProduceWaitsForThePartitionBeingOpened(t *testing.T) {
 		return ok
 	}, 10*time.Second, time.Millisecond)
 
-	produce := kmsg.NewPtrProduceRequest()
-	produce.Acks, produce.TimeoutMillis = 1, 10000
-	pt := kmsg.NewProduceRequestTopic()
-	pt.Topic = "elsewhere"
-	pp := kmsg.NewProduceRequestTopicPartition()
-	pp.Records = batchtest.Plain(t, 1)
-	pt.Partitions = append(pt.Partitions, pp)
-	produce.Topics = append(produce.Topics, pt)
+	produce := produceRequest("elsewhere", 1, batchtest.Plain(t, 1))
 	began := time.Now()
 	pr, err := produce.RequestWith(ctx, cl.Broker(2))
 	require.NoError(t, err)
