@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"slices"
 	"sync"
@@ -218,17 +219,10 @@ func (l offsetsLog) Read(offset int64, maxBytes int) ([]byte, error) {
 		return nil, nil
 	}
 	bs, err := l.p.ReadLog(offset, maxBytes)
-	if err != nil || len(bs) == 0 {
+	if err != nil {
 		return nil, err
 	}
-	if len(bs) == 1 {
-		return bs[0].Data, nil
-	}
-	var out []byte
-	for _, b := range bs {
-		out = append(out, b.Data...)
-	}
-	return out, nil
+	return partition.Concat(bs, math.MaxInt64), nil
 }
 
 func (l offsetsLog) StartOffset() int64 { return l.p.StartOffset() }

@@ -338,24 +338,7 @@ func (p *Partition) Read(offset int64, maxBytes int) (Read, error) {
 	if err != nil {
 		return r, p.storageErr("read", err)
 	}
-	n, size := 0, 0
-	for _, b := range bs {
-		if b.NextOffset() > hw {
-			break
-		}
-		n++
-		size += len(b.Data)
-	}
-	switch n {
-	case 0:
-	case 1:
-		r.Records = bs[0].Data
-	default:
-		r.Records = make([]byte, 0, size)
-		for _, b := range bs[:n] {
-			r.Records = append(r.Records, b.Data...)
-		}
-	}
+	r.Records = Concat(bs, hw)
 	return r, nil
 }
 

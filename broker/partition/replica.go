@@ -392,7 +392,7 @@ func (p *Partition) ServeFollower(ev replication.FollowerFetch, maxBytes int) (R
 	if err != nil {
 		return rd, p.storageErr("read for a follower", err)
 	}
-	rd.Records = concat(bs, answer.To)
+	rd.Records = Concat(bs, answer.To)
 	p.replBytesOut.Add(int64(len(rd.Records)))
 	return rd, nil
 }
@@ -413,10 +413,10 @@ func (p *Partition) FollowerDataReady(offset int64) bool {
 	return p.gone.Load() || p.durable.get() > offset || !p.Role().Local
 }
 
-type engineBatch = engine.Batch
-
-// concat joins whole batches below end into one record set.
-func concat(bs []engineBatch, end int64) []byte {
+// Concat joins the whole batches of bs that end at or below end into one
+// record set, as a Fetch answer carries them (one batch as it is, without a
+// copy; none: empty, not nil).
+func Concat(bs []engine.Batch, end int64) []byte {
 	n, size := 0, 0
 	for _, b := range bs {
 		if b.NextOffset() > end {
@@ -583,7 +583,7 @@ func (p *Partition) appendReplicatedLocked(infos []replication.BatchInfo, bytesA
 		if err != nil {
 			return p.wrap(fmt.Errorf("replicated batch at %d: %w", info.BaseOffset, err))
 		}
-		if err := p.log.Append(engineBatch{BaseOffset: info.BaseOffset, Records: h.Offsets(), Data: b}); err != nil {
+		if err := p.log.Append(engine.Batch{BaseOffset: info.BaseOffset, Records: h.Offsets(), Data: b}); err != nil {
 			if i > 0 {
 				p.afterAppendLocked(p.log.EndOffset()) // what was appended is synced
 			}
