@@ -54,6 +54,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -99,6 +100,10 @@ type Config struct {
 	// TickInterval is how often leaders check their followers' lag and
 	// retry ISR changes; 0 means DefaultTickInterval.
 	TickInterval time.Duration
+	// DeleteRate is how fast, in bytes per second, the files of removed
+	// partitions are deleted in the background (deleter.go); 0 means
+	// DefaultDeleteRate and a negative value does not pace them.
+	DeleteRate int64
 	// Manual starts no goroutine: no partition syncs or snapshots in the
 	// background (the caller calls Partition.Sync after appends), no
 	// retention or tick loop (the caller calls EnforceRetention and Tick).
@@ -157,6 +162,11 @@ type Manager struct {
 	lastSave time.Time
 	savedHWs map[Key]int64
 
+	// deleter deletes the directories of removed partitions; asides
+	// numbers their names.
+	deleter *deleter
+	asides  atomic.Int64
+
 	// lock is held on Dir/LOCK while the manager is open: a second broker
 	// on the same directory would interleave appends with this one's.
 	lock io.Closer
@@ -188,6 +198,9 @@ func OpenManager(cfg Config) (*Manager, error) {
 	if cfg.TickInterval <= 0 {
 		cfg.TickInterval = DefaultTickInterval
 	}
+	if cfg.DeleteRate == 0 {
+		cfg.DeleteRate = DefaultDeleteRate
+	}
 	if cfg.EngineOptions.Clock == nil {
 		cfg.EngineOptions.Clock = cfg.Clock
 	}
@@ -203,7 +216,11 @@ func OpenManager(cfg Config) (*Manager, error) {
 		quit: make(chan struct{}), done: make(chan struct{}), ticked: make(chan struct{}),
 		lastSave: cfg.Clock.Now(),
 	}
+	m.deleter = newDeleter(fs, cfg.Clock, cfg.Logger, cfg.DeleteRate, cfg.Manual, m.quit)
+	m.asides.Store(cfg.Clock.Now().UnixNano())
 	if err := m.open(); err != nil {
+		close(m.quit)
+		<-m.deleter.done
 		m.closePartitions(m.allPartitions())
 		m.unlock()
 		return nil, err
@@ -398,10 +415,18 @@ func (m *Manager) restore(root, name string) (*Partition, error) {
 	}
 	if !found || strings.HasSuffix(name, deletingSuffix) || name != dirName(meta.TopicID, meta.Index) {
 		m.cfg.Logger.Info("removing orphaned partition directory", "dir", name)
-		if err := m.fs.RemoveAll(dir); err != nil {
-			return nil, fmt.Errorf("partition: remove orphan %s: %w", name, err)
+		if !strings.HasSuffix(name, deletingSuffix) {
+			aside, err := m.setAside(dir)
+			if err != nil {
+				return nil, fmt.Errorf("partition: remove orphan %s: %w", name, err)
+			}
+			if err := engine.SyncDir(m.fs, root); err != nil {
+				return nil, err
+			}
+			dir = aside
 		}
-		return nil, engine.SyncDir(m.fs, root)
+		m.deleter.remove(dir)
+		return nil, nil
 	}
 	return openPartition(m, Spec{Topic: meta.Topic, TopicID: meta.TopicID, Index: meta.Index})
 }
@@ -561,16 +586,25 @@ func (m *Manager) holdsTopicLocked(id uuid.UUID) bool {
 	return false
 }
 
-// removeDir renames dir aside (so its name is free at once) and removes it.
-// Failures are logged: the directory is an orphan the next open removes.
+// removeDir renames dir aside, so that its name is free at once and a
+// crash leaves an orphan the next open removes, and hands it to the
+// deleter. A directory that cannot be renamed is removed in place.
 func (m *Manager) removeDir(dir string) {
-	aside := dir + deletingSuffix
-	if err := m.fs.Rename(dir, aside); err != nil {
-		aside = dir
+	aside, err := m.setAside(dir)
+	if err != nil {
+		m.cfg.Logger.Warn("renaming a removed partition's directory aside failed; removing it in place", "dir", dir, "err", err)
+		m.deleter.removeAll(dir)
+		return
 	}
-	if err := m.fs.RemoveAll(aside); err != nil {
-		m.cfg.Logger.Warn("removing a partition directory failed; the next open retries", "dir", aside, "err", err)
-	}
+	m.deleter.remove(aside)
+}
+
+// setAside renames dir to a name of its own ending in deletingSuffix (the
+// partition may come back here, and be removed again, before the deleter
+// is done with the first) and returns it.
+func (m *Manager) setAside(dir string) (string, error) {
+	aside := fmt.Sprintf("%s.%x%s", dir, m.asides.Add(1), deletingSuffix)
+	return aside, m.fs.Rename(dir, aside)
 }
 
 // Partition returns partition index of the topic called topic, or an error
@@ -631,6 +665,7 @@ func (m *Manager) Close() error {
 	close(m.quit)
 	<-m.done
 	<-m.ticked
+	<-m.deleter.done
 	parts := m.allPartitions()
 	err := m.closePartitions(parts)
 	m.tickMu.Lock()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
@@ -248,8 +249,9 @@ func TestRemove(t *testing.T) {
 			assert.ErrorIs(t, err, kerr.UnknownTopicOrPartition)
 			_, err = p.Append(batchtest.Plain(t, 1))
 			assert.ErrorIs(t, err, kerr.NotLeaderForPartition, "a handle from before the removal")
-			assert.NoDirExists(t, partitionDir(dir, id, 0))
-			assert.NoDirExists(t, partitionDir(dir, id, 0)+".deleting")
+			assert.NoDirExists(t, partitionDir(dir, id, 0), "renamed aside at once")
+			require.Eventually(t, func() bool { return onlyEngineMarker(t, dir) }, 10*time.Second, 5*time.Millisecond,
+				"its data deleted in the background")
 			require.NoError(t, m.Close())
 
 			m2 := open(t, eng, dir, engine.Options{})
