@@ -36,7 +36,7 @@ func sayCatchUp(r Rep) string {
 
 func (e *engineRun) catchUpOnce(ctx context.Context) Rep {
 	c := e.c
-	if err := createTopic(ctx, c.Seeds(), catchUpTopic, e.cfg.Partitions, Replicas); err != nil {
+	if _, err := createTopic(ctx, c.Seeds(), catchUpTopic, e.cfg.Partitions, Replicas); err != nil {
 		return failed(err)
 	}
 	sctx, cancel := context.WithTimeout(ctx, roundWait)

@@ -31,7 +31,7 @@ func (e *engineRun) faults(ctx context.Context) {
 			e.add(w, failed(err))
 		}
 	}
-	if err := createTopic(ctx, e.c.Seeds(), faultTopic, FaultPartitions, Replicas); err != nil {
+	if _, err := createTopic(ctx, e.c.Seeds(), faultTopic, FaultPartitions, Replicas); err != nil {
 		fail(err)
 		return
 	}

@@ -50,7 +50,7 @@ func (r *Result) targets(rep *bench.Report) {
 func (r *Result) throughputSection(rep *bench.Report) {
 	s := rep.Section("Throughput: RF 3 against one broker at RF 1")
 	s.Para("Per engine, %d pairs of closed-loop produce runs of %v each, alternating: one broker alone (no cluster flags) at RF 1, then the three-broker cluster at RF %d, "+
-		"each on a fresh topic of %d partitions deleted afterwards. The load is the same for both: one franz-go producer, acks=all, idempotent, records of %d B "+
+		"each on a fresh topic of %d partitions deleted afterwards (the next run starts once every broker has deleted its files, which a broker does in the background, paced). The load is the same for both: one franz-go producer, acks=all, idempotent, records of %d B "+
 		"spread by the sticky partitioner, up to %d records in flight. Figures are median [min–max] over the runs.",
 		r.Config.Reps, secs(r.Config.RunSeconds), Replicas, r.Config.Partitions, r.Config.RecordBytes, load.DefaultInFlight)
 	t := s.Table("engine", "RF 1 records/s", "RF 3 records/s", "RF 3 / RF 1", "RF 1 MB/s", "RF 3 MB/s", "RF 1 ack p99", "RF 3 ack p99")

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -20,7 +21,7 @@ import (
 // and on the cluster at RF 3, each on a fresh topic deleted afterwards,
 // then measures the latency at half the peak.
 func (e *engineRun) throughput(ctx context.Context) {
-	single, err := server.Broker(e.cfg.Bin, e.engine, e.cfg.Partitions, e.cfg.Args, e.cfg.ServerLog)(ctx, filepath.Join(e.dir, "single"), e.cfg.Sync)
+	single, err := server.Broker(e.cfg.Bin, e.engine, e.cfg.Partitions, e.cfg.Args, e.cfg.ServerLog)(ctx, e.singleDir(), e.cfg.Sync)
 	if err != nil {
 		e.add(ProduceRF1, failed(fmt.Errorf("start the single broker: %w", err)))
 	} else {
@@ -31,11 +32,11 @@ func (e *engineRun) throughput(ctx context.Context) {
 			return
 		}
 		if single != nil {
-			r := e.produceRun(ctx, []string{single.Addr()}, fmt.Sprintf("rf1-%d", i), 1, 0)
+			r := e.produceRun(ctx, []string{single.Addr()}, []string{e.singleDir()}, fmt.Sprintf("rf1-%d", i), 1, 0)
 			e.logf("RF 1 run %d: %s", i+1, sayRun(r))
 			e.add(ProduceRF1, r)
 		}
-		r := e.produceRun(ctx, e.c.Seeds(), fmt.Sprintf("rf3-%d", i), Replicas, 0)
+		r := e.produceRun(ctx, e.c.Seeds(), e.c.Dirs(), fmt.Sprintf("rf3-%d", i), Replicas, 0)
 		e.logf("RF 3 run %d: %s", i+1, sayRun(r))
 		e.add(ProduceRF3, r)
 	}
@@ -57,11 +58,11 @@ func (e *engineRun) latency(ctx context.Context, single string) {
 		e.add(LatencyRF3, failed(errors.New("no RF 3 peak rate to halve")))
 		return
 	}
-	r := e.produceRun(ctx, e.c.Seeds(), "half-rf3", Replicas, peak/2)
+	r := e.produceRun(ctx, e.c.Seeds(), e.c.Dirs(), "half-rf3", Replicas, peak/2)
 	e.logf("RF 3 at %s records/s: %s", bench.Rate(peak/2), sayRun(r))
 	e.add(LatencyRF3, r)
 	if single != "" {
-		r := e.produceRun(ctx, []string{single}, "half-rf1", 1, peak/2)
+		r := e.produceRun(ctx, []string{single}, []string{e.singleDir()}, "half-rf1", 1, peak/2)
 		e.logf("RF 1 at %s records/s: %s", bench.Rate(peak/2), sayRun(r))
 		e.add(LatencyRF1, r)
 	}
@@ -75,15 +76,26 @@ func sayRun(r Rep) string {
 		bench.Millis(r.P50), bench.Millis(r.P99))
 }
 
+func (e *engineRun) singleDir() string { return filepath.Join(e.dir, "single") }
+
 // produceRun creates topic with rf replicas on seeds, produces to it for
 // Run with acks=all and idempotence (closed loop, or open loop at rate),
-// and deletes it.
-func (e *engineRun) produceRun(ctx context.Context, seeds []string, topic string, rf int16, rate float64) Rep {
+// deletes it, and waits until the brokers on dirs have deleted its files:
+// the next run must not share the disk with this one's cleanup.
+func (e *engineRun) produceRun(ctx context.Context, seeds, dirs []string, topic string, rf int16, rate float64) Rep {
 	client := load.Client{Brokers: seeds}
-	if err := createTopic(ctx, seeds, topic, e.cfg.Partitions, rf); err != nil {
+	id, err := createTopic(ctx, seeds, topic, e.cfg.Partitions, rf)
+	if err != nil {
 		return failed(err)
 	}
-	defer deleteTopic(ctx, seeds, topic)
+	defer func() {
+		deleteTopic(ctx, seeds, topic)
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if err := server.WaitDeleted(wctx, id, dirs...); err != nil {
+			e.logf("%v", err)
+		}
+	}()
 	pc := load.ProduceConfig{Client: client, Topic: topic, Duration: e.cfg.Run, RecordBytes: e.cfg.RecordBytes,
 		Acks: "all", Idempotent: true, InFlight: load.DefaultInFlight, Rate: rate, Seed: uint64(len(topic))}
 	if rate > 0 {
@@ -102,12 +114,12 @@ func (e *engineRun) produceRun(ctx context.Context, seeds []string, topic string
 	return r
 }
 
-// createTopic creates topic and waits until every partition has a leader
-// and rf replicas in sync.
-func createTopic(ctx context.Context, seeds []string, topic string, partitions int32, rf int16) error {
+// createTopic creates topic, waits until every partition has a leader
+// and rf replicas in sync, and returns its id.
+func createTopic(ctx context.Context, seeds []string, topic string, partitions int32, rf int16) (uuid.UUID, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
-		return err
+		return uuid.UUID{}, err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
@@ -118,15 +130,15 @@ func createTopic(ctx context.Context, seeds []string, topic string, partitions i
 		err = resp.Err
 	}
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("create %s: %w", topic, err)
+		return uuid.UUID{}, fmt.Errorf("create %s: %w", topic, err)
 	}
 	for {
 		m, err := adm.Metadata(cctx, topic)
-		if err == nil && ready(m.Topics[topic], rf) {
-			return nil
+		if td := m.Topics[topic]; err == nil && ready(td, rf) {
+			return uuid.UUID(td.ID), nil
 		}
 		if !bench.Pause(cctx, 20*time.Millisecond) {
-			return fmt.Errorf("%s: no leader and %d replicas in sync for every partition: %w", topic, rf, cctx.Err())
+			return uuid.UUID{}, fmt.Errorf("%s: no leader and %d replicas in sync for every partition: %w", topic, rf, cctx.Err())
 		}
 	}
 }

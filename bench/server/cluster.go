@@ -13,11 +13,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka/bench/proc"
+	"github.com/minikafka/minikafka/broker/partition"
 )
 
 // ClusterConfig says how to start a cluster of mini-kafka brokers, each a
@@ -538,4 +540,30 @@ func (p *prefixed) Write(b []byte) (int, error) {
 		return 0, err
 	}
 	return n, nil
+}
+
+// Dirs lists the nodes' data directories.
+func (c *Cluster) Dirs() []string {
+	dirs := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		dirs[i] = n.Dir
+	}
+	return dirs
+}
+
+// WaitDeleted waits until the brokers on the data directories dirs hold
+// no directory of the topic with id, not even one set aside for deletion:
+// a broker deletes a removed partition's files in the background, at a
+// pace, and a workload measured meanwhile would share the disk with the
+// previous one's cleanup.
+func WaitDeleted(ctx context.Context, id uuid.UUID, dirs ...string) error {
+	return poll(ctx, "deletion of topic "+id.String(), func(context.Context) (bool, error) {
+		for _, d := range dirs {
+			left, err := partition.TopicDirs(d, id)
+			if err != nil || len(left) > 0 {
+				return false, err
+			}
+		}
+		return true, nil
+	})
 }

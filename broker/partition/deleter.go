@@ -2,12 +2,16 @@ package partition
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/errors/oserror"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/google/uuid"
 
 	"github.com/minikafka/minikafka/clock"
 )
@@ -193,4 +197,22 @@ func (d *deleter) pace(n int64) error {
 	case <-t.C():
 		return nil
 	}
+}
+
+// TopicDirs lists the directories the broker whose data directory is dir
+// holds for the topic with id: its partitions', and those of its removed
+// partitions not yet deleted. A benchmark waits for none to be left before
+// it measures the next workload on the same disk.
+func TopicDirs(dir string, id uuid.UUID) ([]string, error) {
+	names, err := vfs.Default.List(vfs.Default.PathJoin(dir, partitionsDirName))
+	if oserror.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	prefix := fmt.Sprintf("%x-", id[:]) // Key.Dir's
+	names = slices.DeleteFunc(names, func(n string) bool { return !strings.HasPrefix(n, prefix) })
+	slices.Sort(names)
+	return names, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -74,4 +75,19 @@ func TestDeleterManualRemovesAtOnce(t *testing.T) {
 	d.remove("p.1.deleting")
 	_, err = fs.Stat("p.1.deleting")
 	assert.True(t, os.IsNotExist(err), "removed: %v", err)
+}
+
+func TestTopicDirsListsLiveAndSetAside(t *testing.T) {
+	dir := t.TempDir()
+	id := uuid.New()
+	got, err := TopicDirs(dir, id)
+	require.NoError(t, err)
+	assert.Empty(t, got, "no partitions directory yet")
+	live, other := Key{id, 0}.Dir(), Key{uuid.New(), 0}.Dir()
+	for _, n := range []string{live, Key{id, 1}.Dir() + ".5" + deletingSuffix, other, other + ".6" + deletingSuffix} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, partitionsDirName, n), 0o755))
+	}
+	got, err = TopicDirs(dir, id)
+	require.NoError(t, err)
+	assert.Equal(t, []string{live, Key{id, 1}.Dir() + ".5" + deletingSuffix}, got)
 }
