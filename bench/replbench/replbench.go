@@ -33,6 +33,9 @@ const (
 	ProduceRF3 = "produce-rf3"
 	LatencyRF3 = "latency-rf3"
 	LatencyRF1 = "latency-rf1"
+	// LatencyLower holds RF 3 open-loop runs at the peak divided by each
+	// of LowerRateDivisors: where acks=all's tail stands below half the peak.
+	LatencyLower = "latency-rf3-lower"
 	KillLeader = "kill-leader"
 	StopLeader = "stop-leader"
 	// Audit is the consumption of everything the tracked producer was

@@ -84,6 +84,32 @@ func (r *Result) latencySection(rep *bench.Report) {
 		t.Row(e, bench.Rate(rate), ms(c3.Median(P50)), ms(c3.Median(P99)), ms(c3.Median(P999)), ms(c3.Median(Max)),
 			ms(c1.Median(P50)), ms(c1.Median(P99)), ms(c1.Median(Max)), behind)
 	}
+	r.lowerRatesTable(s)
+}
+
+// lowerRatesTable shows the RF 3 latency at half the peak and below it:
+// where the tail stands once the brokers and the load generator have CPU
+// and disk to spare.
+func (r *Result) lowerRatesTable(s *bench.Section) {
+	s.Para("The same open-loop run on the cluster at lower rates, one run each:")
+	t := s.Table("engine", "share of the RF 3 peak", "rate records/s", "p50", "p99", "p99.9", "max")
+	for _, e := range r.Config.Engines {
+		peak := r.Cell(e, ProduceRF3).Median(RecordsPerSec)
+		var reps []Rep
+		for _, w := range []string{LatencyRF3, LatencyLower} {
+			if c := r.Cell(e, w); c != nil {
+				reps = append(reps, c.Reps...)
+			}
+		}
+		for _, x := range reps {
+			share := fmt.Sprintf("1/%.0f", peak/x.Rate)
+			if x.Error != "" {
+				t.Row(e, share, bench.Rate(x.Rate), "failed: "+x.Error, "", "", "")
+				continue
+			}
+			t.Row(e, share, bench.Rate(x.Rate), ms(x.P50), ms(x.P99), ms(x.P999), ms(x.Max))
+		}
+	}
 }
 
 func (r *Result) killSection(rep *bench.Report, chart string) {

@@ -31,6 +31,7 @@ func sample() *Result {
 	}
 	r.add("segment", LatencyRF3, Rep{Rate: 30e3, P50: 0.002, P99: 0.008, P999: 0.02, Max: 0.05})
 	r.add("segment", LatencyRF1, Rep{Rate: 30e3, P50: 0.001, P99: 0.004, Max: 0.01})
+	r.add("segment", LatencyLower, Rep{Rate: 15e3, P50: 0.001, P99: 0.003, P999: 0.004, Max: 0.005})
 	r.add("pebble", LatencyRF3, Rep{Rate: 30e3, P99: 0.5})
 	for i := range 10 {
 		tl := make([]int, 80)
@@ -73,7 +74,7 @@ func TestReportAndLoad(t *testing.T) {
 	md := string(r.Report(ChartFile))
 	for _, want := range []string{"## Targets", "## Throughput: RF 3 against one broker at RF 1", "## acks=all latency at half the peak",
 		"## kill -9 of a leader under load", "## SIGTERM of a leader under load", "## Nothing acknowledged lost", "## A follower catching up",
-		"| segment | 1000 | 1000 | 0 | 0 | 0 | 0 |", "badger, kill-leader, rep 1: start the cluster: boom", "sync=always"} {
+		"| segment | 1000 | 1000 | 0 | 0 | 0 | 0 |", "| segment | 1/4 | 15k | 1 ms | 3 ms | 4 ms | 5 ms |", "badger, kill-leader, rep 1: start the cluster: boom", "sync=always"} {
 		assert.Contains(t, md, want)
 	}
 	assert.FileExists(t, filepath.Join(dir, ChartFile))

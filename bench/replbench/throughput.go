@@ -49,9 +49,13 @@ func (e *engineRun) throughput(ctx context.Context) {
 	e.latency(ctx, addr)
 }
 
-// latency produces in open loop at half the cluster's median peak rate,
-// on the cluster and then, for reference, on the single broker (when
-// addr is not empty).
+// LowerRateDivisors are the fractions of the RF 3 peak, besides half, that
+// the latency is measured at.
+var LowerRateDivisors = []int{4, 8}
+
+// latency produces in open loop at half the cluster's median peak rate
+// and at the lower rates on the cluster, then at half the peak, for
+// reference, on the single broker (when addr is not empty).
 func (e *engineRun) latency(ctx context.Context, single string) {
 	peak := e.res.Cell(e.engine, ProduceRF3).Median(RecordsPerSec)
 	if !(peak > 0) {
@@ -61,6 +65,11 @@ func (e *engineRun) latency(ctx context.Context, single string) {
 	r := e.produceRun(ctx, e.c.Seeds(), e.c.Dirs(), "half-rf3", Replicas, peak/2)
 	e.logf("RF 3 at %s records/s: %s", bench.Rate(peak/2), sayRun(r))
 	e.add(LatencyRF3, r)
+	for _, d := range LowerRateDivisors {
+		r := e.produceRun(ctx, e.c.Seeds(), e.c.Dirs(), fmt.Sprintf("rf3-1-%d", d), Replicas, peak/float64(d))
+		e.logf("RF 3 at %s records/s (1/%d of the peak): %s", bench.Rate(peak/float64(d)), d, sayRun(r))
+		e.add(LatencyLower, r)
+	}
 	if single != "" {
 		r := e.produceRun(ctx, []string{single}, []string{e.singleDir()}, "half-rf1", 1, peak/2)
 		e.logf("RF 1 at %s records/s: %s", bench.Rate(peak/2), sayRun(r))
