@@ -36,8 +36,8 @@ const (
 	// LatencyLower holds RF 3 open-loop runs at the peak divided by each
 	// of LowerRateDivisors: where acks=all's tail stands below half the peak.
 	LatencyLower = "latency-rf3-lower"
-	KillLeader = "kill-leader"
-	StopLeader = "stop-leader"
+	KillLeader   = "kill-leader"
+	StopLeader   = "stop-leader"
 	// Audit is the consumption of everything the tracked producer was
 	// told was acknowledged through the kills and stops.
 	Audit    = "audit"
