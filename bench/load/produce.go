@@ -243,13 +243,25 @@ func closeAll(ps []*producer) {
 // run sends this client's records: closed loop when rate is 0, else on the
 // open-loop schedule; then waits for every acknowledgement.
 func (p *producer) run(loopCtx, ctx context.Context, start time.Time) {
-	p.measureFrom = start.Add(p.cfg.Warmup)
 	var interval time.Duration
+	first := int64(0)
 	if p.rate > 0 {
 		interval = time.Duration(float64(time.Second) / p.rate)
+		// The schedule starts once the client is ready: its first record
+		// goes alone and is waited for (connections, metadata, producer
+		// id), its latency not counted. A schedule started before would
+		// owe the broker a backlog of every record due meanwhile, which at
+		// a rate near capacity takes seconds to drain and is no property
+		// of the broker's steady state.
+		if p.records > 0 || p.cfg.Records == 0 {
+			p.prime(ctx)
+			first = 1
+			start = time.Now().Add(-interval) // record 1 is due now
+		}
 	}
+	p.measureFrom = start.Add(p.cfg.Warmup)
 	unbounded := p.cfg.Records == 0 // run for the duration
-	for i := int64(0); unbounded || i < p.records; i++ {
+	for i := first; unbounded || i < p.records; i++ {
 		if loopCtx.Err() != nil {
 			break
 		}
@@ -273,6 +285,17 @@ func (p *producer) run(loopCtx, ctx context.Context, start time.Time) {
 	_ = p.cl.Flush(context.WithoutCancel(ctx))
 }
 
+// prime sends the client's first record and waits for its answer; its
+// latency is not recorded.
+func (p *producer) prime(ctx context.Context) {
+	done := make(chan struct{})
+	p.produce(ctx, p.first, time.Now(), func(err error) {
+		p.count(err)
+		close(done)
+	})
+	<-done
+}
+
 func (p *producer) noteBehind(d time.Duration) {
 	p.mu.Lock()
 	p.behind = max(p.behind, d)
@@ -280,6 +303,17 @@ func (p *producer) noteBehind(d time.Duration) {
 }
 
 func (p *producer) send(ctx context.Context, i int64, sendAt time.Time) {
+	p.produce(ctx, i, sendAt, func(err error) {
+		if err == nil && !sendAt.Before(p.measureFrom) {
+			p.lat.Record(time.Since(sendAt))
+		}
+		p.count(err)
+	})
+}
+
+// produce sends record i, stamped with sendAt, and calls done with the
+// outcome.
+func (p *producer) produce(ctx context.Context, i int64, sendAt time.Time, done func(error)) {
 	v := make([]byte, p.cfg.RecordBytes)
 	p.payload.Fill(i, v)
 	stamp(v, sendAt)
@@ -288,21 +322,25 @@ func (p *producer) send(ctx context.Context, i int64, sendAt time.Time) {
 		r.Key = strconv.AppendInt([]byte("key-"), i%int64(p.cfg.Keys), 10)
 	}
 	p.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
-		if err != nil {
-			p.mu.Lock()
-			p.errs++
-			if p.firstErr == nil {
-				p.firstErr = err
-			}
-			p.mu.Unlock()
-			return
+		if err == nil {
+			p.bytes.Add(int64(len(r.Value) + len(r.Key)))
 		}
-		if !sendAt.Before(p.measureFrom) {
-			p.lat.Record(time.Since(sendAt))
-		}
-		p.acked.Add(1)
-		p.bytes.Add(int64(len(r.Value) + len(r.Key)))
+		done(err)
 	})
+}
+
+// count tallies one record's outcome.
+func (p *producer) count(err error) {
+	if err != nil {
+		p.mu.Lock()
+		p.errs++
+		if p.firstErr == nil {
+			p.firstErr = err
+		}
+		p.mu.Unlock()
+		return
+	}
+	p.acked.Add(1)
 }
 
 const sleepMin = 20 * time.Microsecond
