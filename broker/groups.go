@@ -2,16 +2,19 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/minikafka/minikafka/broker/group"
 	"github.com/minikafka/minikafka/broker/partition"
+	"github.com/minikafka/minikafka/clock"
 	"github.com/minikafka/minikafka/cluster"
 )
 
@@ -148,7 +151,7 @@ func (g *groupSet) close() {
 // openCoordinator loads the coordinator of one __consumer_offsets partition.
 func (s *Server) openCoordinator(p *partition.Partition) (*group.Coordinator, error) {
 	c, err := group.Open(group.Config{
-		Log:    offsetsLog{p},
+		Log:    offsetsLog{p, s.cfg.Clock},
 		Clock:  s.cfg.Clock,
 		Logger: s.log.With("component", "groups", "partition", p.Index()),
 		PartitionExists: func(topic string, part int32) bool {
@@ -190,7 +193,17 @@ func validGroupID(id string, allowEmpty bool) bool {
 }
 
 // offsetsLog is the group coordinator's view of a partition (group.Log).
-type offsetsLog struct{ p *partition.Partition }
+type offsetsLog struct {
+	p     *partition.Partition
+	clock clock.Clock
+}
+
+// offsetsCommitTimeout bounds how long a coordinator's write waits to be
+// replicated, as Kafka's offsets.commit.timeout.ms does (5 s by default):
+// past it the client gets COORDINATOR_NOT_AVAILABLE and retries, where it
+// would otherwise wait until a lagging ISR member is dropped. As in Kafka,
+// the write stays in the log and may yet commit.
+const offsetsCommitTimeout = 5 * time.Second
 
 func (l offsetsLog) Append(batch []byte) (int64, error) {
 	a, err := l.p.Append(batch)
@@ -207,7 +220,13 @@ func (l offsetsLog) Append(batch []byte) (int64, error) {
 // leader's disk alone, a commit would go back when leadership moved to a
 // follower that had not fetched it yet.
 func (l offsetsLog) WaitDurable(ctx context.Context, end int64) error {
-	return l.p.WaitHighWatermark(ctx, end)
+	wctx, cancel := withTimeout(ctx, l.clock, offsetsCommitTimeout)
+	defer cancel()
+	err := l.p.WaitHighWatermark(wctx, end)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(wctx), errTimedOut) {
+		return fmt.Errorf("not replicated to every ISR member within offsets.commit.timeout.ms (%v): %w", offsetsCommitTimeout, kerr.RequestTimedOut)
+	}
+	return err
 }
 
 // Read reads to the log end, not to the high watermark: a coordinator

@@ -8,9 +8,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/minikafka/minikafka/broker/batch/batchtest"
 	"github.com/minikafka/minikafka/broker/partition"
+	"github.com/minikafka/minikafka/clock"
 	"github.com/minikafka/minikafka/engines/memory"
 )
 
@@ -34,7 +36,8 @@ func TestOffsetsLogIsReplicated(t *testing.T) {
 		require.NoError(t, err)
 	}
 	lead(1, 2) // broker 2 is in the ISR and has fetched nothing
-	log := offsetsLog{p}
+	clk := clock.NewManual(time.Now())
+	log := offsetsLog{p, clk}
 	end, err := log.Append(batchtest.Plain(t, 3))
 	require.NoError(t, err)
 	require.Equal(t, int64(3), end)
@@ -50,6 +53,26 @@ func TestOffsetsLogIsReplicated(t *testing.T) {
 	short, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	assert.ErrorIs(t, log.WaitDurable(short, end), context.DeadlineExceeded, "durable here is not enough while broker 2 lacks it")
+
+	// offsets.commit.timeout.ms: on the broker's clock, the wait gives up
+	// with a code the client retries on.
+	waited := make(chan error, 1)
+	go func() { waited <- log.WaitDurable(context.Background(), end) }()
+	require.Eventually(t, func() bool { return clk.Pending() == 1 }, 5*time.Second, time.Millisecond)
+	clk.Advance(offsetsCommitTimeout - time.Millisecond)
+	select {
+	case err := <-waited:
+		t.Fatalf("gave up before the timeout: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	clk.Advance(time.Millisecond)
+	select {
+	case err := <-waited:
+		require.Error(t, err)
+		assert.ErrorIs(t, err, kerr.RequestTimedOut, "which the coordinator answers with COORDINATOR_NOT_AVAILABLE")
+	case <-time.After(5 * time.Second):
+		t.Fatal("still waiting past offsets.commit.timeout.ms")
+	}
 
 	lead(1) // broker 2 leaves the ISR: the leader alone commits
 	ctx, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
