@@ -232,6 +232,13 @@ type Options struct {
 	// duration, how many appends it made durable, and its failure. Nil means
 	// none. See Observer for the contract.
 	Observer Observer
+	// Discard, when set, deletes a file the engine no longer needs, once
+	// the engine has renamed it aside (a name its Open removes, should a
+	// crash come first) and released its locks: the broker paces large
+	// deletions, since one unlink of a large file holds back every fsync on
+	// the disk. Nil removes the file at once. Engines that drop whole files
+	// (segment's DeleteBefore) use it; others ignore it.
+	Discard func(path string)
 }
 
 // WithDefaults returns o with every zero field set to its default.

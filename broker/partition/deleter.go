@@ -37,8 +37,10 @@ var errStopped = errors.New("partition: deleter stopped")
 
 // deleter removes directories that have been renamed aside (a name ending
 // in deletingSuffix, which an open removes if a crash or a Close comes
-// first). In Manual mode it removes each at once, on the caller's
-// goroutine, so that the simulator sees every I/O in order.
+// first), and the files engines hand it (engine.Options.Discard: a segment
+// that retention dropped, renamed aside by the engine). In Manual mode it
+// removes each at once, on the caller's goroutine, so that the simulator
+// sees every I/O in order.
 type deleter struct {
 	fs     vfs.FS
 	clock  clock.Clock
@@ -64,14 +66,15 @@ func newDeleter(fs vfs.FS, c clock.Clock, logger *slog.Logger, rate int64, manua
 	return d
 }
 
-// remove deletes dir, now in Manual mode and otherwise in the background.
-func (d *deleter) remove(dir string) {
+// remove deletes path, a directory or a file, now in Manual mode and
+// otherwise in the background.
+func (d *deleter) remove(path string) {
 	if d.manual {
-		d.removeAll(dir)
+		d.removeAll(path)
 		return
 	}
 	d.mu.Lock()
-	d.pending = append(d.pending, dir)
+	d.pending = append(d.pending, path)
 	d.mu.Unlock()
 	select {
 	case d.wake <- struct{}{}:
@@ -101,7 +104,7 @@ func (d *deleter) run() {
 			}
 			continue
 		}
-		if err := d.removeTree(dir); errors.Is(err, errStopped) {
+		if err := d.removePath(dir); errors.Is(err, errStopped) {
 			return
 		} else if err != nil {
 		}
@@ -112,6 +115,21 @@ func (d *deleter) removeAll(dir string) {
 	if err := d.fs.RemoveAll(dir); err != nil {
 		d.logger.Warn("removing a partition directory failed; the next open retries", "dir", dir, "err", err)
 	}
+}
+
+// removePath deletes path, a directory (removeTree) or a file; one that is
+// gone already is done.
+func (d *deleter) removePath(path string) error {
+	st, err := d.fs.Stat(path)
+	switch {
+	case oserror.IsNotExist(err):
+		return nil
+	case err != nil:
+		return err
+	case st.IsDir():
+		return d.removeTree(path)
+	}
+	return d.removeFile(path, st.Size())
 }
 
 // removeTree deletes the files under dir one by one, shrinking each large

@@ -91,3 +91,18 @@ func TestTopicDirsListsLiveAndSetAside(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{live, Key{id, 1}.Dir() + ".5" + deletingSuffix}, got)
 }
+
+// A file handed over (an engine's Discard) is deleted as a directory's
+// files are; one already gone is nothing to do.
+func TestDeleterRemovesFiles(t *testing.T) {
+	root := t.TempDir()
+	f := filepath.Join(root, "00000000000000000000.log.deleted")
+	require.NoError(t, os.WriteFile(f, make([]byte, 1000), 0o644))
+	quit := make(chan struct{})
+	d := newDeleter(vfs.Default, clock.Real, slog.New(slog.DiscardHandler), DefaultDeleteRate, false, quit)
+	d.remove(filepath.Join(root, "gone"))
+	d.remove(f)
+	require.Eventually(t, func() bool { _, err := os.Stat(f); return os.IsNotExist(err) }, 5*time.Second, time.Millisecond)
+	close(quit)
+	<-d.done
+}

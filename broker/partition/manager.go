@@ -217,6 +217,9 @@ func OpenManager(cfg Config) (*Manager, error) {
 		lastSave: cfg.Clock.Now(),
 	}
 	m.deleter = newDeleter(fs, cfg.Clock, cfg.Logger, cfg.DeleteRate, cfg.Manual, m.quit)
+	if m.cfg.EngineOptions.Discard == nil {
+		m.cfg.EngineOptions.Discard = m.deleter.remove // retention's dropped segments, paced too
+	}
 	m.asides.Store(cfg.Clock.Now().UnixNano())
 	if err := m.open(); err != nil {
 		close(m.quit)

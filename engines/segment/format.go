@@ -42,6 +42,9 @@ const (
 	logSuffix   = ".log"
 	indexSuffix = ".index"
 	tmpSuffix   = ".tmp"
+	// deletedSuffix marks a log file that DeleteBefore dropped and renamed
+	// aside, to be deleted once the engine's locks are released.
+	deletedSuffix = ".deleted"
 	startFile   = "log-start"
 	cleanFile   = "clean-shutdown"
 )

@@ -71,7 +71,7 @@ func (e *Engine) tidy(names []string) ([]int64, error) {
 	var junk []string
 	for _, n := range names {
 		b, isIndex := parseName(n, indexSuffix)
-		if strings.HasSuffix(n, tmpSuffix) || (isIndex && !logs[b]) {
+		if strings.HasSuffix(n, tmpSuffix) || strings.HasSuffix(n, deletedSuffix) || (isIndex && !logs[b]) {
 			junk = append(junk, n)
 		}
 	}
@@ -296,6 +296,15 @@ func (e *Engine) applyStart(start int64) error {
 // dropBeforeLocked removes the segments, other than the active one, that
 // end at or below offset.
 func (e *Engine) dropBeforeLocked(offset int64) error {
+	drop := e.detachBeforeLocked(offset)
+	defer releaseEach(drop)
+	return removeSegments(e.fs, e.dir, drop, false)
+}
+
+// detachBeforeLocked takes the segments wholly below offset (never the
+// last) out of the log and returns them, for the caller to remove and
+// release.
+func (e *Engine) detachBeforeLocked(offset int64) []*segment {
 	n := 0
 	for n < len(e.segs)-1 && e.segs[n].end.Load() <= offset {
 		n++
@@ -306,6 +315,5 @@ func (e *Engine) dropBeforeLocked(offset int64) error {
 	drop := slices.Clone(e.segs[:n])
 	e.sealing = slices.DeleteFunc(e.sealing, func(s *segment) bool { return slices.Contains(drop, s) })
 	e.setSegs(slices.Clone(e.segs[n:]))
-	defer releaseEach(drop)
-	return removeSegments(e.fs, e.dir, drop, false)
+	return drop
 }

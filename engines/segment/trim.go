@@ -141,30 +141,84 @@ func (e *Engine) resetLocked(offset int64) error {
 }
 
 // DeleteBefore implements engine.LogEngine. The new start is written first
-// (durably); then whole segments below it are removed. The active segment is
+// (durably); then whole segments below it leave the log: under the engine's
+// locks each log file is renamed aside (setAside), which is quick, and
+// deleted once they are released (discard), so that appends do not wait for
+// the unlink of a segment of hundreds of megabytes. The active segment is
 // never removed here.
 func (e *Engine) DeleteBefore(offset int64) error {
+	aside, err := e.deleteBefore(offset)
+	e.discard(aside)
+	return err
+}
+
+func (e *Engine) deleteBefore(offset int64) ([]string, error) {
 	defer e.lockAll()()
 	if err := e.writable(); err != nil {
-		return err
+		return nil, err
 	}
 	if offset <= e.start.Load() {
-		return nil
+		return nil, nil
 	}
 	if offset > e.end.Load() {
 		if err := e.resetLocked(offset); err != nil {
-			return e.fail(fmt.Errorf("delete before %d: %w", offset, err))
+			return nil, e.fail(fmt.Errorf("delete before %d: %w", offset, err))
 		}
-		return nil
+		return nil, nil
 	}
 	if err := writeStart(e.fs, e.dir, offset); err != nil {
-		return e.fail(fmt.Errorf("delete before %d: %w", offset, err))
+		return nil, e.fail(fmt.Errorf("delete before %d: %w", offset, err))
 	}
 	e.start.Store(offset)
-	if err := e.dropBeforeLocked(offset); err != nil {
-		return e.fail(fmt.Errorf("delete before %d: %w", offset, err))
+	drop := e.detachBeforeLocked(offset)
+	defer releaseEach(drop)
+	aside, err := setAside(e.fs, e.dir, drop)
+	if err != nil {
+		return aside, e.fail(fmt.Errorf("delete before %d: %w", offset, err))
 	}
-	return nil
+	return aside, nil
+}
+
+// setAside takes the segments (oldest first) out of the directory as
+// removeSegments does, except that each log file is renamed to a
+// deletedSuffix name (which open removes) rather than unlinked, and returns
+// those names. Each rename is durable before the segment's index goes.
+func setAside(fs vfs.FS, dir string, segs []*segment) ([]string, error) {
+	var aside []string
+	for _, s := range segs {
+		s.markRemoved()
+		to := s.logPath + deletedSuffix
+		switch err := fs.Rename(s.logPath, to); {
+		case err == nil:
+			aside = append(aside, to)
+		case !oserror.IsNotExist(err):
+			return aside, fmt.Errorf("set aside %s: %w", s.logPath, err)
+		}
+		if err := engine.SyncDir(fs, dir); err != nil {
+			return aside, err
+		}
+		if err := removeIfExists(fs, s.indexPath); err != nil {
+			return aside, err
+		}
+	}
+	if len(segs) == 0 {
+		return aside, nil
+	}
+	return aside, engine.SyncDir(fs, dir)
+}
+
+// discard deletes files set aside, through Options.Discard when the caller
+// gave one. A failure is logged: the next open removes what is left.
+func (e *Engine) discard(paths []string) {
+	for _, p := range paths {
+		if e.opts.Discard != nil {
+			e.opts.Discard(p)
+			continue
+		}
+		if err := removeIfExists(e.fs, p); err != nil {
+			e.log.Warn("deleting a dropped segment; the next open retries", "file", p, "err", err)
+		}
+	}
 }
 
 func (e *Engine) setSegs(segs []*segment) {

@@ -239,3 +239,44 @@ func TestTruncateCrashBeforeNewSegment(t *testing.T) {
 		}
 	}
 }
+
+// DeleteBefore renames the dropped segments' files aside and hands them to
+// Options.Discard once its locks are released (an append made from Discard
+// would deadlock otherwise); without Discard it deletes them itself; a
+// crash before they are deleted leaves files the next open removes.
+func TestDeleteBeforeSetsSegmentsAside(t *testing.T) {
+	opts := engine.Options{SegmentBytes: 1 << 10}
+	t.Run("through Discard", func(t *testing.T) {
+		fs := newMem(t)
+		var e *Engine
+		var discarded []string
+		opts := opts
+		opts.Discard = func(p string) {
+			discarded = append(discarded, p)
+			require.NoError(t, e.Append(engine.Batch{BaseOffset: e.EndOffset(), Records: 1, Data: make([]byte, 10)}),
+				"the engine's locks are free")
+		}
+		e = open(t, fs, opts)
+		appendN(t, e, 12, 5, fixed(200)) // segments at 0, 20, 40
+		require.NoError(t, e.DeleteBefore(45))
+		assert.Equal(t, []string{path("00000000000000000000.log.deleted"), path("00000000000000000020.log.deleted")}, discarded)
+		assert.Equal(t, []string{"00000000000000000000.log.deleted", "00000000000000000020.log.deleted"}, files(t, fs, deletedSuffix))
+		assert.NotContains(t, files(t, fs, indexSuffix), "00000000000000000000.index")
+		assert.Equal(t, []string{"00000000000000000040.log"}, files(t, fs, logSuffix))
+
+		// A crash before Discard's deletions: the next open removes them.
+		require.NoError(t, e.Sync(context.Background(), e.EndOffset()))
+		after := crash(fs, 0)
+		e2 := open(t, after, engine.Options{SegmentBytes: 1 << 10})
+		assert.Empty(t, files(t, after, deletedSuffix))
+		assert.Equal(t, int64(45), e2.StartOffset())
+	})
+	t.Run("without Discard", func(t *testing.T) {
+		fs := newMem(t)
+		e := open(t, fs, opts)
+		appendN(t, e, 12, 5, fixed(200))
+		require.NoError(t, e.DeleteBefore(45))
+		assert.Empty(t, files(t, fs, deletedSuffix))
+		assert.Equal(t, []string{"00000000000000000040.log"}, files(t, fs, logSuffix))
+	})
+}
