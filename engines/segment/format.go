@@ -45,8 +45,8 @@ const (
 	// deletedSuffix marks a log file that DeleteBefore dropped and renamed
 	// aside, to be deleted once the engine's locks are released.
 	deletedSuffix = ".deleted"
-	startFile   = "log-start"
-	cleanFile   = "clean-shutdown"
+	startFile     = "log-start"
+	cleanFile     = "clean-shutdown"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
