@@ -1,6 +1,7 @@
 package partition_test
 
 import (
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/minikafka/minikafka/cluster"
 	"github.com/minikafka/minikafka/engine"
 	"github.com/minikafka/minikafka/engines/memory"
+	"github.com/minikafka/minikafka/engines/segment"
 )
 
 var t0 = time.UnixMilli(1_700_000_000_000)
@@ -147,4 +149,45 @@ func TestRetentionRunsOnTheClock(t *testing.T) {
 	appendAt(t, p, t0.UnixMilli()+120_000, 1)
 	clk.Advance(time.Minute)
 	require.Eventually(t, func() bool { return p.StartOffset() == 1 }, 20*time.Second, time.Millisecond, "retention on the clock")
+}
+
+// Segments that retention drops leave the log at once; their files go to
+// the broker's paced deleter (here so slow that they wait), and an open
+// removes what a Close left.
+func TestRetentionHandsDroppedSegmentsToTheDeleter(t *testing.T) {
+	dir := t.TempDir()
+	cfg := partition.Config{
+		Dir: dir, Engine: segment.Name, RetentionCheckInterval: -1, DeleteRate: 1, // a byte a second
+		EngineOptions: engine.Options{SegmentBytes: 1 << 10},
+	}
+	m, err := partition.OpenManager(cfg)
+	require.NoError(t, err)
+	createTopic(t, m, "t", 1, map[string]string{cluster.ConfigRetentionBytes: "2048", cluster.ConfigRetentionMs: "-1"})
+	p, _ := m.Partition("t", 0)
+	for range 40 {
+		appendAt(t, p, t0.UnixMilli(), 10)
+	}
+	logDir := pathOf(dir, "t", 0, "log")
+	files := func(suffix string) int {
+		names, err := filepath.Glob(filepath.Join(logDir, "*"+suffix))
+		require.NoError(t, err)
+		return len(names)
+	}
+	before := files(".log")
+	require.NoError(t, m.EnforceRetention())
+	start := p.StartOffset()
+	assert.Positive(t, start)
+	assert.Less(t, files(".log"), before, "the dropped segments are out of the log")
+	assert.Positive(t, files(".deleted"), "set aside, waiting for the deleter")
+	assert.Len(t, readAll(t, p, start), int(p.EndOffset()-start))
+	require.NoError(t, m.Close())
+
+	cfg.DeleteRate = 0
+	m2, err := partition.OpenManager(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { m2.Close() })
+	assert.Zero(t, files(".deleted"), "the open removed them")
+	p2, err := m2.Partition("t", 0)
+	require.NoError(t, err)
+	assert.Equal(t, start, p2.StartOffset())
 }
