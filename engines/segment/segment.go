@@ -37,6 +37,7 @@ type segment struct {
 	endPos atomic.Int64
 
 	mu      sync.RWMutex
+	discard func()       // run once the last reference is dropped (DeleteBefore's set-aside file)
 	f       vfs.File     // opened lazily for sealed segments found at Open
 	entries []indexEntry // sparse index; appended under mu by the appender
 	loaded  bool         // entries and endPos are known
@@ -93,17 +94,33 @@ func createSegment(fs vfs.FS, dir string, base int64) (*segment, error) {
 // so the list's reference keeps the count above zero.
 func (s *segment) acquire() { s.refs.Add(1) }
 
-// release drops a reference and closes the file with the last one.
+// release drops a reference and closes the file with the last one, then
+// runs discard if set: a reader still inside a segment DeleteBefore dropped
+// reads it whole, and its file is deleted (or cut, step by step, by the
+// broker's deleter) only once the reader has left.
 func (s *segment) release() {
 	if s.refs.Add(-1) != 0 {
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.f != nil {
 		s.f.Close()
 		s.f = nil
 	}
+	discard := s.discard
+	s.discard = nil
+	s.mu.Unlock()
+	if discard != nil {
+		discard()
+	}
+}
+
+// onLastRelease sets what release runs after the last reference; the
+// caller still holds one.
+func (s *segment) onLastRelease(fn func()) {
+	s.mu.Lock()
+	s.discard = fn
+	s.mu.Unlock()
 }
 
 // markRemoved stops the segment from writing its index file again: its

@@ -143,46 +143,55 @@ func (e *Engine) resetLocked(offset int64) error {
 // DeleteBefore implements engine.LogEngine. The new start is written first
 // (durably); then whole segments below it leave the log: under the engine's
 // locks each log file is renamed aside (setAside), which is quick, and
-// deleted once they are released (discard), so that appends do not wait for
-// the unlink of a segment of hundreds of megabytes. The active segment is
-// never removed here.
+// deleted once they are released and the last reader inside has left
+// (discard), so that appends do not wait for the unlink of a segment of
+// hundreds of megabytes. The active segment is never removed here.
 func (e *Engine) DeleteBefore(offset int64) error {
-	aside, err := e.deleteBefore(offset)
-	e.discard(aside)
+	drop, aside, err := e.deleteBefore(offset)
+	for i, s := range drop {
+		if i < len(aside) && aside[i] != "" {
+			path := aside[i]
+			s.onLastRelease(func() { e.discard(path) })
+		}
+		s.release() // the log's reference: readers inside hold theirs
+	}
 	return err
 }
 
-func (e *Engine) deleteBefore(offset int64) ([]string, error) {
+// deleteBefore does DeleteBefore's work under the engine's locks and
+// returns the segments dropped, for the caller to release once they are
+// free, with their set-aside file names.
+func (e *Engine) deleteBefore(offset int64) ([]*segment, []string, error) {
 	defer e.lockAll()()
 	if err := e.writable(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if offset <= e.start.Load() {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if offset > e.end.Load() {
 		if err := e.resetLocked(offset); err != nil {
-			return nil, e.fail(fmt.Errorf("delete before %d: %w", offset, err))
+			return nil, nil, e.fail(fmt.Errorf("delete before %d: %w", offset, err))
 		}
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err := writeStart(e.fs, e.dir, offset); err != nil {
-		return nil, e.fail(fmt.Errorf("delete before %d: %w", offset, err))
+		return nil, nil, e.fail(fmt.Errorf("delete before %d: %w", offset, err))
 	}
 	e.start.Store(offset)
 	drop := e.detachBeforeLocked(offset)
-	defer releaseEach(drop)
 	aside, err := setAside(e.fs, e.dir, drop)
 	if err != nil {
-		return aside, e.fail(fmt.Errorf("delete before %d: %w", offset, err))
+		return drop, aside, e.fail(fmt.Errorf("delete before %d: %w", offset, err))
 	}
-	return aside, nil
+	return drop, aside, nil
 }
 
 // setAside takes the segments (oldest first) out of the directory as
 // removeSegments does, except that each log file is renamed to a
 // deletedSuffix name (which open removes) rather than unlinked, and returns
-// those names. Each rename is durable before the segment's index goes.
+// those names, one per segment ("" for a file already gone), up to the
+// first failure. Each rename is durable before the segment's index goes.
 func setAside(fs vfs.FS, dir string, segs []*segment) ([]string, error) {
 	var aside []string
 	for _, s := range segs {
@@ -191,7 +200,9 @@ func setAside(fs vfs.FS, dir string, segs []*segment) ([]string, error) {
 		switch err := fs.Rename(s.logPath, to); {
 		case err == nil:
 			aside = append(aside, to)
-		case !oserror.IsNotExist(err):
+		case oserror.IsNotExist(err):
+			aside = append(aside, "")
+		default:
 			return aside, fmt.Errorf("set aside %s: %w", s.logPath, err)
 		}
 		if err := engine.SyncDir(fs, dir); err != nil {
@@ -207,17 +218,15 @@ func setAside(fs vfs.FS, dir string, segs []*segment) ([]string, error) {
 	return aside, engine.SyncDir(fs, dir)
 }
 
-// discard deletes files set aside, through Options.Discard when the caller
-// gave one. A failure is logged: the next open removes what is left.
-func (e *Engine) discard(paths []string) {
-	for _, p := range paths {
-		if e.opts.Discard != nil {
-			e.opts.Discard(p)
-			continue
-		}
-		if err := removeIfExists(e.fs, p); err != nil {
-			e.log.Warn("deleting a dropped segment; the next open retries", "file", p, "err", err)
-		}
+// discard deletes a file set aside, through Options.Discard when the
+// caller gave one. A failure is logged: the next open removes what is left.
+func (e *Engine) discard(path string) {
+	if e.opts.Discard != nil {
+		e.opts.Discard(path)
+		return
+	}
+	if err := removeIfExists(e.fs, path); err != nil {
+		e.log.Warn("deleting a dropped segment; the next open retries", "file", path, "err", err)
 	}
 }
 

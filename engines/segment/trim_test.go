@@ -280,3 +280,22 @@ func TestDeleteBeforeSetsSegmentsAside(t *testing.T) {
 		assert.Equal(t, []string{"00000000000000000040.log"}, files(t, fs, logSuffix))
 	})
 }
+
+// A reader inside a dropped segment reads it whole: its file is handed to
+// Discard only when the last reader leaves.
+func TestDeleteBeforeWaitsForReadersToDiscard(t *testing.T) {
+	fs := newMem(t)
+	var discarded []string
+	e := open(t, fs, engine.Options{SegmentBytes: 1 << 10, Discard: func(p string) { discarded = append(discarded, p) }})
+	bs := appendN(t, e, 12, 5, fixed(200)) // segments at 0, 20, 40
+	require.NoError(t, e.Sync(context.Background(), e.EndOffset()))
+	reader := e.acquire(0)
+	require.NotNil(t, reader)
+	require.NoError(t, e.DeleteBefore(45))
+	assert.Equal(t, []string{path("00000000000000000020.log.deleted")}, discarded, "the segment no one reads goes at once")
+	got, _, _, _, err := reader.read(nil, 0, 1<<20, nil, 0)
+	require.NoError(t, err, "the reader's segment is still whole")
+	requireBatches(t, bs[:4], got, "the dropped segment, read after the drop")
+	reader.release()
+	assert.Equal(t, []string{path("00000000000000000020.log.deleted"), path("00000000000000000000.log.deleted")}, discarded)
+}
