@@ -188,12 +188,13 @@ func (d *deleter) shrink(path string, size int64) (int64, error) {
 		return size, nil
 	}
 	for size > deleteStep {
-		size -= deleteStep // not yet cut: an unsupported truncation leaves it whole
-		if err := ftruncate(fd, size); errors.Is(err, errors.ErrUnsupported) {
-			return size, nil
+		next := size - deleteStep
+		if err := ftruncate(fd, next); errors.Is(err, errors.ErrUnsupported) {
+			return size, nil // no truncation here: the file goes whole
 		} else if err != nil {
 			return size, err
 		}
+		size = next
 		if err := d.pace(deleteStep); err != nil {
 			return size, err
 		}
