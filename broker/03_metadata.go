@@ -13,9 +13,14 @@ import (
 //
 // Behaviour:
 //   - From this broker's image of the cluster metadata: every unfenced
-//     broker with its advertised host, port and rack; the active controller
-//     as ControllerID (this broker while none is known, since every broker
-//     forwards admin requests to it); the cluster id.
+//     broker with its advertised host, port and rack; the cluster id; and
+//     as ControllerID this broker itself while it is unfenced, as Kafka's
+//     KRaft brokers name a live broker there: every broker forwards the
+//     admin requests a client sends "to the controller", and the active
+//     controller is the one node a client most likely saw die (librdkafka
+//     caches the id and dials it until its request times out). A fenced or
+//     unregistered broker names the active controller when it is listed,
+//     else itself.
 //   - Per partition: leader (LEADER_NOT_AVAILABLE and leader -1 while it
 //     has none), leader epoch, replicas, ISR, and the replicas whose broker
 //     is fenced or unknown as offline replicas.
@@ -89,6 +94,9 @@ func (s *Server) describeBrokers(img *cluster.Metadata, resp *kmsg.MetadataRespo
 	clusterID := s.cfg.ClusterID
 	resp.ClusterID = &clusterID
 	resp.ControllerID = s.cfg.NodeID
+	if b, ok := img.Broker(s.cfg.NodeID); ok && !b.Fenced {
+		return
+	}
 	if id, ok := s.activeController(); ok {
 		if b, ok := img.Broker(id); ok && !b.Fenced {
 			resp.ControllerID = id

@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"fmt"
 	"net"
 	"strconv"
 	"testing"
@@ -94,6 +95,36 @@ func TestMetadata(t *testing.T) {
 
 func kadmAddr(b kadm.BrokerDetail) string {
 	return net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+}
+
+// TestMetadataNamesALiveController: every broker of a cluster names itself
+// as ControllerID in Metadata and DescribeCluster, not the active
+// controller (which a client may have just seen die), and takes the admin
+// requests a client then sends it, forwarding them to the controller.
+func TestMetadataNamesALiveController(t *testing.T) {
+	c := brokertest.StartCluster(t, 3, brokertest.Engine("memory"))
+	ctx := interoptest.Context(t)
+	for _, nd := range c.Nodes {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(nd.Addr))
+		require.NoError(t, err)
+		defer cl.Close()
+		md := kmsg.NewPtrMetadataRequest()
+		md.Topics = []kmsg.MetadataRequestTopic{}
+		mresp, err := md.RequestWith(ctx, cl.SeedBrokers()[0])
+		require.NoError(t, err)
+		assert.Equal(t, nd.Config.NodeID, mresp.ControllerID, "Metadata of broker %d", nd.Config.NodeID)
+		dc := kmsg.NewPtrDescribeClusterRequest()
+		dresp, err := dc.RequestWith(ctx, cl.SeedBrokers()[0])
+		require.NoError(t, err)
+		assert.Equal(t, nd.Config.NodeID, dresp.ControllerID, "DescribeCluster of broker %d", nd.Config.NodeID)
+
+		// kadm sends CreateTopics to the controller Metadata named: this
+		// broker, which forwards it.
+		name := fmt.Sprintf("via-%d", nd.Config.NodeID)
+		resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 3, nil, name)
+		require.NoError(t, err)
+		require.NoError(t, resp.Err, "CreateTopics through broker %d", nd.Config.NodeID)
+	}
 }
 
 func TestCreateDeleteTopics(t *testing.T) {
