@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -20,27 +19,9 @@ import (
 
 const kafkaPythonRecords = 200
 
-// kafkaPython finds a Python 3 that imports kafka-python: Debian's
-// python3-kafka lives under /usr/bin/python3, which another python3 first in
-// PATH (pyenv, a venv) does not see. Without one the test skips, except under
-// CI, where .ci/run installs it.
+// kafkaPython finds a Python 3 that imports kafka-python and its codecs.
 func kafkaPython(t *testing.T) string {
-	t.Helper()
-	candidates := []string{"/usr/bin/python3"}
-	if p, err := exec.LookPath("python3"); err == nil {
-		candidates = append(candidates, p)
-	}
-	for _, py := range candidates {
-		if exec.Command(py, "-c", "import kafka, snappy, lz4, zstandard").Run() == nil {
-			return py
-		}
-	}
-	const install = "apt-get install python3-kafka python3-snappy python3-lz4 python3-zstandard"
-	if os.Getenv("CI") != "" {
-		t.Fatalf("kafka-python is not installed but CI is set: .ci/run installs it (%s)", install)
-	}
-	t.Skipf("kafka-python is not installed (%s); set CI to make this a failure", install)
-	return ""
+	return interoptest.Python(t, "kafka, snappy, lz4, zstandard", "python3-kafka python3-snappy python3-lz4 python3-zstandard")
 }
 
 // The JSON job and result of testdata/kafka_python.py; keys and values

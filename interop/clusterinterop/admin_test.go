@@ -4,36 +4,20 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/minikafka/minikafka/interop/interoptest"
 )
 
 // confluentPython finds a Python 3 that imports confluent-kafka-python
-// (librdkafka's admin client): Debian's python3-confluent-kafka lives under
-// /usr/bin/python3. Without one the test skips, except under CI, where
-// .ci/run installs it.
+// (librdkafka's admin client).
 func confluentPython(t *testing.T) string {
-	t.Helper()
-	candidates := []string{"/usr/bin/python3"}
-	if p, err := exec.LookPath("python3"); err == nil {
-		candidates = append(candidates, p)
-	}
-	for _, py := range candidates {
-		if exec.Command(py, "-c", "import confluent_kafka.admin").Run() == nil {
-			return py
-		}
-	}
-	const install = "apt-get install python3-confluent-kafka"
-	if os.Getenv("CI") != "" {
-		t.Fatalf("confluent-kafka-python is not installed but CI is set: .ci/run installs it (%s)", install)
-	}
-	t.Skipf("confluent-kafka-python is not installed (%s); set CI to make this a failure", install)
-	return ""
+	return interoptest.Python(t, "confluent_kafka.admin", "python3-confluent-kafka")
 }
 
 // TestAdminClientAfterControllerKill: librdkafka's admin client, one

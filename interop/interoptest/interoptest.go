@@ -112,3 +112,26 @@ func KcatPath(t testing.TB) string {
 	t.Skip("kcat is not installed (apt-get install kcat); set CI to make this a failure")
 	return ""
 }
+
+// Python finds a Python 3 whose "import <imports>" succeeds: Debian's
+// python3-* packages live under /usr/bin/python3, which another python3
+// first in PATH (pyenv, a venv) does not see. Without one the test skips,
+// except under CI, where .ci/run installs the packages (apt-get install
+// <packages>) and their absence is a failure.
+func Python(t testing.TB, imports, packages string) string {
+	t.Helper()
+	candidates := []string{"/usr/bin/python3"}
+	if p, err := exec.LookPath("python3"); err == nil {
+		candidates = append(candidates, p)
+	}
+	for _, py := range candidates {
+		if exec.Command(py, "-c", "import "+imports).Run() == nil {
+			return py
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("python3 cannot import %s but CI is set: .ci/run installs it (apt-get install %s)", imports, packages)
+	}
+	t.Skipf("python3 cannot import %s (apt-get install %s); set CI to make this a failure", imports, packages)
+	return ""
+}
