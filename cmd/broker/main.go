@@ -11,6 +11,17 @@
 //	broker -node-id 2 -dir d2 -addr :9093 -controller-addr :9193 -controllers ...same
 //	broker -node-id 3 -dir d3 -addr :9094 -controller-addr :9194 -controllers ...same
 //
+// Every flag can also be set by an environment variable, MINIKAFKA_ and the
+// flag's name in capitals with '_' for '-' (MINIKAFKA_NODE_ID=2); the
+// command line wins. -node-id-from-ordinal takes the node id from the host
+// name's last number, a StatefulSet pod's ordinal.
+//
+// /healthz (on -metrics-addr) answers 200 once the broker is registered and
+// unfenced, 503 before and while it shuts down; "broker healthcheck" probes
+// it and exits 0 or 1, for an image without a shell:
+//
+//	broker healthcheck -metrics-addr :9100
+//
 // SIGTERM or SIGINT shuts it down gracefully: it stops accepting, answers
 // the requests already read, syncs every engine and exits.
 package main
@@ -43,6 +54,13 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if len(os.Args) > 1 && os.Args[1] == healthcheckCmd {
+		if err := healthcheck(ctx, os.Args[2:], os.LookupEnv, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
@@ -79,6 +97,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics and /healthz on this address (empty: off)")
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve Go's /debug/pprof/ profiles on -metrics-addr")
 	nodeID := fs.Int("node-id", broker.DefaultNodeID, "this broker's id in the cluster")
+	fromOrdinal := fs.Bool("node-id-from-ordinal", false, "take the node id from the number at the end of the host name (a StatefulSet pod's ordinal: minikafka-2 is node 2)")
 	fs.StringVar(&o.controllers, "controllers", "", "the controller quorum's voters, id@host:port,... (every broker is one; empty: a one-node cluster that is its own controller)")
 	fs.StringVar(&o.cfg.ControllerAddr, "controller-addr", "", "where this node's controller listens (raft and the controller APIs; required with -controllers)")
 	fs.StringVar(&o.cfg.ClusterID, "cluster-id", broker.DefaultClusterID, "the cluster's id: nodes of different clusters refuse each other")
@@ -101,6 +120,18 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := applyEnv(fs, os.LookupEnv); err != nil {
+		return o, err
+	}
+	if *fromOrdinal {
+		host, err := os.Hostname()
+		if err != nil {
+			return o, fmt.Errorf("-node-id-from-ordinal: %w", err)
+		}
+		if *nodeID, err = ordinal(host); err != nil {
+			return o, fmt.Errorf("-node-id-from-ordinal: %w", err)
+		}
 	}
 	if *partitions < 1 || *partitions > 1<<20 {
 		return o, fmt.Errorf("-partitions %d: want 1 to %d", *partitions, 1<<20)
@@ -205,9 +236,14 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(kafka,
 		}
 		return err
 	}
-	var healthy atomic.Bool
-	healthy.Store(true)
-	metricsAddr, stopMetrics, err := serveMetrics(o, s, &healthy, log)
+	var health atomic.Value // of string: "starting", "ok", "shutting down"
+	health.Store("starting")
+	go func() {
+		if s.WaitReady(ctx) == nil {
+			health.CompareAndSwap("starting", "ok")
+		}
+	}()
+	metricsAddr, stopMetrics, err := serveMetrics(o, s, &health, log)
 	if err != nil {
 		ln.Close()
 		return errors.Join(err, s.Close())
@@ -234,7 +270,7 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(kafka,
 	case fatal = <-s.Failed():
 		log.Error("this broker cannot join the cluster", "err", fatal)
 	}
-	healthy.Store(false)
+	health.Store("shutting down")
 	closeErr := s.Close()
 	stopMetrics()
 	if err := <-served; !errors.Is(err, broker.ErrServerClosed) {
@@ -243,10 +279,11 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(kafka,
 	return errors.Join(fatal, closeErr)
 }
 
-// serveMetrics serves /metrics, /healthz and optionally /debug/pprof/ on
-// -metrics-addr ("" serves nothing). It
-// returns the listener's address and a function that stops it.
-func serveMetrics(o options, s *broker.Server, healthy *atomic.Bool, log *slog.Logger) (net.Addr, func(), error) {
+// serveMetrics serves /metrics, /healthz (200 while health is "ok", 503
+// with health's word otherwise) and optionally /debug/pprof/ on
+// -metrics-addr ("" serves nothing). It returns the listener's address and
+// a function that stops it.
+func serveMetrics(o options, s *broker.Server, health *atomic.Value, log *slog.Logger) (net.Addr, func(), error) {
 	if o.metricsAddr == "" {
 		return nil, func() {}, nil
 	}
@@ -257,11 +294,12 @@ func serveMetrics(o options, s *broker.Server, healthy *atomic.Bool, log *slog.L
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", s.MetricsHandler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if !healthy.Load() {
-			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		h := health.Load().(string)
+		if h != "ok" {
+			http.Error(w, h, http.StatusServiceUnavailable)
 			return
 		}
-		fmt.Fprintln(w, "ok")
+		fmt.Fprintln(w, h)
 	})
 	if o.pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)

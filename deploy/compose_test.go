@@ -1,0 +1,130 @@
+package deploy_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// composePorts are the host ports deploy/compose's brokers listen on.
+var composePorts = []int{9092, 9093, 9094, 9192, 9193, 9194, 9101, 9102, 9103}
+
+// docker skips the test unless a Docker engine answers and a compose
+// command exists; it returns the compose command line.
+func docker(t *testing.T) []string {
+	t.Helper()
+	if _, err := exec.LookPath("docker"); err != nil {
+		t.Skip("no docker command: the image and compose tests need a Docker engine")
+	}
+	if out, err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
+		t.Skipf("no Docker engine answers: %v: %s", err, bytes.TrimSpace(out))
+	}
+	if exec.Command("docker", "compose", "version").Run() == nil {
+		return []string{"docker", "compose"}
+	}
+	if p, err := exec.LookPath("docker-compose"); err == nil {
+		return []string{p}
+	}
+	t.Skip("neither docker compose (the plugin) nor docker-compose is installed")
+	return nil
+}
+
+// TestCompose builds the image with deploy/image.sh, starts the README's
+// compose cluster, and serves kcat from the host: three brokers listed, a
+// topic produced with acks=all through one broker and read back through
+// another, created with the cluster's defaults (RF 3, min.insync.replicas
+// 2); a broker stopped by compose (SIGTERM) exits 0.
+func TestCompose(t *testing.T) {
+	compose := docker(t)
+	kcat, err := exec.LookPath("kcat")
+	if err != nil {
+		t.Skip("kcat is not installed (.ci/run installs it)")
+	}
+	for _, p := range composePorts {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			t.Skipf("port %d, which the compose cluster uses, is taken: %v", p, err)
+		}
+		ln.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	tag := fmt.Sprintf("minikafka:test-%d", os.Getpid())
+	run(t, ctx, nil, "./image.sh", tag)
+	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", tag).Run() })
+
+	project := fmt.Sprintf("mktest%d", os.Getpid())
+	env := []string{"MINIKAFKA_IMAGE=" + tag}
+	up := append(compose, "-p", project, "-f", "compose/docker-compose.yml")
+	t.Cleanup(func() {
+		down := exec.Command(up[0], append(up[1:], "down", "-v", "-t", "30")...)
+		down.Env = append(os.Environ(), env...)
+		if out, err := down.CombinedOutput(); err != nil {
+			t.Logf("compose down: %v: %s", err, out)
+		}
+	})
+	run(t, ctx, env, up[0], append(up[1:], "up", "-d")...)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers("localhost:9092"))
+	require.NoError(t, err)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	require.Eventually(t, func() bool {
+		short, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		m, err := adm.BrokerMetadata(short)
+		return err == nil && len(m.Brokers) == 3
+	}, 2*time.Minute, 100*time.Millisecond, "the compose cluster lists three brokers")
+
+	prod := exec.CommandContext(ctx, kcat, "-b", "localhost:9092", "-P", "-t", "demo", "-K:", "-X", "acks=all")
+	prod.Stdin = strings.NewReader("k1:hello\nk2:world\n")
+	out, err := prod.CombinedOutput()
+	require.NoError(t, err, "kcat produce: %s", out)
+	out, err = exec.CommandContext(ctx, kcat, "-b", "localhost:9093", "-C", "-t", "demo", "-e", "-q", "-f", "%k:%s\n").Output()
+	require.NoError(t, err, "kcat consume")
+	assert.ElementsMatch(t, []string{"k1:hello", "k2:world"}, strings.Fields(string(out)))
+
+	td, err := adm.ListTopics(ctx, "demo")
+	require.NoError(t, err)
+	for _, p := range td["demo"].Partitions {
+		assert.Len(t, p.Replicas, 3, "partition %d: the default replication factor", p.Partition)
+	}
+	rc, err := adm.DescribeTopicConfigs(ctx, "demo")
+	require.NoError(t, err)
+	cfg, err := rc.On("demo", nil)
+	require.NoError(t, err)
+	for _, c := range cfg.Configs {
+		if c.Key == "min.insync.replicas" {
+			assert.Equal(t, "2", c.MaybeValue(), "the cluster's min.insync.replicas")
+		}
+	}
+
+	run(t, ctx, env, up[0], append(up[1:], "stop", "broker-2")...)
+	code, err := exec.CommandContext(ctx, "docker", "inspect", "-f", "{{.State.ExitCode}}", project+"_broker-2_1").Output()
+	if err != nil { // the compose plugin names containers project-service-1
+		code, err = exec.CommandContext(ctx, "docker", "inspect", "-f", "{{.State.ExitCode}}", project+"-broker-2-1").Output()
+	}
+	require.NoError(t, err)
+	assert.Equal(t, "0", strings.TrimSpace(string(code)), "a broker stopped with SIGTERM exits cleanly")
+}
+
+// run runs a command in deploy/ with env added, failing the test with its
+// output if it fails.
+func run(t *testing.T, ctx context.Context, env []string, name string, args ...string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s %s: %s", name, strings.Join(args, " "), out)
+}
