@@ -52,7 +52,8 @@ type Engine struct {
 	opts          engine.Options
 	log           *slog.Logger
 	segmentBytes  int64
-	maxBatchBytes int // Options.MaxBatchBytes, at most segmentBytesMax (a frame's length has 4 bytes)
+	ckptBytes     int64 // the active segment is checkpointed each time this much more of it is durable
+	maxBatchBytes int   // Options.MaxBatchBytes, at most segmentBytesMax (a frame's length has 4 bytes)
 
 	start   atomic.Int64
 	end     atomic.Int64
@@ -96,6 +97,7 @@ func Open(dir string, opts engine.Options) (*Engine, error) {
 		quit:          make(chan struct{}),
 		flusherDone:   make(chan struct{}),
 	}
+	e.ckptBytes = checkpointBytesFor(e.segmentBytes)
 	if err := e.recover(); err != nil {
 		e.releaseAll()
 		return nil, fmt.Errorf("segment engine %s: open: %w", dir, err)

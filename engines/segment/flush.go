@@ -133,6 +133,7 @@ func (e *Engine) flushRound(all bool) {
 	seals := e.sealing
 	e.sealing = nil
 	active := e.active
+	targetPos := active.endPos.Load()
 	dirDirty := e.dirDirty
 	e.dirDirty = false
 	round := e.sm.meter.Begin() // covers every append below target
@@ -161,14 +162,30 @@ func (e *Engine) flushRound(all bool) {
 		r.err = err
 		close(r.done)
 	}
+	if err == nil {
+		err = e.sealIndexes(seals)
+	}
+	if err == nil && syncActive && targetPos-active.ckpt.endPos >= e.ckptBytes {
+		err = active.checkpoint(target, targetPos)
+	}
+	if err != nil {
+		e.fail(err)
+	}
+}
+
+// sealIndexes writes the sealed indexes of rolled segments whose data is
+// durable, and removes their checkpoints, which the index supersedes. The
+// caller holds flushMu.
+func (e *Engine) sealIndexes(seals []*segment) error {
 	for _, s := range seals {
-		if err != nil {
-			break
+		if err := s.writeIndex(true, indexLazy); err != nil {
+			return err
 		}
-		if err = s.writeIndex(true, indexLazy); err != nil {
-			e.fail(err)
+		if err := s.dropCheckpoint(); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 // syncFiles writes the segments' unwritten tails and makes durable, in
@@ -204,10 +221,8 @@ func (e *Engine) syncAllLocked() error {
 	}
 	e.sealing = nil
 	e.dirDirty = false
-	for _, s := range seals {
-		if err := s.writeIndex(true, indexLazy); err != nil {
-			return e.fail(err)
-		}
+	if err := e.sealIndexes(seals); err != nil {
+		return e.fail(err)
 	}
 	e.setSynced(e.end.Load())
 	return nil

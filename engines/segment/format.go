@@ -16,6 +16,7 @@ const (
 	indexMagic     = "MKIX"
 	startMagic     = "MKST"
 	cleanMagic     = "MKCL"
+	ckptMagic      = "MKCP"
 	formatVersion  = 1
 	fileHeaderLen  = 8  // magic + version, at the head of every segment file
 	frameHeaderLen = 20 // crc, length, base offset, records
@@ -23,6 +24,7 @@ const (
 	indexHeaderLen = 40 // magic, version, flags, count, base, end, endPos
 	startFileLen   = 20 // magic, version, offset, crc
 	cleanFileLen   = 28 // magic, version, active base, end, crc
+	ckptHeaderLen  = 16 // magic, version, base
 
 	// indexIntervalBytes is how much log lies between two index entries at
 	// most (plus one frame): a read scans at most this much before the frame
@@ -41,6 +43,7 @@ const (
 const (
 	logSuffix   = ".log"
 	indexSuffix = ".index"
+	ckptSuffix  = ".ckpt"
 	tmpSuffix   = ".tmp"
 	// deletedSuffix marks a log file that DeleteBefore dropped and renamed
 	// aside, to be deleted once the engine's locks are released.
@@ -181,6 +184,7 @@ func decodeClean(b []byte) (cleanState, bool) {
 
 func logName(base int64) string   { return fmt.Sprintf("%020d%s", base, logSuffix) }
 func indexName(base int64) string { return fmt.Sprintf("%020d%s", base, indexSuffix) }
+func ckptName(base int64) string  { return fmt.Sprintf("%020d%s", base, ckptSuffix) }
 
 // parseName returns the base offset of a segment or index file name.
 func parseName(name, suffix string) (int64, bool) {

@@ -57,7 +57,7 @@ func (e *Engine) recover() error {
 }
 
 // tidy removes what an interrupted operation can leave behind (temporary
-// files of atomic writes, index files whose segment is gone) and returns the
+// files of atomic writes, index and checkpoint files whose segment is gone) and returns the
 // segments' base offsets in order.
 func (e *Engine) tidy(names []string) ([]int64, error) {
 	logs := map[int64]bool{}
@@ -71,6 +71,9 @@ func (e *Engine) tidy(names []string) ([]int64, error) {
 	var junk []string
 	for _, n := range names {
 		b, isIndex := parseName(n, indexSuffix)
+		if !isIndex {
+			b, isIndex = parseName(n, ckptSuffix)
+		}
 		if strings.HasSuffix(n, tmpSuffix) || strings.HasSuffix(n, deletedSuffix) || (isIndex && !logs[b]) {
 			junk = append(junk, n)
 		}
@@ -229,7 +232,15 @@ func (e *Engine) scanTail(s *segment, bound, next int64) (bool, error) {
 		return false, fmt.Errorf("segment %d: open: %w", s.base, err)
 	}
 	s.f = f
-	st, err := scanSegment(f, s.base, bound)
+	fi, err := f.Stat()
+	if err != nil {
+		return false, fmt.Errorf("segment %d: stat: %w", s.base, err)
+	}
+	from := indexState{base: s.base, end: s.base}
+	if ck, ok := resumeFromCheckpoint(e.fs, s, f, bound, fi.Size()); ok {
+		from = ck
+	}
+	st, err := scanSegmentFrom(f, from, bound)
 	if err != nil {
 		return false, err
 	}
@@ -241,11 +252,10 @@ func (e *Engine) scanTail(s *segment, bound, next int64) (bool, error) {
 		if err := f.SyncData(); err != nil {
 			return false, fmt.Errorf("segment %d: sync: %w", s.base, err)
 		}
-		return true, s.writeIndex(true, indexLazy)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		return false, fmt.Errorf("segment %d: stat: %w", s.base, err)
+		if err := s.writeIndex(true, indexLazy); err != nil {
+			return false, err
+		}
+		return true, s.dropCheckpoint()
 	}
 	return bound == next && st.endPos >= fileHeaderLen && st.endPos == fi.Size(), nil
 }
@@ -268,6 +278,9 @@ func (e *Engine) cutTail(tail int) error {
 			}
 		}
 		if err := s.writeIndex(true, indexDurable); err != nil {
+			return err
+		}
+		if err := s.dropCheckpoint(); err != nil {
 			return err
 		}
 	}

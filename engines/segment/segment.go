@@ -24,6 +24,7 @@ type segment struct {
 	fs        vfs.FS
 	logPath   string
 	indexPath string
+	ckptPath  string
 
 	// refs counts the engine's segment list (one) and every reader inside
 	// the segment; the file is closed when it drops to zero.
@@ -44,6 +45,7 @@ type segment struct {
 	removed bool         // the files are deleted: write no index for it
 
 	builder indexBuilder // the appender's; guarded by the engine's mu
+	ckpt    checkpointer // guarded by the engine's flushMu
 
 	// The unwritten tail of the active segment (see tail.go): bytes
 	// [0, written) are in the file, the rest of [0, endPos) in inflight
@@ -62,6 +64,7 @@ func newSegment(fs vfs.FS, dir string, base int64) *segment {
 		fs:        fs,
 		logPath:   fs.PathJoin(dir, logName(base)),
 		indexPath: fs.PathJoin(dir, indexName(base)),
+		ckptPath:  fs.PathJoin(dir, ckptName(base)),
 		builder:   newIndexBuilder(),
 	}
 	s.refs.Store(1)
@@ -107,6 +110,7 @@ func (s *segment) release() {
 		s.f.Close()
 		s.f = nil
 	}
+	s.closeCheckpoint() // the last reference: no flusher round holds s
 	discard := s.discard
 	s.discard = nil
 	s.mu.Unlock()
@@ -276,24 +280,40 @@ func readIndexFile(fs vfs.FS, path string, base int64) (indexState, error) {
 // returned as such; bad bytes only end the extent. A file whose header is bad
 // has endPos 0.
 func scanSegment(f vfs.File, base, stopAt int64) (indexState, error) {
-	st := indexState{base: base, end: base}
+	return scanSegmentFrom(f, indexState{base: base, end: base}, stopAt)
+}
+
+// scanSegmentFrom is scanSegment resumed from a known frame boundary: the
+// extent st (its end and endPos, with the entries below it). An st with
+// endPos 0 starts at the file header.
+func scanSegmentFrom(f vfs.File, st indexState, stopAt int64) (indexState, error) {
 	fi, err := f.Stat()
 	if err != nil {
-		return st, fmt.Errorf("segment %d: stat: %w", base, err)
+		return st, fmt.Errorf("segment %d: stat: %w", st.base, err)
 	}
-	r := frameReader{readAt: f.ReadAt, base: base, limit: fi.Size()}
-	hdr, err := r.bytes(0, fileHeaderLen, scanBytes)
-	if err == nil {
-		err = checkFileHeader(hdr)
-	}
-	if err != nil {
-		if errors.Is(err, errBadFrame) {
-			return st, nil
+	r := frameReader{readAt: f.ReadAt, base: st.base, limit: fi.Size()}
+	if st.endPos == 0 {
+		hdr, err := r.bytes(0, fileHeaderLen, scanBytes)
+		if err == nil {
+			err = checkFileHeader(hdr)
 		}
-		return st, err
+		if err != nil {
+			if errors.Is(err, errBadFrame) {
+				return st, nil
+			}
+			return st, err
+		}
+		st.endPos = fileHeaderLen
 	}
-	b := newIndexBuilder()
-	pos := int64(fileHeaderLen)
+	return scanFrames(&r, st, stopAt)
+}
+
+// scanFrames checks frames from the boundary st.endPos (offset st.end) up to
+// the first bad one or the first whose base offset reaches stopAt, and
+// returns st extended by them, with their index entries.
+func scanFrames(r *frameReader, st indexState, stopAt int64) (indexState, error) {
+	b := builderFor(st.entries)
+	pos := st.endPos
 	for st.end < stopAt {
 		h, err := r.header(pos, st.end, pos+scanBytes)
 		if err == nil {
@@ -305,7 +325,7 @@ func scanSegment(f vfs.File, base, stopAt int64) (indexState, error) {
 		if err != nil {
 			return st, err
 		}
-		if e, ok := b.add(base, st.end, pos); ok {
+		if e, ok := b.add(st.base, st.end, pos); ok {
 			st.entries = append(st.entries, e)
 		}
 		pos += h.frameLen()

@@ -89,6 +89,9 @@ func (e *Engine) cutLocked(i int, cutBase, cutPos int64) error {
 		if err := s.writeIndex(true, indexDurable); err != nil {
 			return err
 		}
+		if err := s.dropCheckpoint(); err != nil {
+			return err
+		}
 	}
 	return e.startSegmentLocked(cutBase)
 }
@@ -208,7 +211,7 @@ func setAside(fs vfs.FS, dir string, segs []*segment) ([]string, error) {
 		if err := engine.SyncDir(fs, dir); err != nil {
 			return aside, err
 		}
-		if err := removeIfExists(fs, s.indexPath); err != nil {
+		if err := removeIndexes(fs, s); err != nil {
 			return aside, err
 		}
 	}
@@ -263,7 +266,7 @@ func removeSegments(fs vfs.FS, dir string, segs []*segment, newestFirst bool) er
 		if err := engine.SyncDir(fs, dir); err != nil {
 			return err
 		}
-		if err := removeIfExists(fs, s.indexPath); err != nil {
+		if err := removeIndexes(fs, s); err != nil {
 			return err
 		}
 	}
@@ -271,6 +274,16 @@ func removeSegments(fs vfs.FS, dir string, segs []*segment, newestFirst bool) er
 		return nil
 	}
 	return engine.SyncDir(fs, dir)
+}
+
+// removeIndexes removes a removed segment's index and checkpoint files.
+// The caller syncs the directory before a segment of the same name can be
+// created, so that neither can vouch for another file's bytes.
+func removeIndexes(fs vfs.FS, s *segment) error {
+	if err := removeIfExists(fs, s.indexPath); err != nil {
+		return err
+	}
+	return removeIfExists(fs, s.ckptPath)
 }
 
 func removeIfExists(fs vfs.FS, path string) error {
