@@ -13,8 +13,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -349,4 +351,72 @@ func evict(b *testing.B, dir string) {
 		}
 		f.Close()
 	}
+}
+
+// BenchmarkCheckpointCost is the A/B of the active segment's checkpoints:
+// each pass ingests 254 MiB into one segment (batches of 1000 records of
+// 100 bytes, a Sync after each) of a fresh log, with checkpoints and then
+// without, and reads each back from a cold page cache. The figures of every pass are logged, so
+// that they can be compared pair by pair:
+//
+//	go test -run XXX -bench CheckpointCost -benchtime 4x -v ./engines/segment
+func BenchmarkCheckpointCost(b *testing.B) {
+	modes := []struct {
+		name        string
+		checkpoints bool
+	}{{"checkpoints", true}, {"none", false}}
+	for i := range b.N {
+		for _, m := range modes {
+			ingest, read, extents := ingestAndScan(b, m.checkpoints)
+			b.Logf("pass %d %-11s ingest %.0f records/s, cold read %.0f records/s, %s", i, m.name,
+				2600e3/ingest.Seconds(), 2600e3/read.Seconds(), extents)
+		}
+	}
+}
+
+func ingestAndScan(b *testing.B, checkpoints bool) (ingest, read time.Duration, extents string) {
+	dir := b.TempDir()
+	e, err := Open(dir, engine.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !checkpoints {
+		e.ckptBytes = 1 << 62
+	}
+	data := make([]byte, 100_000)
+	start := time.Now()
+	for range 2600 {
+		batch := engine.Batch{BaseOffset: e.EndOffset(), Records: 1000, Data: data}
+		if err := e.Append(batch); err != nil {
+			b.Fatal(err)
+		}
+		if err := e.Sync(context.Background(), batch.NextOffset()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ingest = time.Since(start)
+	if err := e.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if out, err := exec.Command("filefrag", filepath.Join(dir, logName(0))).Output(); err == nil {
+		extents = strings.TrimSpace(string(out[strings.LastIndex(string(out), ":")+1:]))
+	}
+	evict(b, dir)
+	e, err = Open(dir, engine.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	evict(b, dir)
+	start = time.Now()
+	var buf []byte
+	for off := int64(0); off < e.EndOffset(); {
+		var bs []engine.Batch
+		bs, buf, err = e.ReadInto(buf, off, 1<<20)
+		if err != nil {
+			b.Fatal(err)
+		}
+		off = bs[len(bs)-1].NextOffset()
+	}
+	return ingest, time.Since(start), extents
 }

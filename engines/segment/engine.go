@@ -72,6 +72,9 @@ type Engine struct {
 	segMu sync.RWMutex
 	segs  []*segment // ascending base offsets; the last is active
 
+	spareMu sync.Mutex // taken alone
+	spare   bool       // spareFile exists (see spare.go)
+
 	sm syncState
 
 	kick        chan struct{}
@@ -210,7 +213,7 @@ func (e *Engine) startWritingLocked() error {
 // flusher syncs the sealed segment, then the directory, then the new one,
 // and writes the sealed segment's index.
 func (e *Engine) rollLocked(base int64) error {
-	s, err := createSegment(e.fs, e.dir, base)
+	s, err := e.startSegmentFile(base)
 	if err != nil {
 		return err
 	}

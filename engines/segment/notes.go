@@ -14,8 +14,8 @@ var notes = engine.Notes{
 	Stalls:   "segment rolls and slow fdatasyncs",
 	CPU:      "a copy into the segment's buffer and a CRC per batch",
 	Memory:   "each partition's unwritten tail and sparse index",
-	Recovery: "finds no clean-shutdown marker and scans the frames of the segments written since the last sealed index, " +
-		"checking every CRC up to the torn tail",
+	Recovery: "finds no clean-shutdown marker and checks the frames written since the active segment's last checkpoint " +
+		"(at most 8 MiB and a flush round), every CRC up to the torn tail",
 	IntervalLoss: "kicks its flusher to hand every append to the kernel at once under this policy, but the acknowledgement does not " +
 		"wait for it: a kill can catch appends the flusher had not written yet",
 }

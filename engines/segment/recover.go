@@ -1,7 +1,9 @@
 package segment
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strings"
@@ -70,6 +72,10 @@ func (e *Engine) tidy(names []string) ([]int64, error) {
 	}
 	var junk []string
 	for _, n := range names {
+		if n == spareFile {
+			e.spare = true
+			continue
+		}
 		b, isIndex := parseName(n, indexSuffix)
 		if !isIndex {
 			b, isIndex = parseName(n, ckptSuffix)
@@ -130,7 +136,7 @@ func (e *Engine) openClean() (bool, error) {
 		return false, fmt.Errorf("segment %d: open: %w", last.base, err)
 	}
 	fi, err := f.Stat()
-	if err != nil || fi.Size() != st.endPos {
+	if err != nil || fi.Size() < st.endPos {
 		f.Close()
 		return false, nil
 	}
@@ -268,7 +274,8 @@ func (e *Engine) cutTail(tail int) error {
 	s := e.segs[tail]
 	end := s.end.Load()
 	dropped := e.segs[len(e.segs)-1].base
-	e.log.Warn("cutting the log after a crash", "segment", s.base, "end", end, "byte", s.endPos.Load(), "segments_removed", len(e.segs)-1-tail, "last_segment", dropped)
+	e.log.Warn("cutting the log after a crash", "segment", s.base, "end", end, "byte", s.endPos.Load(),
+		"after", s.tailKind(), "segments_removed", len(e.segs)-1-tail, "last_segment", dropped)
 	keep := tail
 	if end > s.base {
 		keep = tail + 1
@@ -329,4 +336,37 @@ func (e *Engine) detachBeforeLocked(offset int64) []*segment {
 	e.sealing = slices.DeleteFunc(e.sealing, func(s *segment) bool { return slices.Contains(drop, s) })
 	e.setSegs(slices.Clone(e.segs[n:]))
 	return drop
+}
+
+// Tail kinds: what follows a segment's last good frame (see the package
+// documentation's Segment file section).
+const (
+	tailEOF      = "end of file"
+	tailZeroed   = "zeroed tail"
+	tailRecycled = "old frames of a recycled file"
+	tailTorn     = "torn frame"
+	tailSealed   = "sealed end" // an authoritative end, not scanned
+)
+
+// tailKind reads the bytes where the header after s's last good frame
+// would be and says what they are.
+func (s *segment) tailKind() string {
+	if s.f == nil {
+		return tailSealed
+	}
+	pos := s.endPos.Load()
+	var b [frameHeaderLen]byte
+	n, err := s.f.ReadAt(b[:], pos)
+	switch {
+	case n == 0 && (err == nil || errors.Is(err, io.EOF)):
+		return tailEOF
+	case !slices.ContainsFunc(b[:n], func(c byte) bool { return c != 0 }):
+		return tailZeroed
+	case n == frameHeaderLen:
+		h, _ := decodeFrameHeader(b[:], s.base)
+		if h.length > 0 && h.records > 0 && h.base >= 0 && h.base < s.base {
+			return tailRecycled
+		}
+	}
+	return tailTorn
 }

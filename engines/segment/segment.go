@@ -80,17 +80,26 @@ func createSegment(fs vfs.FS, dir string, base int64) (*segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("segment %d: create: %w", base, err)
 	}
+	if err := s.begin(f); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// begin makes f, a new or recycled file, the empty segment's: it writes the
+// file header and sets the extent just past it. On failure f is closed.
+func (s *segment) begin(f vfs.File) error {
 	var hdr [fileHeaderLen]byte
 	putFileHeader(hdr[:])
 	if _, err := f.WriteAt(hdr[:], 0); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("segment %d: write header: %w", base, err)
+		return fmt.Errorf("segment %d: write header: %w", s.base, err)
 	}
 	s.f = f
 	s.loaded = true
 	s.endPos.Store(fileHeaderLen)
 	s.written.Store(fileHeaderLen)
-	return s, nil
+	return nil
 }
 
 // acquire takes a reader's reference. The caller holds the engine's segMu,

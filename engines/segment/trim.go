@@ -108,7 +108,7 @@ func (e *Engine) dropLocked(keep int) error {
 // startSegmentLocked creates a durable, empty active segment at base that
 // ends the log.
 func (e *Engine) startSegmentLocked(base int64) error {
-	s, err := createSegment(e.fs, e.dir, base)
+	s, err := e.startSegmentFile(base)
 	if err != nil {
 		return err
 	}
@@ -154,7 +154,7 @@ func (e *Engine) DeleteBefore(offset int64) error {
 	for i, s := range drop {
 		if i < len(aside) && aside[i] != "" {
 			path := aside[i]
-			s.onLastRelease(func() { e.discard(path) })
+			s.onLastRelease(func() { e.recycleOrDiscard(path) })
 		}
 		s.release() // the log's reference: readers inside hold theirs
 	}
