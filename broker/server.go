@@ -112,6 +112,10 @@ func New(cfg Config) (*Server, error) {
 		Clock:         cfg.Clock,
 		Logger:        s.log,
 		Replication:   partition.Replication{ProposeISR: s.proposeISR, LagTime: cfg.Cluster.ReplicaLagTime},
+		// The data directory failed (a full disk, an I/O error): stop, as
+		// Kafka halts on its last log directory, so that the controller
+		// gives this broker's leaderships and ISR places to others.
+		OnLogFailure: func(err error) { s.fail(fmt.Errorf("broker: the data directory failed: %w", err)) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: open %s: %w", cfg.Dir, err)
@@ -157,7 +161,7 @@ func (s *Server) WaitReady(ctx context.Context) error {
 
 // Failed returns a channel that gets the error that stops this broker from
 // ever serving (another live process has its node id; the controller is of
-// another cluster). The program should exit.
+// another cluster; its data directory failed). The program should exit.
 func (s *Server) Failed() <-chan error { return s.failed }
 
 func (s *Server) fail(err error) {

@@ -104,6 +104,15 @@ type Config struct {
 	// partitions are deleted in the background (deleter.go); 0 means
 	// DefaultDeleteRate and a negative value does not pace them.
 	DeleteRate int64
+	// OnLogFailure, if set, is called when a partition's log can no longer
+	// be written (a sync failed, which is final: the partition stops taking
+	// writes; or the engine refused an append for an I/O error: a full
+	// disk, say), from whichever goroutine saw it, possibly more than once.
+	// Kafka takes a failed log directory offline and halts the broker once
+	// none is left; a broker on one data directory should stop, so that
+	// the controller moves its leaderships and its followers' ISR places
+	// to replicas that can write.
+	OnLogFailure func(error)
 	// Manual starts no goroutine: no partition syncs or snapshots in the
 	// background (the caller calls Partition.Sync after appends), no
 	// retention or tick loop (the caller calls EnforceRetention and Tick).

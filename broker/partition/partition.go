@@ -70,6 +70,7 @@ type Partition struct {
 	always   bool                        // SyncAlways: the HW waits for an fsync
 	clock    clock.Clock
 	logger   *slog.Logger
+	failed   func(error) // Config.OnLogFailure, or nil
 
 	// mu orders appends: the idempotence check, the offset assignment, the
 	// engine append and the producer state update happen under it.
@@ -157,6 +158,7 @@ func openPartition(m *Manager, spec Spec) (*Partition, error) {
 		clock:     m.cfg.Clock,
 		snapEvery: m.cfg.SnapshotBytes,
 		logger:    m.cfg.Logger.With("topic", topic, "partition", index),
+		failed:    m.cfg.OnLogFailure,
 		leaderID:  -1,
 		kick:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
@@ -258,7 +260,7 @@ func (p *Partition) Append(records []byte) (Appended, error) {
 		if err := p.log.Append(engine.Batch{BaseOffset: next, Records: h.Offsets(), Data: b}); err != nil {
 			// Earlier batches of the same request stay: they are in the log.
 			p.afterAppend(next)
-			return Appended{}, p.storageErr("append", err)
+			return Appended{}, p.writeFailed("append", err)
 		}
 		p.producers.Record(h, next, nowMs)
 		p.sinceSnap += int64(len(b))
@@ -413,6 +415,16 @@ func (p *Partition) closedErr() error {
 
 // storageErr maps an engine error to the Kafka error a client can act on,
 // keeping the engine error in the chain.
+// writeFailed is storageErr for a write the engine refused: an I/O error
+// (KAFKA_STORAGE_ERROR) is also reported to Config.OnLogFailure.
+func (p *Partition) writeFailed(op string, err error) error {
+	err = p.storageErr(op, err)
+	if p.failed != nil && errors.Is(err, kerr.KafkaStorageError) {
+		p.failed(err)
+	}
+	return err
+}
+
 func (p *Partition) storageErr(op string, err error) error {
 	var code *kerr.Error
 	switch {

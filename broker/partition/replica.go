@@ -587,7 +587,7 @@ func (p *Partition) appendReplicatedLocked(infos []replication.BatchInfo, bytesA
 			if i > 0 {
 				p.afterAppendLocked(p.log.EndOffset()) // what was appended is synced
 			}
-			return p.storageErr("append replicated", err)
+			return p.writeFailed("append replicated", err)
 		}
 		p.producers.Record(h, info.BaseOffset, nowMs)
 		p.sinceSnap += int64(len(b))

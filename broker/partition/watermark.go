@@ -156,7 +156,7 @@ func (p *Partition) WaitDurable(ctx context.Context, end int64) error {
 		return p.durable.wait(ctx, func(d int64) bool { return d >= end })
 	}
 	if err := p.log.Sync(ctx, end); err != nil {
-		return p.storageErr("sync", err)
+		return p.writeFailed("sync", err)
 	}
 	return nil
 }
@@ -305,7 +305,7 @@ func (p *Partition) syncOnce(ctx context.Context) bool {
 			if ctx.Err() != nil {
 				return false
 			}
-			err = p.storageErr("sync", err)
+			err = p.writeFailed("sync", err)
 			p.logger.Error("log sync failed; the partition stops accepting writes", "err", err)
 			p.durable.close(err)
 			p.wm.close(err)

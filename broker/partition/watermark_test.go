@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/minikafka/minikafka/broker/batch/batchtest"
+	"github.com/minikafka/minikafka/broker/partition"
 	"github.com/minikafka/minikafka/engine"
 	"github.com/minikafka/minikafka/engines/memory"
 )
@@ -77,6 +78,41 @@ func TestSyncFailureFailsWaiters(t *testing.T) {
 	err = p.WaitDurable(ctx, app.LastOffset+1)
 	assert.ErrorIs(t, err, kerr.KafkaStorageError)
 	assert.Equal(t, int64(0), p.HighWatermark())
+}
+
+// TestLogFailureIsReported: a failed sync and an append the engine refuses
+// reach Config.OnLogFailure (the broker stops on it, as Kafka halts on its
+// last failed log directory), with KAFKA_STORAGE_ERROR.
+func TestLogFailureIsReported(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		inject func(f *flakyEngine)
+	}{
+		{"sync", func(f *flakyEngine) { f.failSync = true }},
+		{"append", func(f *flakyEngine) { f.failAppend = true }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			reported := make(chan error, 16)
+			m, err := partition.OpenManager(partition.Config{Dir: dir, Engine: flakyName,
+				EngineOptions: engine.Options{Sync: engine.SyncAlways},
+				OnLogFailure:  func(err error) { reported <- err }})
+			require.NoError(t, err)
+			t.Cleanup(func() { m.Close() })
+			p := onePartition(t, m, "t")
+			flakyAt(pathOf(dir, "t", 0, "log")).set(tc.inject)
+			if app, err := p.Append(batchtest.Plain(t, 1)); err == nil {
+				assert.ErrorIs(t, p.WaitDurable(ctxT(t), app.LastOffset+1), kerr.KafkaStorageError)
+			}
+			select {
+			case err := <-reported:
+				assert.ErrorIs(t, err, kerr.KafkaStorageError)
+				assert.ErrorIs(t, err, errInjected)
+			case <-ctxT(t).Done():
+				t.Fatal("the failure was not reported")
+			}
+		})
+	}
 }
 
 func TestLongPollWakesOnAppend(t *testing.T) {

@@ -268,7 +268,7 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(kafka,
 	case err := <-served:
 		log.Error("serving stopped", "err", err)
 	case fatal = <-s.Failed():
-		log.Error("this broker cannot join the cluster", "err", fatal)
+		log.Error("this broker cannot go on serving", "err", fatal)
 	}
 	health.Store("shutting down")
 	closeErr := s.Close()
