@@ -341,6 +341,9 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) shutdown() error {
+	// Through startOnce: what a Serve's start did happens before (stopLife
+	// is read below), and a Serve after this Close starts nothing.
+	s.startOnce.Do(func() {})
 	// A controlled shutdown first: the controller moves this broker's
 	// leaderships while it still serves, so clients find the new leaders
 	// without waiting for a session timeout.
