@@ -57,6 +57,13 @@ var (
 		}
 		return float64(s.Usage.Apparent)
 	})
+	DeviceWrittenBytes = metric(func(s Sample) float64 {
+		if s.Device == nil {
+			return math.NaN()
+		}
+		return float64(s.Device.WrittenBytes)
+	})
+	FreedBytes      = metric(func(s Sample) float64 { return float64(s.Freed) })
 	DeviceReadBytes = metric(func(s Sample) float64 {
 		if s.Device == nil {
 			return math.NaN()

@@ -1,6 +1,7 @@
 package logbench_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +22,19 @@ import (
 	"github.com/minikafka/minikafka/engines/pebble"
 )
 
+// TestMain serves the engines' kill -9 children from this test binary, as
+// cmd/bench does from its own.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == logbench.ChildCmd {
+		if err := logbench.ServeChild(context.Background(), os.Args[2:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
 // tiny is the whole pipeline on sizes that run in a moment. No figure is
 // asserted: only that every workload ran and counted what it should.
 func tiny(t *testing.T, subjects ...string) logbench.Config {
@@ -30,6 +44,7 @@ func tiny(t *testing.T, subjects ...string) logbench.Config {
 	c.AppendDuration = 20 * time.Millisecond
 	c.Records = 5_500 // a short last batch
 	c.Dir = t.TempDir()
+	c.Self = os.Args[0]
 	return c
 }
 
@@ -45,11 +60,12 @@ func TestRunWholePipeline(t *testing.T) {
 	assert.Equal(t, []string{logbench.RawName, logbench.RawOverwriteName, pebble.Name, logbench.BadgerTxnName, memory.Name},
 		names, "report order")
 	want := map[string][]string{
-		logbench.RawName:          {"append-1", "append-8", "ingest", "read"},
-		logbench.RawOverwriteName: {"append-1", "append-8", "ingest"},
-		pebble.Name:               {"append-1", "append-8", "ingest", "reopen", "reopen-warm", "read"},
-		logbench.BadgerTxnName:    {"append-1", "append-8"},
-		memory.Name:               {"append-1", "append-8", "ingest", "read"},
+		logbench.RawName:          {"append-1", "append-8", "ingest", "read", "catch-up"},
+		logbench.RawOverwriteName: {"append-1", "append-8", "ingest", "catch-up"},
+		pebble.Name: {"append-1", "append-8", "ingest", "reopen", "reopen-warm", "read",
+			"kill-restart", "kill-restart-cold", "truncate-1", "truncate-10", "truncate-50", "delete-half", "catch-up"},
+		logbench.BadgerTxnName: {"append-1", "append-8"},
+		memory.Name:            {"append-1", "append-8", "ingest", "read"},
 	}
 	for _, sr := range res.Subjects {
 		var got []string
@@ -86,7 +102,8 @@ func TestRunWholePipeline(t *testing.T) {
 	res.Command, res.Commit = "test", "none"
 	md := string(logbench.Report(res).Markdown())
 	for _, s := range []string{"## Targets", "## Durable append, 8 writers", "## Durable append, 1 writer\n", "## Bulk ingest",
-		"## Sequential read", "## Reopen to first read", "## Machine", "| raw |", "| pebble |", "| badger-txn |", "| memory |"} {
+		"## Sequential read", "## Reopen to first read", "## Restart after kill -9", "## Truncate and delete, as replication asks",
+		"## Follower catch-up", "## Machine", "| raw |", "| pebble |", "| badger-txn |", "| memory |"} {
 		assert.Contains(t, md, s)
 	}
 	_, err = json.Marshal(res)

@@ -76,7 +76,11 @@ func Report(r *Results) *bench.Report {
 	appendSections(rep, r)
 	ingestSection(rep, r)
 	readSection(rep, r)
+	readRepsSection(rep, r)
 	reopenSection(rep, r)
+	killSection(rep, r)
+	trimSection(rep, r)
+	catchUpSection(rep, r)
 	machineSection(rep, r)
 	return rep
 }
@@ -180,11 +184,12 @@ func appendSections(rep *bench.Report, r *Results) {
 		s := rep.Section("Durable append, " + plural(w, "writer"))
 		s.Para("%s, each appending one %d-byte record per batch and waiting for Sync before the next, for %v per repetition. Latency is Append+Sync as one writer sees it. Device WA is bytes the device wrote per payload byte.",
 			plural(w, "concurrent writer"), r.Config.AppendRecordBytes, r.Config.AppendDuration)
-		t := s.Table("subject", "records/s", "MB/s", "p50", "p99", "device WA", "× raw", "× pebble", "notes").Left(8)
+		t := s.Table("subject", "records/s", "MB/s", "p50", "p99", "device WA", "× raw", "× raw-overwrite", "× pebble", "notes").Left(9)
 		for _, n := range taking(r, wl) {
 			sp := func(m Metric, f func(float64) string) string { return bench.SpreadText(r.Spread(n, wl, m), f) }
 			t.Row(n, sp(RecordsPerSecond, bench.Rate), sp(BytesPerSecond, bench.MB), sp(P50, bench.Millis), sp(P99, bench.Millis),
-				sp(WriteAmplification, amp), ratioCell(r, n, RawName, wl), ratioCell(r, n, "pebble", wl), failures(r, n, wl))
+				sp(WriteAmplification, amp), ratioCell(r, n, RawName, wl), ratioCell(r, n, RawOverwriteName, wl),
+				ratioCell(r, n, "pebble", wl), failures(r, n, wl))
 		}
 	}
 }
@@ -201,13 +206,13 @@ func ingestSection(rep *bench.Report, r *Results) {
 	s := rep.Section("Bulk ingest")
 	s.Para("%d records of %d bytes in batches of %d (one batch = %d bytes of Data), one Sync per batch, one writer. WA = bytes the device wrote from open to close / payload bytes; SA = bytes allocated on disk after close / payload bytes (preallocated space counts; the files' own length is shown when it differs).",
 		c.Records, c.RecordBytes, c.BatchRecords, c.RecordBytes*c.BatchRecords)
-	t := s.Table("subject", "records/s", "MB/s", "batch p99", "WA", "SA", "on disk", "× raw", "× pebble", "notes").Left(9)
+	t := s.Table("subject", "records/s", "MB/s", "batch p99", "WA", "SA", "on disk", "× raw", "× raw-overwrite", "× pebble", "notes").Left(10)
 	wl := WorkloadIngest
 	for _, n := range taking(r, wl) {
 		sp := func(m Metric, f func(float64) string) string { return bench.SpreadText(r.Spread(n, wl, m), f) }
 		t.Row(n, sp(RecordsPerSecond, bench.Rate), sp(BytesPerSecond, bench.MB), sp(P99, bench.Millis),
 			sp(WriteAmplification, amp), sp(SpaceAmplification, amp), diskCell(r, n),
-			ratioCell(r, n, RawName, wl), ratioCell(r, n, "pebble", wl), failures(r, n, wl))
+			ratioCell(r, n, RawName, wl), ratioCell(r, n, RawOverwriteName, wl), ratioCell(r, n, "pebble", wl), failures(r, n, wl))
 	}
 }
 

@@ -43,13 +43,17 @@ type Config struct {
 	// Probe is how long the device's background writes are measured before
 	// the run, to show how quiet the machine was. Zero skips it.
 	Probe time.Duration `json:"probe_ns"`
+	// Self is a program that serves ChildCmd (the benchmark's own binary),
+	// for the restart after kill -9; empty skips that workload.
+	Self string `json:"-"`
 	// Progress, if not nil, receives a progress bar.
 	Progress io.Writer `json:"-"`
 	// Command is the command line, for the report.
 	Command string `json:"-"`
 }
 
-// Default is the full run that results/engines.md comes from.
+// Default is the shape of the full run that results/engines.md comes from,
+// with a smaller ingest (see ProfileRecords).
 func Default() Config {
 	return Config{
 		Reps:              3,
@@ -57,11 +61,18 @@ func Default() Config {
 		AppendRecordBytes: 1024,
 		AppendDuration:    5 * time.Second,
 		Records:           1_000_000,
-		RecordBytes:       100,
-		BatchRecords:      1000,
-		Probe:             3 * time.Second,
+
+		RecordBytes:  100,
+		BatchRecords: 1000,
+		Probe:        3 * time.Second,
 	}
 }
+
+// ProfileRecords is the engines profile's bulk ingest: a GiB of 100-byte
+// records, so that the cold read, the restarts after a kill and the
+// truncations run on a log of the size the targets name. (Default keeps a
+// smaller ingest, which the replication profile takes as its baseline.)
+const ProfileRecords = 10_738_000
 
 // Quick is a smoke run of the same pipeline on small sizes.
 func Quick() Config {

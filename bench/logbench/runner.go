@@ -31,9 +31,28 @@ func (r *runner) steps(s Subject) int {
 		n += len(r.cfg.Writers)
 	}
 	if s.Ingester != nil {
-		n += 1 + len(readBacks(s))
+		n += 1 + len(readBacks(s)) + len(r.replicaWorkloads(s))
 	}
 	return n
+}
+
+// replicaWorkloads lists the workloads past the read-backs that s takes
+// part in: restarts after a kill, truncations and deletion, catch-up.
+func (r *runner) replicaWorkloads(s Subject) []string {
+	var out []string
+	if s.Engine != nil && r.cfg.Self != "" {
+		out = append(out, WorkloadKill, WorkloadKillCold)
+	}
+	if s.Engine != nil {
+		for _, pct := range TruncateShares {
+			out = append(out, TruncateWorkload(pct))
+		}
+		out = append(out, WorkloadDeleteHalf)
+	}
+	if s.Durable {
+		out = append(out, WorkloadCatchUp)
+	}
+	return out
 }
 
 // begin shows the workload about to run; done counts it.
@@ -59,6 +78,9 @@ func (r *runner) rep(s Subject, rep int) []Sample {
 	}
 	if s.Ingester != nil {
 		out = append(out, r.ingestAndRead(s, rep)...)
+		if s.Durable {
+			out = append(out, r.catchUpOnce(s, rep))
+		}
 	}
 	return out
 }
@@ -125,7 +147,8 @@ func readBacks(s Subject) []string {
 
 // ingestAndRead runs the bulk ingest, then (for a durable subject, after a
 // clean close) reopen-to-first-read, cold then warm, and the cold sequential
-// read of the same log.
+// read of the same log; for an engine, then the restarts after a kill and
+// the truncations and deletion of the same log.
 func (r *runner) ingestAndRead(s Subject, rep int) []Sample {
 	dir := r.scratch(s.Name, WorkloadIngest, rep)
 	defer os.RemoveAll(dir)
@@ -149,7 +172,26 @@ func (r *runner) ingestAndRead(s Subject, rep int) []Sample {
 		out = append(out, got)
 		r.done()
 	}
-	return out
+	if s.Engine == nil {
+		return out
+	}
+	if smp.Err != "" {
+		for _, wl := range r.replicaWorkloads(s) {
+			if wl != WorkloadCatchUp {
+				out = append(out, failed(wl, rep, errors.New("ingest failed")))
+			}
+		}
+		return out
+	}
+	if r.cfg.Self != "" {
+		for _, cold := range []bool{false, true} {
+			wl := map[bool]string{false: WorkloadKill, true: WorkloadKillCold}[cold]
+			r.begin(s, wl, rep)
+			out = append(out, r.killOnce(s, dir, rep, cold))
+			r.done()
+		}
+	}
+	return append(out, r.trimOnce(s, dir, rep)...)
 }
 
 // ingestOnce ingests into dir. A durable subject is closed before it

@@ -59,6 +59,10 @@ type Subject struct {
 	// Reopen opens what an Ingester left in dir and returns how long it took
 	// until the first record was read, then closes it (untimed).
 	Reopen func(dir string) (time.Duration, error)
+	// Engine opens what an Ingester left in dir as the engine it is, for
+	// the workloads that truncate and trim it; nil for the baselines. A
+	// subject with it is also killed and restarted (see ChildCmd).
+	Engine func(dir string) (engine.LogEngine, error)
 }
 
 // EngineSubject measures the engine registered under name, under
@@ -83,10 +87,13 @@ func EngineSubject(name string) (Subject, error) {
 		Ingester: func(dir string) (Ingester, error) { return open(dir) },
 		Scanner:  func(dir string) (Scanner, error) { return open(dir) },
 		Reopen:   func(dir string) (time.Duration, error) { return reopenFirstRead(name, dir) },
+		Engine: func(dir string) (engine.LogEngine, error) {
+			return engine.Open(name, dir, engine.Options{Sync: engine.SyncAlways})
+		},
 	}
 	if !s.Durable {
 		s.Note = "engine, not durable: read back while open, no reopen"
-		s.Scanner, s.Reopen = nil, nil
+		s.Scanner, s.Reopen, s.Engine = nil, nil, nil
 	}
 	return s, nil
 }

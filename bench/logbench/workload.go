@@ -38,6 +38,9 @@ type Sample struct {
 	Device *bench.DiskStats `json:"device,omitempty"`
 	// Usage is the directory's size after the ingest closed.
 	Usage *bench.Usage `json:"usage,omitempty"`
+	// Freed is how much the directory's allocation shrank (a deletion's
+	// space returned, measured after the engine closed).
+	Freed int64 `json:"freed,omitempty"`
 	// Cache says whether the data was read from the device: "cold", "warm
 	// (n% resident)" or "open" for an engine read while still open.
 	Cache string `json:"cache,omitempty"`

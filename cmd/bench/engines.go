@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -34,7 +36,7 @@ func enginesFlags(fs *flag.FlagSet) plan {
 	fs.BoolVar(&o.quick, "quick", false, "small sizes and one repetition: a smoke run, not a result")
 	fs.StringVar(&o.subjects, "engines", "", "comma-separated subjects to measure (default: all of "+strings.Join(logbench.AllSubjects(), ",")+")")
 	fs.IntVar(&o.reps, "reps", 0, "repetitions of each figure (default 3, 1 with -quick)")
-	fs.Int64Var(&o.records, "records", 0, "records of the bulk ingest (default 1000000, 20000 with -quick)")
+	fs.Int64Var(&o.records, "records", 0, "records of the bulk ingest (default 10738000, a GiB of 100 bytes; 20000 with -quick)")
 	fs.DurationVar(&o.appendD, "append-time", 0, "duration of each durable-append figure (default 5s, 100ms with -quick)")
 	fs.DurationVar(&o.probe, "probe", -1, "how long to measure the device's background writes before the run (default 3s, 0 with -quick)")
 	return o
@@ -42,6 +44,7 @@ func enginesFlags(fs *flag.FlagSet) plan {
 
 func (o *enginesPlan) config() logbench.Config {
 	cfg := logbench.Default()
+	cfg.Records = logbench.ProfileRecords
 	if o.quick {
 		cfg = logbench.Quick()
 	}
@@ -68,6 +71,9 @@ func (o *enginesPlan) measure(_ context.Context, e *env) error {
 		return err
 	}
 	cfg.Dir, cfg.Command = dir, e.command
+	if cfg.Self, err = os.Executable(); err != nil {
+		return fmt.Errorf("engines: the restarts after kill -9 run this binary: %w", err)
+	}
 	if e.progress {
 		cfg.Progress = e.stderr
 	}

@@ -53,6 +53,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/minikafka/minikafka/bench/logbench"
 	"github.com/minikafka/minikafka/bench/server"
 )
 
@@ -66,11 +67,16 @@ func main() {
 // failure, 2 bad usage.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var err error
-	if len(args) > 0 && args[0] == server.ServeKfakeCmd {
+	switch {
+	case len(args) > 0 && args[0] == server.ServeKfakeCmd:
 		// The benchmark runs kfake as a child process of its own binary,
 		// like the broker, so that both are measured the same way.
 		err = server.ServeKfake(ctx, args[1:], stdout, stderr)
-	} else {
+	case len(args) > 0 && args[0] == logbench.ChildCmd:
+		// The engines profile kills engines in child processes of its own
+		// binary (logbench.ServeChild).
+		err = logbench.ServeChild(ctx, args[1:], stdout)
+	default:
 		var e *env
 		var pl plan
 		if e, pl, err = parse(args, stderr); err == nil {
