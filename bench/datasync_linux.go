@@ -16,3 +16,15 @@ func Datasync(f *os.File) error {
 		}
 	}
 }
+
+// SyncFS commits the filesystem holding dir: syncfs(2), which waits for its
+// journal and, on a disk mounted with discard, for the discards of what
+// was deleted.
+func SyncFS(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return unix.Syncfs(int(f.Fd()))
+}

@@ -3,7 +3,6 @@ package logbench
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"time"
 
@@ -129,7 +128,7 @@ func (r *runner) catchUpOnce(s Subject, rep int) Sample {
 	r.begin(s, WorkloadCatchUp, rep)
 	defer r.done()
 	dir := r.scratch(s.Name, WorkloadCatchUp, rep)
-	defer os.RemoveAll(dir)
+	defer r.remove(dir)
 	batches := ingestBatches(r.cfg.Records, fetchBatchRecords, r.cfg.RecordBytes, r.payload)
 	in, err := s.Ingester(dir)
 	if err != nil {

@@ -85,6 +85,15 @@ func (r *runner) rep(s Subject, rep int) []Sample {
 	return out
 }
 
+// remove deletes a workload's directory and waits until the filesystem
+// has committed it (syncfs), so that the next workload does not start
+// beside the journal commit and the discards of the deletion (the data
+// disk here is mounted with discard, and a workload's files are a GiB).
+func (r *runner) remove(dir string) {
+	_ = os.RemoveAll(dir)
+	_ = bench.SyncFS(r.root)
+}
+
 // deviceStats reads the device counters, or returns nil without them.
 func (r *runner) deviceStats() *bench.DiskStats {
 	if r.disk == nil {
@@ -114,7 +123,7 @@ func (r *runner) appendOnce(s Subject, writers, rep int) Sample {
 	r.begin(s, name, rep)
 	defer r.done()
 	dir := r.scratch(s.Name, name, rep)
-	defer os.RemoveAll(dir)
+	defer r.remove(dir)
 	w, err := s.Writer(dir)
 	if err != nil {
 		return failed(name, rep, fmt.Errorf("open: %w", err))
@@ -151,7 +160,7 @@ func readBacks(s Subject) []string {
 // the truncations and deletion of the same log.
 func (r *runner) ingestAndRead(s Subject, rep int) []Sample {
 	dir := r.scratch(s.Name, WorkloadIngest, rep)
-	defer os.RemoveAll(dir)
+	defer r.remove(dir)
 	r.begin(s, WorkloadIngest, rep)
 	in, smp := r.ingestOnce(s, dir, rep)
 	r.done()

@@ -15,7 +15,7 @@ import (
 func init() {
 	register(profile{
 		name:    "engines",
-		summary: "every engine side by side with a raw-file group-commit baseline, in this process: durable append, bulk ingest, cold read, reopen, write and space amplification",
+		summary: "every engine side by side with raw-file group-commit baselines, in this process: durable append, bulk ingest of a GiB, cold read, reopen, restart after kill -9, truncations, deletion, follower catch-up, write and space amplification",
 		writes:  "results/engines.md and engines.json",
 		flags:   enginesFlags,
 	})

@@ -15,9 +15,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -419,4 +421,118 @@ func ingestAndScan(b *testing.B, checkpoints bool) (ingest, read time.Duration, 
 		off = bs[len(bs)-1].NextOffset()
 	}
 	return ingest, time.Since(start), extents
+}
+
+// BenchmarkColdReadWays reads one 1 GiB segment log from a cold page cache
+// in turn through the engine and through the ways a file can be read
+// (pread of 1 or 8 MiB, pread after posix_fadvise(SEQUENTIAL), pread with
+// a goroutine reading ahead with readahead(2), a shared mapping), evicting
+// the file (fadvise, then drop_caches) before each, and logs every pass, so
+// that the ways can be compared pass by pass:
+//
+//	go test -run XXX -bench ColdReadWays -benchtime 3x -v ./engines/segment
+func BenchmarkColdReadWays(b *testing.B) {
+	dir := b.TempDir()
+	e, err := Open(dir, engine.Options{Sync: engine.SyncNever, SegmentBytes: 1 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := make([]byte, 100_000)
+	for range 10_000 {
+		if err := e.Append(engine.Batch{BaseOffset: e.EndOffset(), Records: 1000, Data: data}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(dir, logName(0))
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	size := fi.Size()
+	ways := []struct {
+		name string
+		read func(f *os.File)
+	}{
+		{"engine ReadInto 1 MiB", func(*os.File) {
+			e, err := Open(dir, engine.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			var buf []byte
+			for off := int64(0); off < e.EndOffset(); {
+				var bs []engine.Batch
+				if bs, buf, err = e.ReadInto(buf, off, 1<<20); err != nil {
+					b.Fatal(err)
+				}
+				off = bs[len(bs)-1].NextOffset()
+			}
+		}},
+		{"pread 1 MiB", func(f *os.File) { preadAll(f, size, 1<<20, 0) }},
+		{"pread 8 MiB", func(f *os.File) { preadAll(f, size, 8<<20, 0) }},
+		{"pread 1 MiB, SEQUENTIAL", func(f *os.File) {
+			_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_SEQUENTIAL)
+			preadAll(f, size, 1<<20, 0)
+		}},
+		{"pread 1 MiB, readahead 16 MiB ahead", func(f *os.File) { preadAll(f, size, 1<<20, 16<<20) }},
+		{"mmap, copied out 1 MiB at a time", func(f *os.File) {
+			m, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+			if err != nil {
+				b.Fatal(err)
+			}
+			buf := make([]byte, 1<<20)
+			for off := int64(0); off < size; off += int64(len(buf)) {
+				copy(buf, m[off:])
+			}
+			_ = unix.Munmap(m)
+		}},
+	}
+	for pass := range b.N {
+		for _, w := range ways {
+			evict(b, dir)
+			_ = os.WriteFile("/proc/sys/vm/drop_caches", []byte("1"), 0)
+			f, err := os.Open(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			start := time.Now()
+			w.read(f)
+			took := time.Since(start)
+			f.Close()
+			b.Logf("pass %d %-36s %5.0f MB/s", pass, w.name, float64(size)/took.Seconds()/1e6)
+		}
+	}
+}
+
+// preadAll reads f sequentially in chunks; with ahead, a goroutine keeps
+// readahead(2) that far in front of the reads.
+func preadAll(f *os.File, size int64, chunk int, ahead int64) {
+	var pos atomic.Int64
+	done := make(chan struct{})
+	if ahead > 0 {
+		go func() {
+			defer close(done)
+			for issued := int64(0); issued < size; {
+				if issued-pos.Load() >= ahead {
+					runtime.Gosched()
+					continue
+				}
+				_, _, _ = unix.Syscall(unix.SYS_READAHEAD, f.Fd(), uintptr(issued), uintptr(4<<20))
+				issued += 4 << 20
+			}
+		}()
+	} else {
+		close(done)
+	}
+	buf := make([]byte, chunk)
+	for off := int64(0); off < size; off += int64(chunk) {
+		if _, err := f.ReadAt(buf, off); err != nil && off+int64(chunk) < size {
+			panic(err)
+		}
+		pos.Store(off)
+	}
+	<-done
 }
