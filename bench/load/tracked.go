@@ -1,6 +1,7 @@
 package load
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -95,6 +96,15 @@ func StartTracked(ctx context.Context, cfg TrackedConfig) (*Tracked, error) {
 const trackedIDBytes = len("tracked-000000000")
 
 func trackedID(i int64) string { return fmt.Sprintf("tracked-%09d", i) }
+
+// TrackedValueID is the id a tracked producer's value starts with (the key
+// of TrackedResult.Acked), and false for a value of someone else's.
+func TrackedValueID(v []byte) (string, bool) {
+	if len(v) < trackedIDBytes || !bytes.HasPrefix(v, []byte("tracked-")) {
+		return "", false
+	}
+	return string(v[:trackedIDBytes]), true
+}
 
 func (t *Tracked) run(ctx context.Context) {
 	defer close(t.done)
@@ -227,10 +237,10 @@ func Audit(ctx context.Context, c Client, topic string, acked map[string]Ack) (A
 			}
 			remaining--
 			res.Consumed++
-			if len(r.Value) < trackedIDBytes {
+			id, ok := TrackedValueID(r.Value)
+			if !ok {
 				return
 			}
-			id := string(r.Value[:trackedIDBytes])
 			seen[id]++
 			at[id] = Ack{Partition: r.Partition, Offset: r.Offset}
 		})
