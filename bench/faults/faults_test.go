@@ -42,8 +42,7 @@ func TestMain(m *testing.M) {
 
 // TestCIProfile is the fault matrix's CI profile: the segment engine and
 // three faults (kill -9 of a leader, a leader cut off from its followers
-// while clients still reach it, a follower's disk filled), one round
-// each, under franz-go and kcat load; every acknowledged record is read
+// while clients still reach it, a rolling restart), one round each, under franz-go and kcat load; every acknowledged record is read
 // back once, where it was acknowledged, and no consumer saw an offset go
 // back or skip; every partition acknowledges again after each heal. It
 // needs root and iproute2 for the hosts' network namespaces and skips,

@@ -152,7 +152,7 @@ func Names() []string {
 func Doc(name string) string { return kinds[name].doc }
 
 // CI are the faults of the CI profile.
-var CI = []string{KillLeader, IsolateLeader, FillFollower}
+var CI = []string{KillLeader, IsolateLeader, RollingRestart}
 
 func allPartitions() map[int32]bool {
 	m := map[int32]bool{}

@@ -91,7 +91,7 @@ func (e *cell) round(ctx context.Context) Round {
 	bench.Pause(rctx, settle)
 	ws := e.tracked.Writes(seen)
 	r.FirstAck = firstAck(ws, tg, injected)
-	r.LongestGap = longestGap(append(e.tracked.Writes(0)[:seen:seen], ws...), tg.affected, injected, time.Now()).Seconds()
+	r.LongestGap = load.LongestGap(append(e.tracked.Writes(0)[:seen:seen], ws...), tg.affected, injected, time.Now()).Seconds()
 	if e.kind.cutsLeader {
 		r.CutOffAcks, r.CutOffLast = cutOffAcks(ws, tg, injected, healed)
 	}
@@ -152,30 +152,6 @@ func cutOffAcks(ws []load.Write, tg target, injected, healed time.Time) (int, fl
 		last = w.At.Sub(injected).Seconds()
 	}
 	return n, last
-}
-
-// longestGap is the longest time between two consecutive
-// acknowledgements of one of the partitions only (all when nil) whose
-// second falls in [from, to], or from a partition's last acknowledgement
-// to to (a stall not over yet).
-func longestGap(ws []load.Write, only map[int32]bool, from, to time.Time) time.Duration {
-	last := map[int32]time.Time{}
-	var longest time.Duration
-	for _, w := range ws {
-		if (only != nil && !only[w.Partition]) || w.At.After(to) {
-			continue
-		}
-		if prev, ok := last[w.Partition]; ok && !w.At.Before(from) {
-			longest = max(longest, w.At.Sub(prev))
-		}
-		last[w.Partition] = w.At
-	}
-	for p := range only {
-		if at, ok := last[p]; ok {
-			longest = max(longest, to.Sub(at))
-		}
-	}
-	return longest
 }
 
 func ids(v []int32) string {

@@ -157,6 +157,28 @@ func (t *Tracked) Writes(i int) []Write {
 	return append([]Write(nil), t.writes[max(i, 0):]...)
 }
 
+// LongestGap is the longest time between two consecutive acknowledged
+// batches of one partition (of those in only, all when nil) whose second
+// falls in [from, to], or from a partition's last acknowledgement to to (a
+// stall not over yet).
+func LongestGap(ws []Write, only map[int32]bool, from, to time.Time) time.Duration {
+	last := map[int32]time.Time{}
+	var longest time.Duration
+	for _, w := range ws {
+		if (only != nil && !only[w.Partition]) || w.At.After(to) {
+			continue
+		}
+		if prev, ok := last[w.Partition]; ok && !w.At.Before(from) {
+			longest = max(longest, w.At.Sub(prev))
+		}
+		last[w.Partition] = w.At
+	}
+	for _, at := range last {
+		longest = max(longest, to.Sub(at))
+	}
+	return longest
+}
+
 // TrackedResult is what a tracked producer was told.
 type TrackedResult struct {
 	// Acked maps each acknowledged value's id to where it was stored.

@@ -44,7 +44,7 @@ func (e *engineRun) faults(ctx context.Context) {
 	}
 	quietFrom := time.Now()
 	bench.Pause(ctx, quietWindow)
-	quiet := longestGap(t.Writes(0), nil, quietFrom, time.Now())
+	quiet := load.LongestGap(t.Writes(0), nil, quietFrom, time.Now())
 	e.logf("tracked producer at %s records/s: longest gap without a fault %s", bench.Rate(e.cfg.FaultRate), bench.Millis(quiet.Seconds()))
 	for i := range e.cfg.Kills {
 		if ctx.Err() != nil {
@@ -245,33 +245,11 @@ func (e *engineRun) stopOnce(ctx context.Context, t *load.Tracked) Rep {
 	bench.Pause(rctx, afterStop)
 	end := exit.Add(afterStop)
 	ws := t.Writes(0)
-	r := Rep{Node: leader, Controller: ctl, Shutdown: exit.Sub(start).Seconds(), Seconds: longestGap(ws, nil, start, end).Seconds()}
+	r := Rep{Node: leader, Controller: ctl, Shutdown: exit.Sub(start).Seconds(), Seconds: load.LongestGap(ws, nil, start, end).Seconds()}
 	if err := e.recover(rctx, leader); err != nil {
 		r.Recovery = err.Error()
 	}
 	return r
-}
-
-// longestGap is the longest time between two consecutive
-// acknowledgements of one partition (of those in only, all when nil)
-// whose second falls in [from, to], or from a partition's last
-// acknowledgement to to (a stall not over yet).
-func longestGap(ws []load.Write, only map[int32]bool, from, to time.Time) time.Duration {
-	last := map[int32]time.Time{}
-	var longest time.Duration
-	for _, w := range ws {
-		if (only != nil && !only[w.Partition]) || w.At.After(to) {
-			continue
-		}
-		if prev, ok := last[w.Partition]; ok && !w.At.Before(from) {
-			longest = max(longest, w.At.Sub(prev))
-		}
-		last[w.Partition] = w.At
-	}
-	for _, at := range last {
-		longest = max(longest, to.Sub(at))
-	}
-	return longest
 }
 
 // timeline counts the records of partition acknowledged per TimelineBin
