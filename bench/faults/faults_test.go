@@ -48,9 +48,12 @@ func TestMain(m *testing.M) {
 // needs root and iproute2 for the hosts' network namespaces and skips,
 // saying so, without them.
 func TestCIProfile(t *testing.T) {
-	if _, err := netlab.New(0); errors.Is(err, netlab.ErrUnavailable) {
+	lab, err := netlab.New(0)
+	if errors.Is(err, netlab.ErrUnavailable) {
 		t.Skip(err)
 	}
+	require.NoError(t, err)
+	require.NoError(t, lab.Close())
 	kcat, _ := exec.LookPath("kcat")
 	if kcat == "" && os.Getenv("CI") != "" {
 		t.Fatal("kcat is not installed but CI is set: .ci/run installs it")
