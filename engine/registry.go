@@ -15,16 +15,27 @@ type Capabilities struct {
 	CustomFS bool
 	// Durable: the log survives Close and reopen, and a crash after Sync.
 	Durable bool
+	// SharedCommit: the engine's Store has one write-ahead log and one
+	// group commit for all its logs, so a Sync of any log makes every
+	// append made before it to any log of the store durable.
+	SharedCommit bool
 }
 
 // OpenFunc opens (or creates) the engine's log in dir.
 type OpenFunc func(dir string, opts Options) (LogEngine, error)
+
+// OpenStoreFunc opens (or creates) the engine's Store in dir.
+type OpenStoreFunc func(dir string, opts Options) (Store, error)
 
 // Driver is a registered engine.
 type Driver struct {
 	Name string
 	Caps Capabilities
 	Open OpenFunc
+	// OpenStore opens the engine's store of many logs. Nil means a
+	// DirStore: a directory of logs, each opened with Open in a
+	// directory of its own.
+	OpenStore OpenStoreFunc
 	// Notes describe the design for the benchmark reports.
 	Notes Notes
 }

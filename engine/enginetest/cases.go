@@ -364,7 +364,7 @@ func testWrongEngine(t *testing.T, h *harness) {
 	fs := vfs.Default
 	require.NoError(t, fs.MkdirAll(h.dir, 0o755))
 	require.NoError(t, engine.WriteFileAtomic(fs, fs.PathJoin(h.dir, engine.MarkerFile), []byte("some-other-engine\n")))
-	_, err := h.d.Open(h.dir, engine.Options{})
+	_, err := h.open(h.dir, engine.Options{})
 	assert.ErrorIs(t, err, engine.ErrWrongEngine, "contract: a directory written by another engine is refused")
 
 	stray := fs.PathJoin(h.dir, "..", "stray")
@@ -372,7 +372,7 @@ func testWrongEngine(t *testing.T, h *harness) {
 	f, err := fs.Create(fs.PathJoin(stray, "notes.txt"), vfs.WriteCategoryUnspecified)
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
-	_, err = h.d.Open(stray, engine.Options{})
+	_, err = h.open(stray, engine.Options{})
 	if !errors.Is(err, engine.ErrWrongEngine) {
 		t.Errorf("contract: a non-empty directory with no engine marker is refused with ErrWrongEngine, got %v", err)
 	}

@@ -57,38 +57,52 @@ var cases = []struct {
 	{"DirectoryOfAnotherEngine", testWrongEngine},
 }
 
-// Run runs the conformance suite against the driver.
+// Run runs the conformance suite against the driver: every case on a log
+// the driver opens alone (Driver.Open, as the controller quorum's raft log
+// is), then, under Store, every case again on a log of the driver's Store
+// (as the broker's partitions are), and the cases of the Store contract.
 func Run(t *testing.T, d engine.Driver) {
+	runLogCases(t, d, d.Open)
+	t.Run("Store", func(t *testing.T) {
+		runLogCases(t, d, soleLog(d))
+		for _, c := range storeCases {
+			t.Run(c.name, func(t *testing.T) { c.fn(t, d, filepath.Join(t.TempDir(), "store")) })
+		}
+	})
+}
+
+func runLogCases(t *testing.T, d engine.Driver, open engine.OpenFunc) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := &harness{t: t, d: d, dir: filepath.Join(t.TempDir(), "log")}
+			h := &harness{t: t, d: d, open: open, dir: filepath.Join(t.TempDir(), "log")}
 			c.fn(t, h)
 			h.closeAll()
 		})
 	}
 }
 
-// harness opens engines of one driver on one directory and closes whatever
-// is left open when the case ends.
+// harness opens engines of one driver on one directory, each time with
+// open, and closes whatever is left open when the case ends.
 type harness struct {
-	t    *testing.T
-	d    engine.Driver
-	dir  string
-	open []engine.LogEngine
+	t      *testing.T
+	d      engine.Driver
+	open   engine.OpenFunc
+	dir    string
+	opened []engine.LogEngine
 }
 
 func (h *harness) openWith(opts engine.Options) engine.LogEngine {
 	h.t.Helper()
-	e, err := h.d.Open(h.dir, opts)
+	e, err := h.open(h.dir, opts)
 	require.NoError(h.t, err, "open %s engine on %s", h.d.Name, h.dir)
-	h.open = append(h.open, e)
+	h.opened = append(h.opened, e)
 	return e
 }
 
 func (h *harness) openDefault() engine.LogEngine { return h.openWith(engine.Options{}) }
 
 func (h *harness) closeAll() {
-	for _, e := range h.open {
+	for _, e := range h.opened {
 		if err := e.Close(); err != nil && !errors.Is(err, engine.ErrClosed) {
 			h.t.Errorf("contract: Close returned %v", err)
 		}

@@ -103,11 +103,13 @@ type place struct {
 }
 
 func flawedDriver(bug string) engine.Driver {
-	return engine.Driver{
+	d := engine.Driver{
 		Name: "flawed",
-		Caps: engine.Capabilities{CustomFS: true, Durable: true},
+		Caps: engine.Capabilities{CustomFS: true, Durable: true, SharedCommit: true},
 		Open: func(dir string, opts engine.Options) (engine.LogEngine, error) { return openFlawed(dir, opts, bug) },
 	}
+	d.OpenStore = func(dir string, opts engine.Options) (engine.Store, error) { return openFlawedStore(d, dir, opts, bug) }
+	return d
 }
 
 func openFlawed(dir string, opts engine.Options, bug string) (*flawed, error) {

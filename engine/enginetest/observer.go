@@ -65,13 +65,13 @@ func testObserver(t *testing.T, h *harness) {
 	t.Run("SyncAlways", func(t *testing.T) { observeAlways(t, h.sub(t)) })
 	t.Run("SyncInterval", func(t *testing.T) { observeInterval(t, h.sub(t)) })
 	t.Run("SyncNever", func(t *testing.T) { observeNever(t, h.sub(t)) })
-	t.Run("FailedSync", func(t *testing.T) { observeFailure(t, h.d) })
+	t.Run("FailedSync", func(t *testing.T) { observeFailure(t, h.d, h.open) })
 }
 
 // sub returns a harness of the same driver on a fresh directory, closed
 // when t ends.
 func (h *harness) sub(t *testing.T) *harness {
-	s := &harness{t: t, d: h.d, dir: filepath.Join(t.TempDir(), "log")}
+	s := &harness{t: t, d: h.d, open: h.open, dir: filepath.Join(t.TempDir(), "log")}
 	t.Cleanup(s.closeAll)
 	return s
 }
@@ -199,14 +199,14 @@ func failingSyncs(failing *atomic.Bool) vfs.FS {
 
 // observeFailure: a round whose fsync fails is reported once, with its
 // error, and the engine, failed, makes no more rounds.
-func observeFailure(t *testing.T, d engine.Driver) {
+func observeFailure(t *testing.T, d engine.Driver, open engine.OpenFunc) {
 	if !d.Caps.CustomFS {
 		t.Skipf("engine %s does not declare CustomFS: no fsync failure can be injected", d.Name)
 	}
 	var failing atomic.Bool
 	fs := failingSyncs(&failing)
 	rec := &syncRecorder{}
-	e, err := d.Open("/log", engine.Options{FS: fs, Sync: engine.SyncAlways, Observer: rec})
+	e, err := open("/log", engine.Options{FS: fs, Sync: engine.SyncAlways, Observer: rec})
 	require.NoError(t, err)
 	defer func() { _ = e.Close() }() // it reports the failure
 	ctx := context.Background()

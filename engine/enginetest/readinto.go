@@ -14,7 +14,7 @@ import (
 // errors outside the log.
 func testReadInto(t *testing.T, h *harness) {
 	e := h.openWith(engine.Options{SegmentBytes: 8 << 10})
-	into, ok := e.(engine.BufferReader)
+	into, ok := engine.As[engine.BufferReader](e)
 	if !ok {
 		t.Skipf("engine %s does not implement engine.BufferReader (optional)", h.d.Name)
 	}

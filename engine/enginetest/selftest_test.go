@@ -60,6 +60,20 @@ func TestSuiteFailsEachCaseOnItsBrokenEngine(t *testing.T) {
 			t.Logf("an engine that %s: %s", bug, firstFinding(string(out)))
 		})
 	}
+	for _, c := range storeCases {
+		t.Run("Store/"+c.name, func(t *testing.T) {
+			bug, ok := storeBugs[c.name]
+			require.True(t, ok, "store case %s has no broken store in storeBugs: add one that breaks what it checks", c.name)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, self, "-test.run=^TestBrokenEngine$/^Store$/^"+c.name+"$", "-test.v")
+			cmd.Env = append(os.Environ(), bugEnv+"="+bug)
+			out, err := cmd.CombinedOutput()
+			require.Error(t, err, "the suite passed a store that %s:\n%s", bug, out)
+			assert.Contains(t, string(out), "--- FAIL: TestBrokenEngine/Store/"+c.name+" ", "the case itself fails:\n%s", out)
+			t.Logf("a store that %s: %s", bug, firstFinding(string(out)))
+		})
+	}
 }
 
 // firstFinding is the first line of the failure's message.
