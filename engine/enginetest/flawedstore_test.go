@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 
-
 	"github.com/minikafka/minikafka/engine"
 )
 
@@ -197,4 +196,3 @@ func (l *flawedLog) DeleteBefore(offset int64) error {
 	}
 	return nil
 }
-
