@@ -63,14 +63,7 @@ func runChild(d engine.Driver) {
 		fmt.Fprintf(os.Stderr, "crashtest child (%s): "+format+"\n", append([]any{d.Name}, args...)...)
 		os.Exit(2)
 	}
-	seed, err := strconv.ParseUint(os.Getenv(envSeed), 10, 64)
-	if err != nil {
-		die("bad %s: %v", envSeed, err)
-	}
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		os.Exit(3)
-	}()
+	seed := childSeed(die)
 	policy, err := engine.ParseSyncPolicy(os.Getenv(envSync))
 	if err != nil {
 		die("bad %s: %v", envSync, err)
@@ -80,18 +73,33 @@ func runChild(d engine.Driver) {
 	if err != nil {
 		die("open: %v", err)
 	}
-	c := &child{e: e, die: die}
+	c := &child{e: e, die: die, assign: new(sync.Mutex), out: new(sync.Mutex)}
 	for w := range killWriters {
 		go c.appender(rand.New(rand.NewPCG(seed, uint64(w))), w == 0)
 	}
 	select {}
 }
 
+// childSeed reads the child's seed, and makes the child exit when its
+// stdin closes (the parent test is gone).
+func childSeed(die func(format string, args ...any)) uint64 {
+	seed, err := strconv.ParseUint(os.Getenv(envSeed), 10, 64)
+	if err != nil {
+		die("bad %s: %v", envSeed, err)
+	}
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(3)
+	}()
+	return seed
+}
+
 type child struct {
 	e      engine.LogEngine
+	tag    string // "" for the one log of Kill; " <id>" for a log of Store/Kill
 	die    func(format string, args ...any)
-	assign sync.Mutex // offsets are assigned under it, as the broker's partition does
-	out    sync.Mutex // one line at a time on stdout
+	assign *sync.Mutex // offsets are assigned under it, as the broker's partition does
+	out    *sync.Mutex // one line at a time on stdout, shared by every child of the process
 }
 
 func (c *child) say(format string, args ...any) {
@@ -122,18 +130,18 @@ func (c *child) appender(rng *rand.Rand, deleter bool) {
 		if err := c.e.Sync(ctx, b.NextOffset()); err != nil {
 			c.die("Sync(%d): %v", b.NextOffset(), err)
 		}
-		c.say("%s %d %d %d", lineAck, b.BaseOffset, b.Records, len(b.Data))
+		c.say("%s%s %d %d %d", lineAck, c.tag, b.BaseOffset, b.Records, len(b.Data))
 		if deleter && rng.IntN(deleteOneIn) == 0 {
 			start, end := c.e.StartOffset(), c.e.EndOffset()
 			off := start + (end-start)/3
 			if off == start {
 				continue
 			}
-			c.say("%s %d", lineDel, off)
+			c.say("%s%s %d", lineDel, c.tag, off)
 			if err := c.e.DeleteBefore(off); err != nil {
 				c.die("DeleteBefore(%d): %v", off, err)
 			}
-			c.say("%s %d", lineDeleted, off)
+			c.say("%s%s %d", lineDeleted, c.tag, off)
 		}
 	}
 }

@@ -110,6 +110,35 @@
 // Kill reports in results/ measure how much a crash takes under each policy;
 // these check that whatever it takes, it leaves a sound log.
 //
+// # A store of many logs (subtest Store)
+//
+// The same two crash models, on a Store (Driver.OpenStoreIn) of several
+// logs at once: the broker's shape.
+//
+//   - Store/PowerLoss (CustomFS engines): a workload of one goroutine over
+//     four logs of one store: three created at the start, one half way;
+//     about 120 appends spread among those open, a Sync of a random log
+//     after a third of them, a Truncate of one log, a DeleteBefore of
+//     another, and one log closed and deleted three fifths of the way
+//     through; then every log and the store closed. It crashes at every
+//     write operation as PowerLoss does (both sweeps, no second crash) and
+//     checks that every log whose Create returned is listed and every log
+//     whose Delete returned is not (one whose Delete was in flight may be
+//     either), that no log is listed that no Create made (but for one in
+//     flight, which must be empty), that each log holds what PowerLoss's
+//     rules allow, that appends resume on each, and that a new log gets an
+//     id none had. For an engine that declares SharedCommit, a Sync of one
+//     log acknowledges the appends made to every log before it, so those
+//     must survive too.
+//   - Store/Kill (every durable engine): the child keeps three logs,
+//     appending to each from two goroutines (offsets under a lock of each
+//     log's, Sync outside it, DeleteBefore now and then), and makes
+//     short-lived logs one after another beside them (created, four
+//     batches acknowledged, closed, deleted). After each SIGKILL the
+//     parent checks every log against what the child acknowledged and the
+//     listing against the Creates and Deletes that returned, then deletes
+//     every log but the three kept ones, and starts the child again.
+//
 // # Flags
 //
 //	-crash.seed=N   rerun one seed (0, the default, draws one from the clock)
@@ -149,7 +178,9 @@ var (
 )
 
 // Run runs both crash models against the driver as subtests Kill (and
-// KillSyncInterval, KillSyncNever) and PowerLoss. Engines that do not declare Capabilities.Durable are skipped: they
+// KillSyncInterval, KillSyncNever) and PowerLoss, on a log opened alone,
+// then on a store of several logs as Store/Kill and Store/PowerLoss.
+// Engines that do not declare Capabilities.Durable are skipped: they
 // promise nothing across a crash.
 func Run(t *testing.T, d engine.Driver) {
 	if os.Getenv(envChild) == "" {
@@ -166,6 +197,10 @@ func Run(t *testing.T, d engine.Driver) {
 	t.Run("KillSyncInterval", func(t *testing.T) { testKill(t, d, engine.SyncInterval, seed()) })
 	t.Run("KillSyncNever", func(t *testing.T) { testKill(t, d, engine.SyncNever, seed()) })
 	t.Run("PowerLoss", func(t *testing.T) { testPowerLoss(t, d, seed()) })
+	t.Run("Store", func(t *testing.T) {
+		t.Run("Kill", func(t *testing.T) { testStoreKill(t, d, seed()) })
+		t.Run("PowerLoss", func(t *testing.T) { testStorePowerLoss(t, d, seed()) })
+	})
 }
 
 var drawnSeed = uint64(time.Now().UnixNano())

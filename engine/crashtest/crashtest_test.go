@@ -203,3 +203,67 @@ func TestChildLines(t *testing.T) {
 	assert.Equal(t, []int64{7}, r.deleted)
 	assert.Equal(t, []string{"ack 13 x 5", "PASS", "ack 1 2"}, r.other, "anything else is kept for the report")
 }
+
+// The store sweeps must fail stores that break the Store contract across
+// a crash, each in its own way.
+func TestStorePowerLossCatchesBrokenStores(t *testing.T) {
+	lyingShared := toyDriver("toy-shared", toyBugs{})
+	lyingShared.Caps.SharedCommit = true // a DirStore: each log syncs alone
+	unsyncedDelete := toyDriver("toy-delete", toyBugs{})
+	unsyncedDelete.OpenStore = func(dir string, opts engine.Options) (engine.Store, error) {
+		s, err := engine.OpenDirStore(unsyncedDelete, dir, opts)
+		if err != nil {
+			return nil, err
+		}
+		return &unsyncedDeletes{DirStore: s, fs: opts.WithDefaults().FS, dir: dir}, nil
+	}
+	cases := []struct {
+		name string
+		d    engine.Driver
+		want string
+	}{
+		{"SharedCommitThatIsNot", lyingShared, "acknowledged"},
+		{"DeleteNotDurable", unsyncedDelete, "came back"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := seed()
+			p := makeStorePlan(rand.New(rand.NewPCG(s, 1)), 60)
+			n, err := countStoreOps(c.d, p)
+			require.NoError(t, err, "the store workload runs without a crash")
+			var found []string
+			for k := 1; k <= n && len(found) == 0; k++ {
+				for _, prob := range crashStoreAt(c.d, p, modes[k%2], s, k).problems {
+					if strings.Contains(prob, c.want) {
+						found = append(found, prob)
+					}
+				}
+			}
+			assert.NotEmpty(t, found, "seed %d: no crash point of %d found %q", s, n, c.want)
+			t.Logf("finding: %v", found)
+		})
+	}
+}
+
+// unsyncedDeletes is a DirStore whose Delete renames a log aside and
+// removes it without syncing the store's directory.
+type unsyncedDeletes struct {
+	*engine.DirStore
+	fs  vfs.FS
+	dir string
+}
+
+func (s *unsyncedDeletes) Delete(id engine.LogID) error {
+	path := s.fs.PathJoin(s.dir, id.String())
+	if err := s.fs.Rename(path, path+".deleting"); err != nil {
+		return err
+	}
+	return s.fs.RemoveAll(path + ".deleting")
+}
+
+// Store/Kill loses what a store's logs acknowledged from memory.
+func TestStoreKillCatchesAcksFromMemory(t *testing.T) {
+	msg := storeKillRounds(t, toyDriver("toy-held", toyBugs{holdWrites: true}), seed(), 8)
+	assert.Contains(t, msg, "acknowledged batch", "Store/Kill finds the acknowledged batches the child lost")
+	t.Log(msg)
+}

@@ -76,6 +76,7 @@ func killRounds(t *testing.T, d engine.Driver, policy engine.SyncPolicy, master 
 // childRun is what the parent heard from one child before it died.
 type childRun struct {
 	opening bool // it is opening the log: recovering the last round's
+	heard   int  // acknowledgements heard
 	acks    []engine.Batch
 	dels    []int64 // DeleteBefore calls started
 	deleted []int64 // DeleteBefore calls that returned nil
@@ -99,6 +100,7 @@ func (r *childRun) add(line string) {
 		r.opening = true
 	case len(f) == 4 && f[0] == lineAck:
 		r.acks = append(r.acks, enginetest.Batch(nums[0], int32(nums[1]), int(nums[2])))
+		r.heard++
 	case len(f) == 2 && f[0] == lineDel:
 		r.dels = append(r.dels, nums[0])
 	case len(f) == 2 && f[0] == lineDeleted:
@@ -122,60 +124,69 @@ func (r *childRun) problem() error {
 // the log), waits delay more, kills it with SIGKILL and returns everything
 // it said.
 func runChildOnce(t *testing.T, d engine.Driver, policy engine.SyncPolicy, dir string, seed uint64, wantAcks int, delay time.Duration) (*childRun, error) {
+	run := &childRun{}
+	env := []string{envDir + "=" + dir, envSeed + "=" + strconv.FormatUint(seed, 10), envSync + "=" + policy.String()}
+	err := runChildProcess(t, d, env, run.add, run, wantAcks, delay)
+	return run, err
+}
+
+// runChildProcess runs the child with env added to its environment, hands
+// each line it prints to add, and kills it (SIGKILL) once run has heard
+// wantAcks acknowledgements (or the start of its Open, if wantAcks is 0)
+// and delay has passed; run.stderr gets what it wrote there.
+func runChildProcess(t *testing.T, d engine.Driver, env []string, add func(string), run *childRun, wantAcks int, delay time.Duration) error {
 	cmd := exec.Command(os.Args[0], "-test.run="+runPattern(t.Name()), "-test.count=1")
-	cmd.Env = append(os.Environ(), envChild+"="+d.Name, envDir+"="+dir, envSeed+"="+strconv.FormatUint(seed, 10),
-		envSync+"="+policy.String())
+	cmd.Env = append(append(os.Environ(), envChild+"="+d.Name), env...)
 	stdin, err := cmd.StdinPipe() // the child exits if this closes
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer stdin.Close()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	stderr := &tailBuffer{max: 16 << 10}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start the child: %w", err)
+		return fmt.Errorf("start the child: %w", err)
 	}
 	lines := make(chan string)
 	go readLines(stdout, lines)
 
-	run := &childRun{}
-	err = listen(run, lines, wantAcks, delay)
+	err = listen(run, lines, add, wantAcks, delay)
 	_ = cmd.Process.Kill() // SIGKILL: no chance to flush anything
 	for l := range lines { // what it wrote before it died
-		run.add(l)
+		add(l)
 	}
 	waitErr := cmd.Wait()
 	run.stderr = stderr.String()
 	if err != nil {
-		return run, fmt.Errorf("%w (child: %v)\nchild stderr:\n%s\nchild stdout: %q", err, waitErr, run.stderr, run.other)
+		return fmt.Errorf("%w (child: %v)\nchild stderr:\n%s\nchild stdout: %q", err, waitErr, run.stderr, run.other)
 	}
-	return run, nil
+	return nil
 }
 
 var errChildExited = errors.New("the child exited before it was killed")
 
-// listen reads the child's lines until it has acknowledged wantAcks batches
-// (or started opening the log, if wantAcks is 0) and delay has passed after
-// that.
-func listen(run *childRun, lines <-chan string, wantAcks int, delay time.Duration) error {
+// listen hands the child's lines to add until run has heard wantAcks
+// acknowledgements (or the start of its Open, if wantAcks is 0) and delay
+// has passed after that.
+func listen(run *childRun, lines <-chan string, add func(string), wantAcks int, delay time.Duration) error {
 	// The child is a whole test binary, maybe built with -race, on a busy
 	// machine: give it a minute to start before calling it hung.
 	patience := max(*flagHang, time.Minute)
 	hang := time.NewTimer(patience)
 	defer hang.Stop()
-	for !run.opening || len(run.acks) < wantAcks {
+	for !run.opening || run.heard < wantAcks {
 		select {
 		case l, ok := <-lines:
 			if !ok {
 				return errChildExited
 			}
-			run.add(l)
+			add(l)
 		case <-hang.C:
-			return fmt.Errorf("the child acknowledged %d batches in %v, want %d: %w", len(run.acks), patience, wantAcks, errHang)
+			return fmt.Errorf("the child acknowledged %d batches in %v, want %d: %w", run.heard, patience, wantAcks, errHang)
 		}
 	}
 	kill := time.NewTimer(delay)
@@ -186,7 +197,7 @@ func listen(run *childRun, lines <-chan string, wantAcks int, delay time.Duratio
 			if !ok {
 				return errChildExited
 			}
-			run.add(l)
+			add(l)
 		case <-kill.C:
 			return nil
 		}
@@ -222,22 +233,7 @@ type killState struct {
 // recovery left (synced by its append and Close) and the DeleteBefores that
 // returned.
 func (st *killState) reopen(d engine.Driver, dir string, run *childRun, durable bool) []string {
-	x := expect{startLo: st.start, startHi: st.start, acked: st.acked}
-	known := append(append([]engine.Batch(nil), st.known...), run.acks...)
-	sort.Slice(known, func(i, j int) bool { return known[i].BaseOffset < known[j].BaseOffset })
-	x.batches = known
-	if durable {
-		for _, b := range known {
-			x.acked = max(x.acked, b.NextOffset())
-		}
-	}
-	for _, off := range run.deleted {
-		x.startLo = max(x.startLo, off)
-	}
-	x.startHi = x.startLo
-	for _, off := range run.dels {
-		x.startHi = max(x.startHi, off)
-	}
+	x := st.expectAfter(run, durable)
 	var (
 		bad  []string
 		next killState
@@ -266,6 +262,28 @@ func (st *killState) reopen(d engine.Driver, dir string, run *childRun, durable 
 	}
 	*st = next
 	return bad
+}
+
+// expectAfter is what the log may hold after a child's run that said run,
+// from st, what the parent knew before it.
+func (st *killState) expectAfter(run *childRun, durable bool) expect {
+	x := expect{startLo: st.start, startHi: st.start, acked: st.acked}
+	known := append(append([]engine.Batch(nil), st.known...), run.acks...)
+	sort.Slice(known, func(i, j int) bool { return known[i].BaseOffset < known[j].BaseOffset })
+	x.batches = known
+	if durable {
+		for _, b := range known {
+			x.acked = max(x.acked, b.NextOffset())
+		}
+	}
+	for _, off := range run.deleted {
+		x.startLo = max(x.startLo, off)
+	}
+	x.startHi = x.startLo
+	for _, off := range run.dels {
+		x.startHi = max(x.startHi, off)
+	}
+	return x
 }
 
 // tailBuffer keeps the last max bytes written to it.
