@@ -40,7 +40,10 @@ type DirStore struct {
 	open     map[LogID]*dirLog
 }
 
-var _ Store = (*DirStore)(nil)
+var (
+	_ Store   = (*DirStore)(nil)
+	_ Adopter = (*DirStore)(nil)
+)
 
 const (
 	logIDsFile    = "LOGIDS"
@@ -185,6 +188,33 @@ func (s *DirStore) Delete(id LogID) error {
 	}
 	s.discard(aside)
 	return nil
+}
+
+// Reserve implements Adopter.
+func (s *DirStore) Reserve() (LogID, error) { return s.newID() }
+
+// Adopt implements Adopter: dir, a log of the store's engine, is renamed
+// into the store as log id, and both directories are synced.
+func (s *DirStore) Adopt(id LogID, dir string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return ErrClosed
+	case id >= s.next:
+		return fmt.Errorf("engine %s: adopt %s as log %s: the id was not reserved", s.d.Name, dir, id)
+	}
+	to := s.logDir(id)
+	if _, err := s.fs.Stat(to); err == nil {
+		return fmt.Errorf("engine %s: adopt %s as log %s: the store has that log already", s.d.Name, dir, id)
+	}
+	if err := s.fs.Rename(dir, to); err != nil {
+		return fmt.Errorf("engine %s: adopt %s as log %s: %w", s.d.Name, dir, id, err)
+	}
+	if err := SyncDir(s.fs, s.dir); err != nil {
+		return err
+	}
+	return SyncDir(s.fs, s.fs.PathDir(dir))
 }
 
 // Logs implements Store.

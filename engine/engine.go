@@ -239,6 +239,11 @@ type Options struct {
 	// the disk. Nil removes the file at once. Engines that drop whole files
 	// (segment's DeleteBefore) use it; others ignore it.
 	Discard func(path string)
+	// DeleteRate is how fast, in bytes per second, a store that paces its
+	// own reclaiming of a deleted log's space (pebble's) does it; 0 means
+	// the engine's default, negative unpaced. Stores that hand files to
+	// Discard leave the pace to it.
+	DeleteRate int64
 }
 
 // WithDefaults returns o with every zero field set to its default.

@@ -98,6 +98,17 @@ var (
 	ErrLogInUse = errors.New("engine: log is open")
 )
 
+// Adopter is a Store that can take in, as it is, a directory in which its
+// driver's Open keeps a log (a data directory of an older layout, where
+// each partition's log was an engine of its own), by moving it: no copy.
+// Reserve hands out an id for Adopt (no Create gets it); Adopt moves dir
+// in as log id, durably, on the store's filesystem. An id reserved and
+// never adopted is simply never used.
+type Adopter interface {
+	Reserve() (LogID, error)
+	Adopt(id LogID, dir string) error
+}
+
 // Unwrapper is a LogEngine that wraps another (a store's handle on a
 // log): Unwrap returns the one it wraps, so that the optional interfaces
 // of the engine underneath are found through it (see As).

@@ -75,7 +75,7 @@ func TestDeleteBeforeSparesUncommitted(t *testing.T) {
 	defer m.Close()
 	p := onePartition(t, m, "__consumer_offsets")
 	appendAt(t, p, 0, 2)
-	f := flakyAt(pathOf(dir, "__consumer_offsets", 0, "log"))
+	f := flakyOf(dir, p)
 	f.set(func(f *flakyEngine) { f.gate = make(chan struct{}) })
 	_, err = p.Append(batchtest.Make(t, batchtest.Spec{Values: batchtest.Values("x", 2), Timestamp: 0}))
 	require.NoError(t, err)

@@ -3,8 +3,10 @@ package partition_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"sync"
 
+	"github.com/minikafka/minikafka/broker/partition"
 	"github.com/minikafka/minikafka/engine"
 	"github.com/minikafka/minikafka/engines/memory"
 )
@@ -38,6 +40,17 @@ func init() {
 			return f, nil
 		},
 	})
+}
+
+// logDirOf is the directory of p's log in the store of the manager whose
+// data directory is dataDir (a DirStore's: the flaky and segment engines').
+func logDirOf(dataDir string, p *partition.Partition) string {
+	return filepath.Join(dataDir, "store", p.LogID().String())
+}
+
+// flakyOf returns the flaky engine of p, in the manager on dataDir.
+func flakyOf(dataDir string, p *partition.Partition) *flakyEngine {
+	return flakyAt(logDirOf(dataDir, p))
 }
 
 // flakyAt returns the flaky engine opened on dir.

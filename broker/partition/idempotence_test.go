@@ -80,7 +80,7 @@ func TestFailedAppendIsNotRemembered(t *testing.T) {
 	dir := t.TempDir()
 	m := open(t, flakyName, dir, engine.Options{Sync: engine.SyncNever})
 	p := onePartition(t, m, "t")
-	f := flakyAt(pathOf(dir, "t", 0, "log"))
+	f := flakyOf(dir, p)
 
 	_, err := p.Append(batchtest.Idempotent(t, 1, 0, 0, 2))
 	require.NoError(t, err)

@@ -9,19 +9,22 @@
 //
 //	Dir/LOCK                                   locked while a Manager has the directory open
 //	Dir/high-watermark.checkpoint              every partition's high watermark (checkpoint.go)
-//	Dir/partitions/ENGINE                      the engine every partition uses
-//	Dir/partitions/<topic id>-<n>/partition.meta   whose partition this is (meta.go)
-//	Dir/partitions/<topic id>-<n>/log/         the engine's directory
+//	Dir/store/                                 the engine's store of every partition's log (engine.Store; its ENGINE names the engine)
+//	Dir/partitions/<topic id>-<n>/partition.meta   whose partition this is, and which log of the store (meta.go)
+//	Dir/partitions/<topic id>-<n>/leader-epoch.checkpoint
 //	Dir/partitions/<topic id>-<n>/producer-<offset>.snapshot
 //
-// Directories are keyed by topic id, not name: a topic deleted and created
-// again while this broker was down is a different directory, never mistaken
-// for the old one. Every file beside the engines is small, checksummed and
-// replaced atomically, the same for every engine; all I/O goes through
-// EngineOptions.FS so crash tests can run on a crashable filesystem. A
-// partition directory without partition.meta is an orphan of an interrupted
-// creation and is removed on open; one that the metadata no longer assigns
-// here is removed by the broker (Manager.Remove) once it has caught up.
+// Directories are keyed by topic id, not name, and logs by the id the
+// store hands out, never twice: a topic deleted and created again while
+// this broker was down is a different directory and a different log, never
+// mistaken for the old one. Every file beside the store is small,
+// checksummed and replaced atomically, the same for every engine; all I/O
+// goes through EngineOptions.FS so crash tests can run on a crashable
+// filesystem. A partition directory without partition.meta is an orphan of
+// an interrupted creation and is removed on open, and so is a log of the
+// store that no partition.meta names; a partition that the metadata no
+// longer assigns here is removed by the broker (Manager.Remove) once it has
+// caught up. An older layout's directory is migrated on open (store.go).
 //
 // # Commit rules
 //
@@ -52,7 +55,6 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -171,6 +173,9 @@ type Manager struct {
 	lastSave time.Time
 	savedHWs map[Key]int64
 
+	// store holds every partition's log.
+	store engine.Store
+
 	// deleter deletes the directories of removed partitions; asides
 	// numbers their names.
 	deleter *deleter
@@ -227,13 +232,18 @@ func OpenManager(cfg Config) (*Manager, error) {
 	}
 	m.deleter = newDeleter(fs, cfg.Clock, cfg.Logger, cfg.DeleteRate, cfg.Manual, m.quit)
 	if m.cfg.EngineOptions.Discard == nil {
-		m.cfg.EngineOptions.Discard = m.deleter.remove // retention's dropped segments, paced too
+		// Retention's dropped segments and deleted logs, paced too.
+		m.cfg.EngineOptions.Discard = m.deleter.remove
+	}
+	if m.cfg.EngineOptions.DeleteRate == 0 {
+		m.cfg.EngineOptions.DeleteRate = cfg.DeleteRate // for stores that pace their own deletions
 	}
 	m.asides.Store(cfg.Clock.Now().UnixNano())
 	if err := m.open(); err != nil {
 		close(m.quit)
 		<-m.deleter.done
 		m.closePartitions(m.allPartitions())
+		m.closeStore()
 		m.unlock()
 		return nil, err
 	}
@@ -337,112 +347,6 @@ func (m *Manager) every(interval time.Duration, done chan struct{}, do func()) {
 	}
 }
 
-func (m *Manager) open() error {
-	fs, dir := m.fs, m.cfg.Dir
-	root := fs.PathJoin(dir, partitionsDirName)
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("partition: create %s: %w", dir, err)
-	}
-	lock, err := fs.Lock(fs.PathJoin(dir, lockFileName))
-	if err != nil {
-		return fmt.Errorf("partition: lock %s: %w (%v)", dir, ErrDirLocked, err)
-	}
-	m.lock = lock
-	if err := syncDirs(fs, fs.PathDir(dir), dir); err != nil {
-		return fmt.Errorf("partition: %w", err)
-	}
-	if _, err := fs.Stat(fs.PathJoin(dir, legacyMetaFile)); err == nil {
-		return fmt.Errorf("partition: %s holds data of an older mini-kafka (%s, topics by name, before topics came from the cluster metadata); start with an empty -dir: %w",
-			dir, legacyMetaFile, engine.ErrWrongEngine)
-	}
-	if err := engine.ClaimDir(fs, root, m.cfg.Engine); err != nil {
-		return fmt.Errorf("partition: %w", err)
-	}
-	m.savedHWs = m.loadHWs()
-	names, err := fs.List(root)
-	if err != nil {
-		return fmt.Errorf("partition: list %s: %w", root, err)
-	}
-	slices.Sort(names)
-	names = slices.DeleteFunc(names, func(n string) bool { return n == engine.MarkerFile })
-	// Opened side by side (one by one in Manual mode, whose caller wants a
-	// deterministic order): a broker with thousands of partitions opens
-	// each log, reads its checkpoints and recovers its tail, mostly waiting
-	// for the disk.
-	workers := restoreWorkers
-	if m.cfg.Manual {
-		workers = 1
-	}
-	opened := make([]*Partition, len(names))
-	errs := make([]error, len(names))
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for range min(workers, len(names)) {
-		wg.Go(func() {
-			for i := range jobs {
-				opened[i], errs[i] = m.restore(root, names[i])
-			}
-		})
-	}
-	for i := range names {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, p := range opened {
-			if p != nil {
-				_ = p.close()
-			}
-		}
-		return err
-	}
-	for _, p := range opened {
-		if p != nil {
-			m.parts[p.key] = p
-			m.names[p.topic] = p.key.TopicID
-		}
-	}
-	m.cfg.Logger.Info("partitions restored", "dir", dir, "engine", m.cfg.Engine, "partitions", len(m.parts))
-	return nil
-}
-
-// restoreWorkers is how many partitions Open opens at once, and
-// closeWorkers how many Close closes at once: a partition that took records
-// since it opened syncs its log and writes its snapshot, and a disk serves
-// fsyncs side by side better than one by one.
-const (
-	restoreWorkers = 16
-	closeWorkers   = 32
-)
-
-// restore opens the partition in root/name, or removes the directory when
-// it is an orphan (a deletion, or a creation, that a crash interrupted)
-// and returns nil.
-func (m *Manager) restore(root, name string) (*Partition, error) {
-	dir := m.fs.PathJoin(root, name)
-	meta, found, err := readMeta(m.fs, dir)
-	if err != nil {
-		return nil, fmt.Errorf("partition %s: %w", name, err)
-	}
-	if !found || strings.HasSuffix(name, deletingSuffix) || name != dirName(meta.TopicID, meta.Index) {
-		m.cfg.Logger.Info("removing orphaned partition directory", "dir", name)
-		if !strings.HasSuffix(name, deletingSuffix) {
-			aside, err := m.setAside(dir)
-			if err != nil {
-				return nil, fmt.Errorf("partition: remove orphan %s: %w", name, err)
-			}
-			if err := engine.SyncDir(m.fs, root); err != nil {
-				return nil, err
-			}
-			dir = aside
-		}
-		m.deleter.remove(dir)
-		return nil, nil
-	}
-	return openPartition(m, Spec{Topic: meta.Topic, TopicID: meta.TopicID, Index: meta.Index})
-}
-
 func dirName(id uuid.UUID, index int32) string { return Key{id, index}.Dir() }
 
 // Dir is the name of the partition's directory in Dir/partitions.
@@ -490,15 +394,16 @@ func (m *Manager) Ensure(spec Spec) (*Partition, error) {
 	return p, nil
 }
 
-// create makes the directory of a new partition and opens it. The
-// directory counts only once its partition.meta is in place (the open
-// removes one without, as the orphan of an interrupted creation), so the
-// meta file takes its place last, after the log has been created and
-// opened (durably, as every engine's Open is): a crash at any point before
-// leaves an orphan, and nothing was appended to it. That order frees the
-// syncs of creation from one another: the meta file is written and synced
-// while the engine creates its log, and once it is renamed into place the
-// partition's directory and its parent are synced side by side.
+// create makes the directory and the log of a new partition and opens
+// it. The directory counts only once its partition.meta is in place (the
+// open removes one without, as the orphan of an interrupted creation), and
+// the log once a partition.meta names it (the open deletes the logs none
+// names), so the meta file takes its place last, after the store has made
+// the log (durably, as Create does): a crash at any point before leaves an
+// orphan, and nothing was appended to it. The meta file is written and
+// synced while the partition opens on its new log, and once it is renamed
+// into place the partition's directory and its parent are synced side by
+// side.
 func (m *Manager) create(spec Spec) (*Partition, error) {
 	fail := func(err error) (*Partition, error) {
 		return nil, fmt.Errorf("partition %s-%d: %w", spec.Topic, spec.Index, err)
@@ -510,20 +415,27 @@ func (m *Manager) create(spec Spec) (*Partition, error) {
 	if err := m.fs.MkdirAll(dir, 0o755); err != nil {
 		return fail(err)
 	}
-	b, err := encodeMeta(metaFile{Topic: spec.Topic, TopicID: spec.TopicID, Index: spec.Index})
+	cfg := parseTopicConfig(spec.Configs)
+	id, log, err := m.store.Create(engine.LogOptions{SegmentBytes: cfg.segmentBytes})
 	if err != nil {
+		return fail(fmt.Errorf("create its log in the %s store: %w", m.cfg.Engine, err))
+	}
+	b, err := encodeMeta(metaFile{Topic: spec.Topic, TopicID: spec.TopicID, Index: spec.Index, Log: id.String()})
+	if err != nil {
+		_ = log.Close()
 		return nil, err
 	}
 	meta := m.fs.PathJoin(dir, metaFileName)
 	var p *Partition
 	var openErr error
 	if err := m.sideBySide(
-		func() error { p, openErr = openPartition(m, spec); return nil },
+		func() error { p, openErr = openPartition(m, spec, id, log); return nil },
 		func() error { return engine.StageFile(m.fs, meta, b) },
 	); err != nil || openErr != nil {
 		if p != nil {
 			_ = p.close()
 		}
+		m.dropLog(id)
 		if openErr != nil {
 			return nil, openErr
 		}
@@ -541,6 +453,14 @@ func (m *Manager) create(spec Spec) (*Partition, error) {
 		return fail(err)
 	}
 	return p, nil
+}
+
+// dropLog deletes a log no partition names (the next open's sweep does,
+// if this fails).
+func (m *Manager) dropLog(id engine.LogID) {
+	if err := m.store.Delete(id); err != nil {
+		m.cfg.Logger.Warn("deleting the log of a partition that could not be created", "log", id.String(), "err", err)
+	}
 }
 
 // sideBySide runs the jobs on goroutines of their own and returns their
@@ -585,8 +505,22 @@ func (m *Manager) Remove(k Key) error {
 	if err := p.close(); err != nil {
 		m.cfg.Logger.Warn("closing a removed partition", "topic", p.topic, "partition", p.index, "err", err)
 	}
-	m.removeDir(p.dir)
-	return engine.SyncDir(m.fs, m.fs.PathJoin(m.cfg.Dir, partitionsDirName))
+	// The directory goes first, durably: a crash then leaves a log no
+	// partition names, which the next open deletes, never a partition
+	// whose log is gone.
+	aside := m.removeDir(p.dir)
+	if err := engine.SyncDir(m.fs, m.fs.PathJoin(m.cfg.Dir, partitionsDirName)); err != nil {
+		return err
+	}
+	if err := m.store.Delete(p.logID); err != nil {
+		m.cfg.Logger.Warn("deleting a removed partition's log failed; the next open retries", "topic", p.topic, "partition", p.index, "err", err)
+	}
+	if aside != "" {
+		// After the log's files (segment's), which the store handed the
+		// deleter first: a directory left means files still to delete.
+		m.deleter.remove(aside)
+	}
+	return nil
 }
 
 func (m *Manager) holdsTopicLocked(id uuid.UUID) bool {
@@ -599,16 +533,17 @@ func (m *Manager) holdsTopicLocked(id uuid.UUID) bool {
 }
 
 // removeDir renames dir aside, so that its name is free at once and a
-// crash leaves an orphan the next open removes, and hands it to the
-// deleter. A directory that cannot be renamed is removed in place.
-func (m *Manager) removeDir(dir string) {
+// crash leaves an orphan the next open removes, and returns the name it
+// has now, for the deleter. A directory that cannot be renamed is removed
+// in place ("" returned).
+func (m *Manager) removeDir(dir string) string {
 	aside, err := m.setAside(dir)
 	if err != nil {
 		m.cfg.Logger.Warn("renaming a removed partition's directory aside failed; removing it in place", "dir", dir, "err", err)
 		m.deleter.removeAll(dir)
-		return
+		return ""
 	}
-	m.deleter.remove(aside)
+	return aside
 }
 
 // setAside renames dir to a name of its own ending in deletingSuffix (the
@@ -683,8 +618,24 @@ func (m *Manager) Close() error {
 	m.tickMu.Lock()
 	m.saveHWsLocked(parts)
 	m.tickMu.Unlock()
+	if cerr := m.closeStore(); err == nil {
+		err = cerr
+	}
 	m.unlock()
 	return err
+}
+
+// closeStore closes the store, once the partitions are closed.
+func (m *Manager) closeStore() error {
+	if m.store == nil {
+		return nil
+	}
+	err := m.store.Close()
+	m.store = nil
+	if err != nil {
+		return fmt.Errorf("partition: close the store: %w", err)
+	}
+	return nil
 }
 
 // unlock releases the data directory, once the partitions are closed.

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -129,12 +130,22 @@ func TestOpenRefuses(t *testing.T) {
 	})
 }
 
-// onlyEngineMarker says whether Dir/partitions holds nothing but the
-// engine marker.
-func onlyEngineMarker(t *testing.T, dir string) bool {
+// nothingLeft says whether Dir/partitions holds nothing and the store no
+// log's directory, kept or being deleted (a DirStore's, 16 hex digits).
+func nothingLeft(t *testing.T, dir string) bool {
 	entries, err := os.ReadDir(filepath.Join(dir, "partitions"))
 	require.NoError(t, err)
-	return len(entries) == 1 && entries[0].Name() == engine.MarkerFile
+	if len(entries) > 0 {
+		return false
+	}
+	entries, err = os.ReadDir(filepath.Join(dir, "store"))
+	require.NoError(t, err)
+	for _, e := range entries {
+		if name, _ := strings.CutSuffix(e.Name(), ".deleting"); len(name) == 16 {
+			return false
+		}
+	}
+	return true
 }
 
 // A Close in the middle of a paced deletion stops it; the directory, set
@@ -155,10 +166,10 @@ func TestCloseStopsADeletionTheNextOpenFinishes(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close waits for the deletion")
 	}
-	assert.False(t, onlyEngineMarker(t, dir), "the deletion was cut short")
+	assert.False(t, nothingLeft(t, dir), "the deletion was cut short")
 
 	m2 := open(t, segment.Name, dir, engine.Options{})
-	require.Eventually(t, func() bool { return onlyEngineMarker(t, dir) }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return nothingLeft(t, dir) }, 10*time.Second, 5*time.Millisecond)
 	assert.Empty(t, m2.Keys())
 }
 
@@ -194,8 +205,7 @@ func TestOpenRemovesOrphans(t *testing.T) {
 		}
 		return names
 	}
-	want := []string{engine.MarkerFile, keep}
-	slices.Sort(want)
+	want := []string{keep}
 	require.Eventually(t, func() bool { return slices.Equal(want, names()) }, 10*time.Second, 5*time.Millisecond,
 		"the orphans deleted in the background")
 }

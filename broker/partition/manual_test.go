@@ -275,7 +275,7 @@ func TestFollowerResyncsAfterFailedAppend(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, leader.Sync())
 
-	f := flakyAt(pathOf(followerDir, "t", 0, "log"))
+	f := flakyOf(followerDir, follower)
 	f.set(func(f *flakyEngine) { f.failAppend = true })
 	require.ErrorIs(t, round(), kerr.KafkaStorageError)
 	require.Zero(t, follower.EndOffset())

@@ -16,11 +16,13 @@ import (
 // header line and a JSON body, checked by the header's CRC-32C:
 //
 //	mini-kafka partition v1 crc32c=<8 hex digits>\n
-//	{"topic":"t","topicId":"<uuid>","index":0}
+//	{"topic":"t","topicId":"<uuid>","index":0,"log":"<16 hex digits>"}
 //
-// It is written atomically before the engine's directory is created, so a
-// partition directory without one is an orphan of a creation a crash cut
-// short, removed on open.
+// log is the partition's log in the data directory's store (its
+// engine.LogID); a partition.meta of the older layout has none, its log
+// being in the partition's directory (store.go migrates it). It takes its
+// place last when a partition is created, so a partition directory without
+// one is an orphan of a creation a crash cut short, removed on open.
 const (
 	metaFileName = "partition.meta"
 	metaHeader   = "mini-kafka partition v1 crc32c="
@@ -32,6 +34,7 @@ type metaFile struct {
 	Topic   string    `json:"topic"`
 	TopicID uuid.UUID `json:"topicId"`
 	Index   int32     `json:"index"`
+	Log     string    `json:"log,omitempty"`
 }
 
 func encodeMeta(m metaFile) ([]byte, error) {

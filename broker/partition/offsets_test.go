@@ -119,7 +119,7 @@ func TestListOffsetOnlyCommitted(t *testing.T) {
 	dir := t.TempDir()
 	m := open(t, flakyName, dir, engine.Options{Sync: engine.SyncAlways})
 	p := onePartition(t, m, "t")
-	f := flakyAt(pathOf(dir, "t", 0, "log"))
+	f := flakyOf(dir, p)
 	f.set(func(f *flakyEngine) { f.gate = make(chan struct{}) })
 	_, err := p.Append(batchtest.Make(t, batchtest.Spec{Values: batchtest.Values("x", 2), Timestamp: 50}))
 	require.NoError(t, err)

@@ -20,10 +20,6 @@ import (
 	"github.com/minikafka/minikafka/replication"
 )
 
-// logDirName is the engine's directory inside the partition's; producer
-// snapshots live beside it.
-const logDirName = "log"
-
 // DefaultSnapshotBytes is how much appended data triggers a producer state
 // snapshot by default; it bounds the log scan after a crash.
 const DefaultSnapshotBytes = 64 << 20
@@ -65,6 +61,7 @@ type Partition struct {
 	dir      string
 	fs       vfs.FS
 	log      engine.LogEngine
+	logID    engine.LogID // log's id in the data directory's store
 	cfg      atomic.Pointer[topicConfig] // the topic's configs may change
 	internal bool                        // an internal topic: never trimmed by retention
 	always   bool                        // SyncAlways: the HW waits for an fsync
@@ -136,25 +133,18 @@ type Partition struct {
 	done chan struct{} // closed when the background loop has exited
 }
 
-// openPartition opens the engine in the partition's log directory and
-// restores the producer state from the snapshot and the log after it.
-func openPartition(m *Manager, spec Spec) (*Partition, error) {
+// openPartition opens the partition on log, its log id of the store, and
+// restores the producer state from the snapshot and the log after it. The
+// partition owns log from then on, failed or not.
+func openPartition(m *Manager, spec Spec, id engine.LogID, log engine.LogEngine) (*Partition, error) {
 	fs := m.fs
 	topic, index := spec.Topic, spec.Index
 	dir := m.partitionDir(spec.Key())
 	cfg := parseTopicConfig(spec.Configs)
-	opts := m.cfg.EngineOptions
-	if cfg.segmentBytes > 0 {
-		opts.SegmentBytes = cfg.segmentBytes
-	}
-	log, err := engine.Open(m.cfg.Engine, fs.PathJoin(dir, logDirName), opts)
-	if err != nil {
-		return nil, fmt.Errorf("partition %s-%d: open %s engine: %w", topic, index, m.cfg.Engine, err)
-	}
 	p := &Partition{
-		topic: topic, index: index, key: spec.Key(), dir: dir, fs: fs, log: log, repl: m.cfg.Replication,
+		topic: topic, index: index, key: spec.Key(), dir: dir, fs: fs, log: log, logID: id, repl: m.cfg.Replication,
 		internal:  cluster.Internal(topic),
-		always:    opts.Sync == engine.SyncAlways,
+		always:    m.cfg.EngineOptions.Sync == engine.SyncAlways,
 		clock:     m.cfg.Clock,
 		snapEvery: m.cfg.SnapshotBytes,
 		logger:    m.cfg.Logger.With("topic", topic, "partition", index),
@@ -193,6 +183,9 @@ func openPartition(m *Manager, spec Spec) (*Partition, error) {
 	}
 	return p, nil
 }
+
+// LogID is the partition's log in the data directory's store.
+func (p *Partition) LogID() engine.LogID { return p.logID }
 
 // Topic is the partition's topic name.
 func (p *Partition) Topic() string { return p.topic }

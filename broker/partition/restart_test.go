@@ -250,7 +250,7 @@ func TestRemove(t *testing.T) {
 			_, err = p.Append(batchtest.Plain(t, 1))
 			assert.ErrorIs(t, err, kerr.NotLeaderForPartition, "a handle from before the removal")
 			assert.NoDirExists(t, partitionDir(dir, id, 0), "renamed aside at once")
-			require.Eventually(t, func() bool { return onlyEngineMarker(t, dir) }, 10*time.Second, 5*time.Millisecond,
+			require.Eventually(t, func() bool { return nothingLeft(t, dir) }, 10*time.Second, 5*time.Millisecond,
 				"its data deleted in the background")
 			require.NoError(t, m.Close())
 
@@ -276,9 +276,9 @@ func TestCloseOfAnIdlePartitionWritesNothing(t *testing.T) {
 			var counting atomic.Bool
 			var writes []string
 			fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
-				// The engine's own files (under log/) are the engine's business.
+				// The store's files are the engine's business.
 				if counting.Load() && op.Kind.ReadOrWrite() == errorfs.OpIsWrite && op.Kind != errorfs.OpFileClose &&
-					!strings.Contains(op.Path, "/log") && !strings.HasSuffix(op.Path, "LOCK") {
+					!strings.Contains(op.Path, "/store/") && !strings.HasSuffix(op.Path, "LOCK") {
 					writes = append(writes, fmt.Sprintf("%v %s", op.Kind, op.Path))
 				}
 				return nil

@@ -125,7 +125,7 @@ func TestRetentionSparesInternalAndUncommitted(t *testing.T) {
 	appendAt(t, internal, 0, 2)
 	p, _ := m.Partition("t", 0)
 	appendAt(t, p, 0, 2)
-	f := flakyAt(pathOf(dir, "t", 0, "log"))
+	f := flakyOf(dir, p)
 	f.set(func(f *flakyEngine) { f.gate = make(chan struct{}) })
 	_, err = p.Append(batchtest.Make(t, batchtest.Spec{Values: batchtest.Values("x", 2), Timestamp: 0}))
 	require.NoError(t, err)
@@ -167,7 +167,7 @@ func TestRetentionHandsDroppedSegmentsToTheDeleter(t *testing.T) {
 	for range 40 {
 		appendAt(t, p, t0.UnixMilli(), 10)
 	}
-	logDir := pathOf(dir, "t", 0, "log")
+	logDir := logDirOf(dir, p)
 	files := func(suffix string) int {
 		names, err := filepath.Glob(filepath.Join(logDir, "*"+suffix))
 		require.NoError(t, err)

@@ -26,7 +26,7 @@ func TestHighWatermarkWaitsForSyncUnderSyncAlways(t *testing.T) {
 	dir := t.TempDir()
 	m := open(t, flakyName, dir, engine.Options{Sync: engine.SyncAlways})
 	p := onePartition(t, m, "t")
-	f := flakyAt(pathOf(dir, "t", 0, "log"))
+	f := flakyOf(dir, p)
 	gate := make(chan struct{})
 	f.set(func(f *flakyEngine) { f.gate = gate })
 
@@ -54,7 +54,7 @@ func TestHighWatermarkFollowsEndUnlessSyncAlways(t *testing.T) {
 			dir := t.TempDir()
 			m := open(t, flakyName, dir, engine.Options{Sync: policy})
 			p := onePartition(t, m, "t")
-			f := flakyAt(pathOf(dir, "t", 0, "log"))
+			f := flakyOf(dir, p)
 			f.set(func(f *flakyEngine) { f.gate = make(chan struct{}) }) // a sync would block forever
 			_, err := p.Append(batchtest.Plain(t, 2))
 			require.NoError(t, err)
@@ -67,7 +67,7 @@ func TestSyncFailureFailsWaiters(t *testing.T) {
 	dir := t.TempDir()
 	m := open(t, flakyName, dir, engine.Options{Sync: engine.SyncAlways})
 	p := onePartition(t, m, "t")
-	f := flakyAt(pathOf(dir, "t", 0, "log"))
+	f := flakyOf(dir, p)
 	f.set(func(f *flakyEngine) { f.failSync = true })
 	app, err := p.Append(batchtest.Plain(t, 1))
 	require.NoError(t, err)
@@ -100,7 +100,7 @@ func TestLogFailureIsReported(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { m.Close() })
 			p := onePartition(t, m, "t")
-			flakyAt(pathOf(dir, "t", 0, "log")).set(tc.inject)
+			flakyOf(dir, p).set(tc.inject)
 			if app, err := p.Append(batchtest.Plain(t, 1)); err == nil {
 				assert.ErrorIs(t, p.WaitDurable(ctxT(t), app.LastOffset+1), kerr.KafkaStorageError)
 			}
@@ -164,7 +164,7 @@ func TestAcksOneSharesTheLoopsSyncs(t *testing.T) {
 	dir := t.TempDir()
 	m := open(t, flakyName, dir, engine.Options{Sync: engine.SyncAlways})
 	p := onePartition(t, m, "t")
-	f := flakyAt(pathOf(dir, "t", 0, "log"))
+	f := flakyOf(dir, p)
 	var before int
 	f.set(func(f *flakyEngine) { before = f.syncs })
 	const n = 50
