@@ -61,7 +61,7 @@ type Partition struct {
 	dir      string
 	fs       vfs.FS
 	log      engine.LogEngine
-	logID    engine.LogID // log's id in the data directory's store
+	logID    engine.LogID                // log's id in the data directory's store
 	cfg      atomic.Pointer[topicConfig] // the topic's configs may change
 	internal bool                        // an internal topic: never trimmed by retention
 	always   bool                        // SyncAlways: the HW waits for an fsync

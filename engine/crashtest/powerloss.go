@@ -73,6 +73,13 @@ func sweep(t *testing.T, d engine.Driver, m mode, seed uint64) {
 		t.Fatalf("seed %d: the workload fails before any crash: %v\nreplay: %s", seed, err, replay(t, replayFlags(seed, 0)))
 	}
 	t.Logf("seed %d: %d steps, %d write operations: crashing at each", seed, len(p.steps), n)
+	crashEach(t, m, seed, n, func(k int) crashResult { return crashAt(d, p, m, seed, k) })
+}
+
+// crashEach runs crash at each of the n crash points of a workload in turn
+// (or only at -crash.k) and reports what they find: every failure, up to
+// maxFailures, and the crash points where the engine panicked.
+func crashEach(t *testing.T, m mode, seed uint64, n int, crash func(k int) crashResult) {
 	first, last := 1, n
 	if *flagK > 0 {
 		first, last = *flagK, *flagK
@@ -90,9 +97,9 @@ func sweep(t *testing.T, d engine.Driver, m mode, seed uint64) {
 	}()
 	for k := first; k <= last; k++ {
 		if *flagV {
-			fmt.Fprintf(os.Stderr, "crashtest: %s seed %d, crash point %d of %d\n", m.name, seed, k, n)
+			fmt.Fprintf(os.Stderr, "crashtest: %s %s seed %d, crash point %d of %d\n", t.Name(), m.name, seed, k, n)
 		}
-		res := crashAt(d, p, m, seed, k)
+		res := crash(k)
 		if res.panicked != nil {
 			if panics = append(panics, k); len(panics) == 1 {
 				firstPanic = res.report(seed, k, n, replay(t, replayFlags(seed, k)))
@@ -154,6 +161,37 @@ func countOps(d engine.Driver, p plan) (int, error) {
 	return fs.opCount(), nil
 }
 
+// crashRun runs workload (which returns why it stopped early, if it did)
+// on a fresh disk that loses power at write operation k, and returns the
+// crashed filesystem (its clone is the surviving disk), the crash point's
+// random source and what it found so far; a nil filesystem says the story
+// ends there (the disk could not be made, or the workload hung).
+func crashRun(m mode, seed uint64, k int, workload func(fs *crashFS) string) (*crashFS, *rand.Rand, crashResult) {
+	rng := rand.New(rand.NewPCG(seed, uint64(k)))
+	res := crashResult{unsyncedPct: unsyncedShares[rng.IntN(len(unsyncedShares))]}
+	mem, err := newDisk()
+	if err != nil {
+		res.problems = []string{err.Error()}
+		return nil, rng, res
+	}
+	fs := newCrashFS(mem, k, rng, res.unsyncedPct, m.failAfter)
+	var stopped string
+	err = guard("the workload", func() { stopped = workload(fs) })
+	switch {
+	case errors.Is(err, errHang):
+		res.problems = append(res.problems, err.Error())
+		res.hung, res.crashOp = true, fs.crashedAt()
+		return nil, rng, res // what the workload recorded is still the hung goroutine's
+	case errors.As(err, &res.panicked):
+		// Reported apart from durability: go on and check the disk it left.
+	case err != nil:
+		res.problems = append(res.problems, err.Error())
+	}
+	fs.crashNow()
+	res.crashOp, res.recent, res.stopped = fs.crashOp, fs.recent, stopped
+	return fs, rng, res
+}
+
 // crashResult is one crash point's story, for the failure message.
 type crashResult struct {
 	unsyncedPct int
@@ -169,28 +207,14 @@ type crashResult struct {
 // crashAt runs the workload on a fresh disk that loses power at write
 // operation k, then recovers the surviving disk and checks it.
 func crashAt(d engine.Driver, p plan, m mode, seed uint64, k int) crashResult {
-	rng := rand.New(rand.NewPCG(seed, uint64(k)))
-	res := crashResult{unsyncedPct: unsyncedShares[rng.IntN(len(unsyncedShares))]}
-	mem, err := newDisk()
-	if err != nil {
-		res.problems = []string{err.Error()}
+	var o outcome
+	fs, rng, res := crashRun(m, seed, k, func(fs *crashFS) string {
+		execute(context.Background(), d, fs, logDir, p, &o)
+		return o.stopped
+	})
+	if fs == nil {
 		return res
 	}
-	fs := newCrashFS(mem, k, rng, res.unsyncedPct, m.failAfter)
-	var o outcome
-	err = guard("the workload", func() { execute(context.Background(), d, fs, logDir, p, &o) })
-	switch {
-	case errors.Is(err, errHang):
-		res.problems = append(res.problems, err.Error())
-		res.hung, res.crashOp = true, fs.crashedAt()
-		return res // o is still the hung goroutine's
-	case errors.As(err, &res.panicked):
-		// Reported apart from durability: go on and check the disk it left.
-	case err != nil:
-		res.problems = append(res.problems, err.Error())
-	}
-	fs.crashNow()
-	res.crashOp, res.recent, res.stopped = fs.crashOp, fs.recent, o.stopped
 	pristine := copyDisk(fs.clone)
 	counted := newCrashFS(fs.clone, 0, nil, 0, false)
 	rec := recoverAndCheck(d, counted, o.x)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -43,26 +42,7 @@ func sweepStore(t *testing.T, d engine.Driver, m mode, seed uint64) {
 		t.Fatalf("seed %d: the store workload fails before any crash: %v\nreplay: %s", seed, err, replay(t, replayFlags(seed, 0)))
 	}
 	t.Logf("seed %d: %d steps over %d logs, %d write operations: crashing at each", seed, len(p.steps), storeLogs, n)
-	first, last := 1, n
-	if *flagK > 0 {
-		first, last = *flagK, *flagK
-	}
-	failures := 0
-	for k := first; k <= last; k++ {
-		if *flagV {
-			fmt.Fprintf(os.Stderr, "crashtest: store %s seed %d, crash point %d of %d\n", m.name, seed, k, n)
-		}
-		res := crashStoreAt(d, p, m, seed, k)
-		if len(res.problems) == 0 && res.panicked == nil {
-			continue
-		}
-		failures++
-		t.Error(res.report(seed, k, n, replay(t, replayFlags(seed, k))))
-		if res.hung || failures == maxFailures {
-			t.Errorf("seed %d: stopped the store sweep at crash point %d of %d after %d failures", seed, k, n, failures)
-			return
-		}
-	}
+	crashEach(t, m, seed, n, func(k int) crashResult { return crashStoreAt(d, p, m, seed, k) })
 }
 
 // countStoreOps runs the store workload with no crash, checks what a reopen
@@ -89,26 +69,14 @@ func countStoreOps(d engine.Driver, p storePlan) (int, error) {
 // crashStoreAt runs the store workload on a fresh disk that loses power at
 // write operation k, then recovers the surviving disk and checks it.
 func crashStoreAt(d engine.Driver, p storePlan, m mode, seed uint64, k int) crashResult {
-	rng := rand.New(rand.NewPCG(seed, uint64(k)))
-	res := crashResult{unsyncedPct: unsyncedShares[rng.IntN(len(unsyncedShares))]}
-	mem, err := newDisk()
-	if err != nil {
-		res.problems = []string{err.Error()}
-		return res
-	}
-	fs := newCrashFS(mem, k, rng, res.unsyncedPct, m.failAfter)
 	var o storeOutcome
-	err = guard("the store workload", func() { executeStore(context.Background(), d, fs, p, &o) })
-	switch {
-	case errors.Is(err, errHang):
-		res.problems, res.hung, res.crashOp = []string{err.Error()}, true, fs.crashedAt()
+	fs, _, res := crashRun(m, seed, k, func(fs *crashFS) string {
+		executeStore(context.Background(), d, fs, p, &o)
+		return o.stopped
+	})
+	if fs == nil {
 		return res
-	case errors.As(err, &res.panicked):
-	case err != nil:
-		res.problems = append(res.problems, err.Error())
 	}
-	fs.crashNow()
-	res.crashOp, res.recent, res.stopped = fs.crashOp, fs.recent, o.stopped
 	bad, hung := recoverStore(d, fs.clone, &o)
 	res.problems = append(res.problems, bad...)
 	res.hung = hung
@@ -186,23 +154,36 @@ func checkStore(d engine.Driver, disk vfs.FS, o *storeOutcome) []string {
 // checkStoreLog opens log id of the recovered store (the workload's log n,
 // or -1 for one a Create in flight made) and checks it.
 func checkStoreLog(s engine.Store, id engine.LogID, n int, o *storeOutcome) []string {
-	e, err := s.Open(id, engine.LogOptions{})
-	if err != nil {
-		return []string{fmt.Sprintf("log %d (id %s): Open after the crash failed: %v", n, id, err)}
-	}
 	x := expect{strict: true}
 	if n >= 0 {
 		x = o.logs[n].x
 	}
+	_, _, bad := checkLogOf(s, id, x, fmt.Sprintf("log %d (id %s)", n, id))
+	return bad
+}
+
+// checkLogOf opens log id of s, checks it against x, appends one batch
+// (synced) and closes it: what it read, the batch, and what was wrong,
+// each finding led by what.
+func checkLogOf(s engine.Store, id engine.LogID, x expect, what string) (recovered, engine.Batch, []string) {
+	r, nb, bad := checkLog(s, id, x)
+	for i := range bad {
+		bad[i] = what + ": " + bad[i]
+	}
+	return r, nb, bad
+}
+
+func checkLog(s engine.Store, id engine.LogID, x expect) (recovered, engine.Batch, []string) {
+	e, err := s.Open(id, engine.LogOptions{})
+	if err != nil {
+		return recovered{}, engine.Batch{}, []string{fmt.Sprintf("Open after the crash failed: %v", err)}
+	}
 	r, bad := readLog(e)
 	bad = append(bad, compare(r, x)...)
-	_, more := resume(context.Background(), e, 2, 100)
+	nb, more := resume(context.Background(), e, 2, 100)
 	bad = append(bad, more...)
 	if err := e.Close(); err != nil {
 		bad = append(bad, fmt.Sprintf("Close after recovery failed: %v", err))
 	}
-	for i := range bad {
-		bad[i] = fmt.Sprintf("log %d (id %s): %s", n, id, bad[i])
-	}
-	return bad
+	return r, nb, bad
 }

@@ -200,22 +200,8 @@ func checkKilledStore(d engine.Driver, dir string, run *storeRun, logs map[engin
 // run, appends a batch and updates st to what the log now holds.
 func checkKilledLog(s engine.Store, id engine.LogID, run *storeRun, st *killState) []string {
 	one := &childRun{acks: run.acks[id], dels: run.dels[id], deleted: run.deletions[id]}
-	x := st.expectAfter(one, true)
-	e, err := s.Open(id, engine.LogOptions{})
-	if err != nil {
-		return []string{fmt.Sprintf("log %s: Open after the kill failed: %v", id, err)}
-	}
-	r, bad := readLog(e)
-	bad = append(bad, compare(r, x)...)
-	nb, more := resume(context.Background(), e, 3, 200)
-	bad = append(bad, more...)
-	if err := e.Close(); err != nil {
-		bad = append(bad, fmt.Sprintf("Close after recovery failed: %v", err))
-	}
+	r, nb, bad := checkLogOf(s, id, st.expectAfter(one, true), "log "+id.String())
 	*st = killState{known: append(r.batches, nb), start: r.start, acked: nb.NextOffset()}
-	for i := range bad {
-		bad[i] = fmt.Sprintf("log %s: %s", id, bad[i])
-	}
 	return bad
 }
 

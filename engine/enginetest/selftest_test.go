@@ -50,30 +50,38 @@ func TestSuiteFailsEachCaseOnItsBrokenEngine(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			bug, ok := bugs[c.name]
 			require.True(t, ok, "case %s has no broken engine in bugs: add one that breaks what it checks", c.name)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, self, "-test.run=^TestBrokenEngine$/^"+c.name+"$", "-test.v")
-			cmd.Env = append(os.Environ(), bugEnv+"="+bug)
-			out, err := cmd.CombinedOutput()
-			require.Error(t, err, "the suite passed an engine that %s:\n%s", bug, out)
-			assert.Contains(t, string(out), "--- FAIL: TestBrokenEngine/"+c.name+" ", "the case itself fails:\n%s", out)
-			t.Logf("an engine that %s: %s", bug, firstFinding(string(out)))
+			failsOn(t, self, c.name, bug)
 		})
 	}
 	for _, c := range storeCases {
 		t.Run("Store/"+c.name, func(t *testing.T) {
 			bug, ok := storeBugs[c.name]
 			require.True(t, ok, "store case %s has no broken store in storeBugs: add one that breaks what it checks", c.name)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, self, "-test.run=^TestBrokenEngine$/^Store$/^"+c.name+"$", "-test.v")
-			cmd.Env = append(os.Environ(), bugEnv+"="+bug)
-			out, err := cmd.CombinedOutput()
-			require.Error(t, err, "the suite passed a store that %s:\n%s", bug, out)
-			assert.Contains(t, string(out), "--- FAIL: TestBrokenEngine/Store/"+c.name+" ", "the case itself fails:\n%s", out)
-			t.Logf("a store that %s: %s", bug, firstFinding(string(out)))
+			failsOn(t, self, "Store/"+c.name, bug)
 		})
 	}
+}
+
+// failsOn runs the case called name (a subtest path) of the suite in a
+// child process on the engine with bug, and checks that it fails.
+func failsOn(t *testing.T, self, name, bug string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, self, "-test.run=^TestBrokenEngine$/"+runPath(name), "-test.v")
+	cmd.Env = append(os.Environ(), bugEnv+"="+bug)
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err, "the suite passed an engine that %s:\n%s", bug, out)
+	assert.Contains(t, string(out), "--- FAIL: TestBrokenEngine/"+name+" ", "the case itself fails:\n%s", out)
+	t.Logf("an engine that %s: %s", bug, firstFinding(string(out)))
+}
+
+// runPath is a -test.run pattern for exactly the subtest path name.
+func runPath(name string) string {
+	parts := strings.Split(name, "/")
+	for i, p := range parts {
+		parts[i] = "^" + p + "$"
+	}
+	return strings.Join(parts, "/")
 }
 
 // firstFinding is the first line of the failure's message.

@@ -97,6 +97,18 @@ func (h *storeHarness) openStore(opts engine.Options) engine.Store {
 	return s
 }
 
+// reopen closes s, opens the store again and opens the logs ids in it.
+func (h *storeHarness) reopen(s engine.Store, opts engine.Options, ids []engine.LogID) (engine.Store, []engine.LogEngine) {
+	h.t.Helper()
+	require.NoError(h.t, s.Close())
+	s = h.openStore(opts)
+	es := make([]engine.LogEngine, len(ids))
+	for n, id := range ids {
+		es[n] = open(h.t, s, id)
+	}
+	return s, es
+}
+
 func (h *storeHarness) needDurable() {
 	if !h.d.Caps.Durable {
 		h.t.Skipf("engine %s does not declare Durable: nothing survives a reopen", h.d.Name)

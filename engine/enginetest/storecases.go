@@ -137,11 +137,7 @@ func testStoreIsolation(t *testing.T, d engine.Driver, dir string) {
 	if !d.Caps.Durable {
 		return
 	}
-	require.NoError(t, s.Close())
-	s = h.openStore(engine.Options{SegmentBytes: 8 << 10})
-	for n := range logs {
-		es[n] = open(t, s, ids[n])
-	}
+	s, es = h.reopen(s, engine.Options{SegmentBytes: 8 << 10}, ids)
 	check("after the store reopened")
 	for n := range logs {
 		require.NoError(t, es[n].Close())
@@ -219,11 +215,7 @@ func testStoreDeleteUnderLoad(t *testing.T, d engine.Driver, dir string) {
 	if !d.Caps.Durable {
 		return
 	}
-	require.NoError(t, s.Close())
-	s = h.openStore(engine.Options{SegmentBytes: 8 << 10})
-	for n := range es {
-		es[n] = open(t, s, ids[n])
-	}
+	s, es = h.reopen(s, engine.Options{SegmentBytes: 8 << 10}, ids)
 	check("after a reopen")
 	for _, id := range doomed {
 		_, err := s.Open(id, engine.LogOptions{})
