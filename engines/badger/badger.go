@@ -128,6 +128,7 @@ func (p pendingBatch) batch() engine.Batch {
 // Engine is one partition's log in a Badger DB.
 type Engine struct {
 	db            *badgerdb.DB
+	sp            kvlog.Space
 	log           *storeLog
 	policy        engine.SyncPolicy
 	maxBatchBytes int

@@ -157,17 +157,17 @@ func TestOpenFinishesTruncate(t *testing.T) {
 	require.NoError(t, e.Sync(context.Background(), e.EndOffset()))
 	// The first transaction of Truncate(12): the cut, and the newest batch.
 	require.NoError(t, e.db.Update(func(txn *badgerdb.Txn) error {
-		if err := txn.Set(cutKey, kvlog.EncodeOffset(12)); err != nil {
+		if err := txn.Set(kvlog.Space{}.MetaKey('t'), kvlog.EncodeOffset(12)); err != nil {
 			return err
 		}
-		return txn.Delete(kvlog.BatchKey(27))
+		return txn.Delete(kvlog.Space{}.BatchKey(27))
 	}))
 	require.NoError(t, e.Close())
 
 	r := openTest(t, dir, engine.Options{})
 	assert.Equal(t, int64(12), r.EndOffset(), "Open finishes an interrupted Truncate")
 	assert.Equal(t, bs[:4], readAll(t, r))
-	_, ok, err := r.getOffset(cutKey)
+	_, ok, err := r.getOffset(r.cutKey())
 	require.NoError(t, err)
 	assert.False(t, ok, "the cut key is gone once the Truncate is done")
 	require.NoError(t, r.Append(enginetest.Batch(12, 1, 10)), "appends resume at the cut")
@@ -181,7 +181,7 @@ func TestOpenFinishesDeleteBefore(t *testing.T) {
 	e := openTest(t, dir, engine.Options{})
 	bs := appendSome(t, e, 10, 3, 200) // 0..29
 	require.NoError(t, e.Sync(context.Background(), e.EndOffset()))
-	require.NoError(t, e.db.Update(func(txn *badgerdb.Txn) error { return txn.Set(kvlog.StartKey, kvlog.EncodeOffset(13)) }))
+	require.NoError(t, e.db.Update(func(txn *badgerdb.Txn) error { return txn.Set(kvlog.Space{}.StartKey(), kvlog.EncodeOffset(13)) }))
 	require.NoError(t, e.Close())
 
 	r := openTest(t, dir, engine.Options{})

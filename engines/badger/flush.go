@@ -62,7 +62,7 @@ func (e *Engine) flushLocked() error {
 	}
 	err := e.commit(func(put func(key, value []byte) error) error {
 		for _, p := range batch {
-			if err := put(kvlog.BatchKey(p.base), p.value); err != nil {
+			if err := put(e.sp.BatchKey(p.base), p.value); err != nil {
 				return err
 			}
 		}

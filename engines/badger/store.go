@@ -13,7 +13,7 @@ import (
 // cutKey holds the offset a Truncate cuts the log at (an offset value, see
 // engines/kvlog), while the Truncate's deletions, which may span
 // transactions, are under way.
-var cutKey = []byte{'m', 't'}
+func (e *Engine) cutKey() []byte { return e.sp.MetaKey('t') }
 
 // getOffset reads the start key or cutKey; ok is false when it is absent.
 func (e *Engine) getOffset(key []byte) (off int64, ok bool, err error) {
@@ -40,25 +40,25 @@ func (e *Engine) getOffset(key []byte) (off int64, ok bool, err error) {
 // or below offset; ok is false when there is none.
 func (e *Engine) batchAtOrBelow(offset int64) (b engine.Batch, ok bool, err error) {
 	err = e.db.View(func(txn *badgerdb.Txn) error {
-		it := txn.NewIterator(badgerdb.IteratorOptions{Reverse: true, Prefix: kvlog.BatchSpace})
+		it := txn.NewIterator(badgerdb.IteratorOptions{Reverse: true, Prefix: e.sp.BatchSpace()})
 		defer it.Close()
-		it.Seek(kvlog.BatchKey(offset))
-		if !it.ValidForPrefix(kvlog.BatchSpace) {
+		it.Seek(e.sp.BatchKey(offset))
+		if !it.ValidForPrefix(e.sp.BatchSpace()) {
 			return nil
 		}
-		b, err = decodeItem(it.Item())
+		b, err = e.decodeItem(it.Item())
 		ok = err == nil
 		return err
 	})
 	return b, ok, err
 }
 
-func decodeItem(item *badgerdb.Item) (engine.Batch, error) {
+func (e *Engine) decodeItem(item *badgerdb.Item) (engine.Batch, error) {
 	v, err := item.ValueCopy(nil)
 	if err != nil {
 		return engine.Batch{}, storeErr(err)
 	}
-	return kvlog.DecodeBatch(item.Key(), v)
+	return e.sp.DecodeBatch(item.Key(), v)
 }
 
 // readStore gathers into c the stored batches from the one holding c.Offset
@@ -69,13 +69,13 @@ func (e *Engine) readStore(c *kvlog.Collector, committed int64) error {
 		return err
 	}
 	return e.db.View(func(txn *badgerdb.Txn) error {
-		it := txn.NewIterator(badgerdb.IteratorOptions{Prefix: kvlog.BatchSpace})
+		it := txn.NewIterator(badgerdb.IteratorOptions{Prefix: e.sp.BatchSpace()})
 		defer it.Close()
-		for it.Seek(kvlog.BatchKey(first.BaseOffset)); it.ValidForPrefix(kvlog.BatchSpace); it.Next() {
-			if base, _ := kvlog.KeyBase(it.Item().Key()); base >= committed {
+		for it.Seek(e.sp.BatchKey(first.BaseOffset)); it.ValidForPrefix(e.sp.BatchSpace()); it.Next() {
+			if base, _ := e.sp.KeyBase(it.Item().Key()); base >= committed {
 				break
 			}
-			b, err := decodeItem(it.Item())
+			b, err := e.decodeItem(it.Item())
 			if err != nil {
 				return err
 			}
@@ -127,10 +127,10 @@ type keyValue struct{ key, value []byte }
 func (e *Engine) batchKeys(from, to int64) ([][]byte, error) {
 	var keys [][]byte
 	err := e.db.View(func(txn *badgerdb.Txn) error {
-		it := txn.NewIterator(badgerdb.IteratorOptions{Prefix: kvlog.BatchSpace})
+		it := txn.NewIterator(badgerdb.IteratorOptions{Prefix: e.sp.BatchSpace()})
 		defer it.Close()
-		for it.Seek(kvlog.BatchKey(from)); it.ValidForPrefix(kvlog.BatchSpace); it.Next() {
-			if base, ok := kvlog.KeyBase(it.Item().Key()); !ok || base >= to {
+		for it.Seek(e.sp.BatchKey(from)); it.ValidForPrefix(e.sp.BatchSpace()); it.Next() {
+			if base, ok := e.sp.KeyBase(it.Item().Key()); !ok || base >= to {
 				break
 			}
 			keys = append(keys, it.Item().KeyCopy(nil))
@@ -144,15 +144,15 @@ func (e *Engine) batchKeys(from, to int64) ([][]byte, error) {
 // crash interrupted: a Truncate (cutKey present) and the deletions of a
 // DeleteBefore (batches wholly below the start).
 func (e *Engine) recover() error {
-	start, _, err := e.getOffset(kvlog.StartKey)
+	start, _, err := e.getOffset(e.sp.StartKey())
 	if err != nil {
 		return fmt.Errorf("read start offset: %w", err)
 	}
-	if cut, ok, err := e.getOffset(cutKey); err != nil {
+	if cut, ok, err := e.getOffset(e.cutKey()); err != nil {
 		return fmt.Errorf("read truncation point: %w", err)
 	} else if ok {
 		e.log.log.Info("badger: finishing an interrupted truncation", "at", cut)
-		if err := e.deleteBatches(cut, 1<<63-1, true, nil, &keyValue{key: cutKey}); err != nil {
+		if err := e.deleteBatches(cut, 1<<63-1, true, nil, &keyValue{key: e.cutKey()}); err != nil {
 			return fmt.Errorf("finish truncation at %d: %w", cut, err)
 		}
 	}

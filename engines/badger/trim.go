@@ -65,7 +65,7 @@ func (e *Engine) Truncate(offset int64) error {
 	}
 	if err == nil {
 		err = e.deleteBatches(b.BaseOffset, committed, true,
-			&keyValue{key: cutKey, value: kvlog.EncodeOffset(b.BaseOffset)}, &keyValue{key: cutKey})
+			&keyValue{key: e.cutKey(), value: kvlog.EncodeOffset(b.BaseOffset)}, &keyValue{key: e.cutKey()})
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -128,7 +128,7 @@ func (e *Engine) DeleteBefore(offset int64) error {
 	}
 	// The new start is written first, in the first transaction: batches a
 	// crash leaves below it are dropped by the next Open.
-	err = e.deleteBatches(0, cut, false, &keyValue{key: kvlog.StartKey, value: kvlog.EncodeOffset(offset)}, nil)
+	err = e.deleteBatches(0, cut, false, &keyValue{key: e.sp.StartKey(), value: kvlog.EncodeOffset(offset)}, nil)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err != nil {

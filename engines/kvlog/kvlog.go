@@ -1,5 +1,5 @@
 // Package kvlog is how the key-value engines (engines/pebble and
-// engines/badger) lay a partition log out in a sorted key-value store, and
+// engines/badger) lay partition logs out in a sorted key-value store, and
 // the rules a Read follows over it. It is not an engine and registers none.
 //
 // # Key space
@@ -7,20 +7,32 @@
 // Format constants never change: a store written by one build is read by
 // every later one, whichever of the two engines wrote it.
 //
-//	batch key   'b' | base offset (uint64, big-endian)          9 bytes
-//	batch value crc32c (uint32 BE) | records (uint32 BE) | data
-//	start key   'm' 's'
+// A log's keys all begin with its Space's prefix: none for a log alone in
+// its database (Driver.Open's, and every partition's before stores), and
+// 'l' and the log's id (uint64, big-endian) for a log of a store
+// (LogSpace), so that each log of a store is one contiguous key range,
+// deleted with one range deletion or prefix drop.
+//
+//	batch key    prefix | 'b' | base offset (uint64, big-endian)
+//	batch value  crc32c (uint32 BE) | records (uint32 BE) | data
+//	start key    prefix | 'm' 's'
 //	offset value offset (uint64 BE) | crc32c (uint32 BE)         12 bytes
 //
 // Each batch is one key-value pair. Big-endian keys sort in offset order
-// (offsets are never negative), and every batch key sorts between BatchSpace
-// and BatchLimit. The CRC of a batch covers its base offset, its record
-// count and its data, so a value that ends up under the wrong key is caught
-// too: the stores checksum their blocks, but this CRC makes "no corrupt
-// batch is ever returned" hold the same way for every engine. Metadata keys
-// begin with 'm' and hold offset values: StartKey, the log start offset
-// (absent means 0), and whatever an engine adds (badger's truncation point,
-// 'm' 't').
+// (offsets are never negative), and every batch key of a space sorts
+// between its BatchSpace and its BatchLimit. The CRC of a batch covers its
+// base offset, its record count and its data, so a value that ends up
+// under the wrong key is caught too: the stores checksum their blocks, but
+// this CRC makes "no corrupt batch is ever returned" hold the same way for
+// every engine. Metadata keys begin with the prefix and 'm' and hold
+// offset values: the start key, the log start offset (absent means 0), and
+// whatever an engine adds (badger's truncation point, 'm' 't').
+//
+// A store's own keys sort apart from its logs':
+//
+//	format key   's'                   the value "kvlog store v1": this database is a store
+//	next key     'n'                   an offset value: ids below it may have been handed out
+//	log key      'r' | id (8 bytes BE) the log exists (value: the one byte 'L')
 //
 // The byte slices this package exports are shared: never modify them.
 package kvlog
@@ -34,40 +46,108 @@ import (
 )
 
 const (
-	// BatchPrefix begins every batch key.
+	// BatchPrefix begins every batch key after its space's prefix.
 	BatchPrefix = 'b'
 	// ValueHeader is how many bytes of a batch value precede the data.
 	ValueHeader = 8
 
-	batchKeyLen  = 9
 	offsetValLen = 12
+	logPrefix    = 'l'
+	logIDLen     = 8
 )
 
 var (
-	// BatchSpace is the prefix of every batch key, and sorts before them all.
-	BatchSpace = []byte{BatchPrefix}
-	// BatchLimit is the exclusive upper bound of the batch key space.
-	BatchLimit = []byte{BatchPrefix + 1}
-	// StartKey holds the log start offset (an offset value); absent means 0.
-	StartKey = []byte{'m', 's'}
+	// FormatKey holds StoreFormat in a database that is a store.
+	FormatKey = []byte{'s'}
+	// StoreFormat is FormatKey's value.
+	StoreFormat = []byte("kvlog store v1")
+	// NextKey holds the store's next log id (an offset value).
+	NextKey = []byte{'n'}
+	// LogKeys is the prefix of every log key of a store.
+	LogKeys = []byte{'r'}
+	// LogKeysLimit is the exclusive upper bound of the log keys.
+	LogKeysLimit = []byte{'r' + 1}
+	// LiveLog is a log key's value.
+	LiveLog = []byte{'L'}
 
 	castagnoli = crc32.MakeTable(crc32.Castagnoli)
 )
 
-// BatchKey returns the key of the batch whose base offset is base.
-func BatchKey(base int64) []byte {
-	k := make([]byte, batchKeyLen)
-	k[0] = BatchPrefix
-	binary.BigEndian.PutUint64(k[1:], uint64(base))
-	return k
+// LogKey is the key that says log id exists in a store.
+func LogKey(id engine.LogID) []byte {
+	return binary.BigEndian.AppendUint64(append(make([]byte, 0, 1+logIDLen), LogKeys...), uint64(id))
 }
 
-// KeyBase decodes a batch key; ok is false for a key that is not one.
-func KeyBase(k []byte) (base int64, ok bool) {
-	if len(k) != batchKeyLen || k[0] != BatchPrefix {
+// LogKeyID decodes a log key; ok is false for a key that is not one.
+func LogKeyID(k []byte) (engine.LogID, bool) {
+	if len(k) != 1+logIDLen || k[0] != LogKeys[0] {
 		return 0, false
 	}
-	return int64(binary.BigEndian.Uint64(k[1:])), true
+	return engine.LogID(binary.BigEndian.Uint64(k[1:])), true
+}
+
+// Space is the key space of one log: every key of the log begins with its
+// prefix. The zero Space is a log alone in its database.
+type Space struct{ prefix []byte }
+
+// LogSpace is the space of log id of a store.
+func LogSpace(id engine.LogID) Space {
+	p := make([]byte, 1, 1+logIDLen)
+	p[0] = logPrefix
+	return Space{binary.BigEndian.AppendUint64(p, uint64(id))}
+}
+
+func (s Space) key(rest ...byte) []byte {
+	return append(append(make([]byte, 0, len(s.prefix)+len(rest)), s.prefix...), rest...)
+}
+
+// Lower and Upper bound every key of the space, Upper excluded; for the
+// zero Space, every key of the database (Upper nil: no bound).
+func (s Space) Lower() []byte { return s.key() }
+
+// Upper: see Lower.
+func (s Space) Upper() []byte {
+	if len(s.prefix) == 0 {
+		return nil
+	}
+	u := s.key()
+	for i := len(u) - 1; i >= 0; i-- { // the prefix plus one, as a number
+		if u[i]++; u[i] != 0 {
+			return u[:i+1]
+		}
+	}
+	return nil
+}
+
+// Prefix is the space's prefix (nil for the zero Space).
+func (s Space) Prefix() []byte { return s.key() }
+
+// BatchSpace is the prefix of every batch key of the space, and sorts
+// before them all.
+func (s Space) BatchSpace() []byte { return s.key(BatchPrefix) }
+
+// BatchLimit is the exclusive upper bound of the space's batch keys.
+func (s Space) BatchLimit() []byte { return s.key(BatchPrefix + 1) }
+
+// StartKey holds the log start offset (an offset value); absent means 0.
+func (s Space) StartKey() []byte { return s.key('m', 's') }
+
+// MetaKey is the space's metadata key named name (the start key is 's').
+func (s Space) MetaKey(name byte) []byte { return s.key('m', name) }
+
+// BatchKey returns the key of the batch whose base offset is base.
+func (s Space) BatchKey(base int64) []byte {
+	return binary.BigEndian.AppendUint64(s.key(BatchPrefix), uint64(base))
+}
+
+// KeyBase decodes a batch key of the space; ok is false for a key that is
+// not one.
+func (s Space) KeyBase(k []byte) (base int64, ok bool) {
+	n := len(s.prefix)
+	if len(k) != n+9 || string(k[:n]) != string(s.prefix) || k[n] != BatchPrefix {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(k[n+1:])), true
 }
 
 func batchCRC(base int64, records uint32, data []byte) uint32 {
@@ -85,11 +165,12 @@ func AppendValue(dst []byte, b engine.Batch) []byte {
 	return append(append(dst, hdr[:]...), b.Data...)
 }
 
-// DecodeBatch checks a stored key and value and returns the batch. Its Data
-// is a slice of value: a caller that does not own value copies it. Anything
-// that fails its checksum or framing is ErrCorrupt.
-func DecodeBatch(key, value []byte) (engine.Batch, error) {
-	base, ok := KeyBase(key)
+// DecodeBatch checks a stored key of the space and its value and returns
+// the batch. Its Data is a slice of value: a caller that does not own
+// value copies it. Anything that fails its checksum or framing is
+// ErrCorrupt.
+func (s Space) DecodeBatch(key, value []byte) (engine.Batch, error) {
+	base, ok := s.KeyBase(key)
 	if !ok {
 		return engine.Batch{}, fmt.Errorf("key %x is not a batch key: %w", key, engine.ErrCorrupt)
 	}

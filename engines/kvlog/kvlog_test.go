@@ -10,33 +10,39 @@ import (
 	"github.com/minikafka/minikafka/engines/kvlog"
 )
 
-func TestDecodeBatchRefusesDamage(t *testing.T) {
-	b := engine.Batch{BaseOffset: 42, Records: 3, Data: []byte("some batch bytes")}
-	good := kvlog.AppendValue(nil, b)
-	got, err := kvlog.DecodeBatch(kvlog.BatchKey(42), good)
-	require.NoError(t, err)
-	assert.Equal(t, b, got, "a stored batch decodes to itself")
+// spaces are a log alone in its database and two logs of a store.
+var spaces = []kvlog.Space{{}, kvlog.LogSpace(1), kvlog.LogSpace(0x1ff)}
 
-	flip := func(i int) []byte {
-		v := append([]byte(nil), good...)
-		v[i] ^= 0x10
-		return v
-	}
-	for _, c := range []struct {
-		name       string
-		key, value []byte
-	}{
-		{"flipped data byte", kvlog.BatchKey(42), flip(len(good) - 1)},
-		{"flipped record count", kvlog.BatchKey(42), flip(7)},
-		{"flipped checksum", kvlog.BatchKey(42), flip(0)},
-		{"value under another key", kvlog.BatchKey(43), good},
-		{"short value", kvlog.BatchKey(42), good[:kvlog.ValueHeader]},
-		{"key of another kind", kvlog.StartKey, good},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := kvlog.DecodeBatch(c.key, c.value)
-			assert.ErrorIs(t, err, engine.ErrCorrupt, "damaged batches are ErrCorrupt, never data")
-		})
+func TestDecodeBatchRefusesDamage(t *testing.T) {
+	for _, sp := range spaces {
+		b := engine.Batch{BaseOffset: 42, Records: 3, Data: []byte("some batch bytes")}
+		good := kvlog.AppendValue(nil, b)
+		got, err := sp.DecodeBatch(sp.BatchKey(42), good)
+		require.NoError(t, err)
+		assert.Equal(t, b, got, "a stored batch decodes to itself")
+
+		flip := func(i int) []byte {
+			v := append([]byte(nil), good...)
+			v[i] ^= 0x10
+			return v
+		}
+		for _, c := range []struct {
+			name       string
+			key, value []byte
+		}{
+			{"flipped data byte", sp.BatchKey(42), flip(len(good) - 1)},
+			{"flipped record count", sp.BatchKey(42), flip(7)},
+			{"flipped checksum", sp.BatchKey(42), flip(0)},
+			{"value under another key", sp.BatchKey(43), good},
+			{"short value", sp.BatchKey(42), good[:kvlog.ValueHeader]},
+			{"key of another kind", sp.StartKey(), good},
+			{"key of another log", kvlog.LogSpace(7).BatchKey(42), good},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				_, err := sp.DecodeBatch(c.key, c.value)
+				assert.ErrorIs(t, err, engine.ErrCorrupt, "damaged batches are ErrCorrupt, never data")
+			})
+		}
 	}
 }
 
@@ -56,19 +62,44 @@ func TestOffsetRecordRoundTrip(t *testing.T) {
 
 func TestBatchKeysSortByOffset(t *testing.T) {
 	offs := []int64{0, 1, 255, 256, 1 << 32, 1<<63 - 1}
-	for i, off := range offs {
-		k := kvlog.BatchKey(off)
-		base, ok := kvlog.KeyBase(k)
-		require.True(t, ok)
-		assert.Equal(t, off, base, "a batch key decodes to its offset")
-		assert.Less(t, string(kvlog.BatchSpace), string(k), "every batch key sorts above BatchSpace")
-		assert.Less(t, string(k), string(kvlog.BatchLimit), "every batch key sorts below BatchLimit")
-		if i > 0 {
-			assert.Less(t, string(kvlog.BatchKey(offs[i-1])), string(k), "keys sort in offset order")
+	for _, sp := range spaces {
+		for i, off := range offs {
+			k := sp.BatchKey(off)
+			base, ok := sp.KeyBase(k)
+			require.True(t, ok)
+			assert.Equal(t, off, base, "a batch key decodes to its offset")
+			assert.Less(t, string(sp.BatchSpace()), string(k), "every batch key sorts above BatchSpace")
+			assert.Less(t, string(k), string(sp.BatchLimit()), "every batch key sorts below BatchLimit")
+			if i > 0 {
+				assert.Less(t, string(sp.BatchKey(offs[i-1])), string(k), "keys sort in offset order")
+			}
 		}
+		_, ok := sp.KeyBase(sp.StartKey())
+		assert.False(t, ok, "the start key is not a batch key")
 	}
-	_, ok := kvlog.KeyBase(kvlog.StartKey)
-	assert.False(t, ok, "the start key is not a batch key")
+}
+
+// Each log of a store is one key range, apart from the others' and from
+// the store's own keys.
+func TestLogSpacesAreRanges(t *testing.T) {
+	ids := []engine.LogID{0, 1, 0xff, 0x100, 1<<64 - 2}
+	for i, id := range ids {
+		sp := kvlog.LogSpace(id)
+		for _, k := range [][]byte{sp.BatchKey(0), sp.BatchKey(1<<63 - 1), sp.StartKey(), sp.MetaKey('t')} {
+			assert.LessOrEqual(t, string(sp.Lower()), string(k), "log %d's keys lie in its range", id)
+			assert.Less(t, string(k), string(sp.Upper()), "log %d's keys lie in its range", id)
+		}
+		if i > 0 {
+			assert.LessOrEqual(t, string(kvlog.LogSpace(ids[i-1]).Upper()), string(sp.Lower()), "the ranges of logs %d and %d do not overlap", ids[i-1], id)
+		}
+		for _, k := range [][]byte{kvlog.FormatKey, kvlog.NextKey, kvlog.LogKey(id)} {
+			assert.False(t, string(sp.Lower()) <= string(k) && string(k) < string(sp.Upper()), "the store's key %q is no log's", k)
+		}
+		got, ok := kvlog.LogKeyID(kvlog.LogKey(id))
+		assert.True(t, ok)
+		assert.Equal(t, id, got, "a log key decodes to its id")
+	}
+	assert.Nil(t, kvlog.Space{}.Upper(), "a log alone in its database has no upper bound")
 }
 
 // TestCollector feeds the collector what a store iterator yields over the

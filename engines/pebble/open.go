@@ -7,75 +7,7 @@ import (
 	pebbledb "github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/atomicfs"
-
-	"github.com/minikafka/minikafka/engine"
-	"github.com/minikafka/minikafka/engines/kvlog"
 )
-
-// Open opens (or creates) the pebble log in dir.
-func Open(dir string, opts engine.Options) (*Engine, error) {
-	opts = opts.WithDefaults()
-	if err := engine.ClaimDir(opts.FS, dir, Name); err != nil {
-		return nil, err
-	}
-	fs := newStoreFS(opts.FS)
-	log := &storeLog{log: opts.Logger}
-	path := opts.FS.PathJoin(dir, "db")
-	o := storeOptions(opts, fs, log)
-	if err := makeStoreDir(fs, path); err != nil {
-		return nil, fmt.Errorf("pebble: open %s: %w", path, err)
-	}
-	lock, err := pebbledb.LockDirectory(path, fs)
-	if err != nil {
-		return nil, fmt.Errorf("pebble: open %s: %w", path, err)
-	}
-	// Open takes a reference of its own; this one is for the preparation.
-	defer lock.Close()
-	o.Lock = lock
-	rotate, err := prepareStore(fs, path, o.FormatMajorVersion)
-	if err != nil {
-		return nil, fmt.Errorf("pebble: open %s: %w", path, err)
-	}
-	db, err := openStore(path, o)
-	if err != nil {
-		return nil, fmt.Errorf("pebble: open %s: %w", path, storeErr(err))
-	}
-	e := &Engine{
-		db:            db,
-		fs:            fs,
-		log:           log,
-		policy:        opts.Sync,
-		maxBatchBytes: opts.MaxBatchBytes,
-		meter:         engine.NewSyncMeter(opts),
-		stopFlusher:   make(chan struct{}),
-	}
-	e.syncs.flush = e.syncWAL
-	if rotate {
-		// A flush, even of the empty memtable, starts a new WAL, in the
-		// format pebble.Open has just moved the store to. It returns once
-		// the new WAL is in place; the flush itself goes on in the background.
-		err = e.write(func() error { _, err := db.AsyncFlush(); return err })
-	}
-	if err == nil {
-		err = e.recover()
-	}
-	if err != nil {
-		if !e.wedged.Load() {
-			_ = e.guard(db.Close)
-		}
-		return nil, fmt.Errorf("pebble: open %s: %w", path, err)
-	}
-	e.syncs.advance(e.end.Load())
-	opts.Logger.Debug("pebble: opened", "dir", dir, "start", e.start.Load(), "end", e.end.Load())
-	if opts.Sync == engine.SyncInterval {
-		// The timer starts here, not in the goroutine, so that a manual
-		// clock advanced right after Open fires it.
-		t := opts.Clock.NewTimer(opts.SyncInterval)
-		e.flusherDone.Add(1)
-		go e.flushEvery(t, opts.SyncInterval)
-	}
-	return e, nil
-}
 
 // prepareStore readies the store in path for pebble.Open and reports
 // whether the engine must rotate to a new WAL before it writes anything.
@@ -190,42 +122,4 @@ func openStore(path string, o *pebbledb.Options) (*pebbledb.DB, error) {
 func closeQuietly(db *pebbledb.DB) {
 	defer func() { _ = recover() }()
 	_ = db.Close()
-}
-
-// recover reads the log's bounds from the store.
-func (e *Engine) recover() error {
-	start := int64(0)
-	v, closer, err := e.db.Get(kvlog.StartKey)
-	switch {
-	case err == nil:
-		start, err = kvlog.DecodeOffset(v)
-		closer.Close()
-		if err != nil {
-			return err
-		}
-	case err != pebbledb.ErrNotFound:
-		return fmt.Errorf("read start offset: %w", storeErr(err))
-	}
-	it, err := e.db.NewIter(&pebbledb.IterOptions{LowerBound: kvlog.BatchSpace, UpperBound: kvlog.BatchLimit})
-	if err != nil {
-		return fmt.Errorf("iterate: %w", storeErr(err))
-	}
-	defer it.Close()
-	end := start
-	if it.Last() {
-		val, err := it.ValueAndErr()
-		if err != nil {
-			return fmt.Errorf("read last batch: %w", storeErr(err))
-		}
-		b, err := kvlog.DecodeBatch(it.Key(), val)
-		if err != nil {
-			return fmt.Errorf("last batch: %w", err)
-		}
-		end = max(end, b.NextOffset())
-	} else if err := it.Error(); err != nil {
-		return fmt.Errorf("find last batch: %w", storeErr(err))
-	}
-	e.start.Store(start)
-	e.end.Store(end)
-	return nil
 }

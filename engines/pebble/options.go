@@ -12,17 +12,20 @@ import (
 	"github.com/minikafka/minikafka/engine"
 )
 
-// Tuning. The broker opens one engine per partition, so what matters is the
-// memory and the file descriptors each idle or lightly used DB costs, not the
-// peak throughput of one DB. See the package documentation for the reasoning.
+// Tuning: one database per data directory (a Store), or per log opened
+// alone (the controller quorum's raft log). See the package documentation
+// for the reasoning.
 const (
-	memTableBytes         = 16 << 20 // per DB; pebble starts at 256 KiB and doubles up to it
+	memTableBytes         = 32 << 20 // per DB; pebble starts at 256 KiB and doubles up to it
 	memTablesMax          = 4        // queued memtables before writes stall
 	blockBytes            = 32 << 10 // sstable data blocks: sequential scans, few point reads
 	l0TargetFileBytes     = 8 << 20  // doubles per level below
 	sharedCacheBytes      = 32 << 20 // block cache shared by every pebble engine in the process
 	sharedOpenFilesMax    = 1024     // sstable readers kept open, shared likewise
 	sharedFileCacheShards = 4
+	// defaultDeleteRate paces the deletion of sstables when
+	// Options.DeleteRate is 0: the broker's deleter's default.
+	defaultDeleteRate = 512 << 20
 )
 
 // shared holds what every pebble DB in the process uses together, created on
@@ -61,6 +64,12 @@ func storeOptions(opts engine.Options, fs *storeFS, log *storeLog) *pebbledb.Opt
 				log.log.Warn("pebble: write stall", "reason", info.Reason)
 			},
 		},
+	}
+	switch {
+	case opts.DeleteRate > 0:
+		o.TargetByteDeletionRate = int(opts.DeleteRate)
+	case opts.DeleteRate == 0:
+		o.TargetByteDeletionRate = defaultDeleteRate
 	}
 	o.TargetFileSizes[0] = l0TargetFileBytes
 	for i := range o.Levels {

@@ -25,7 +25,7 @@ func TestReadRefusesAHole(t *testing.T) {
 		require.NoError(t, e.Append(enginetest.Batch(e.EndOffset(), 2, 100)))
 	}
 	require.NoError(t, e.Sync(context.Background(), e.EndOffset()))
-	require.NoError(t, e.db.Delete(kvlog.BatchKey(2), pebbledb.Sync))
+	require.NoError(t, e.db.pdb.Delete(kvlog.Space{}.BatchKey(2), pebbledb.Sync))
 
 	got, err := e.Read(0, 100)
 	require.NoError(t, err, "a read that stops before the hole")

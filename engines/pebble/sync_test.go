@@ -18,17 +18,17 @@ type gatedFlush struct {
 	calls   atomic.Int32
 	started chan struct{}
 	release chan struct{}
-	covered atomic.Int64
+	covered atomic.Uint64
 	err     error
 }
 
-func newGatedFlush(covered int64) *gatedFlush {
+func newGatedFlush(covered uint64) *gatedFlush {
 	f := &gatedFlush{started: make(chan struct{}, 100), release: make(chan struct{})}
 	f.covered.Store(covered)
 	return f
 }
 
-func (f *gatedFlush) flush() (int64, error) {
+func (f *gatedFlush) flush() (uint64, error) {
 	f.calls.Add(1)
 	covered := f.covered.Load()
 	f.started <- struct{}{}
@@ -60,7 +60,7 @@ func TestGroupSyncSharesOneFlush(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- g.wait(context.Background(), int64(1+i%10))
+			errs <- g.wait(context.Background(), uint64(1+i%10))
 		}()
 	}
 	queued(t, g, waiters)
@@ -106,15 +106,20 @@ func TestGroupSyncFailureReachesEveryWaiter(t *testing.T) {
 	assert.False(t, g.covered(1), "a failed flush makes nothing durable")
 }
 
-func TestGroupSyncResetDuringFlush(t *testing.T) {
-	f := newGatedFlush(50) // the flush read the end before a truncation to 20
+func TestGroupSyncCoversOnlyWhatWasNumberedBefore(t *testing.T) {
+	f := newGatedFlush(50) // the flush read the sequence at 50
 	g := &groupSync{flush: f.flush}
 	done := make(chan error, 1)
 	go func() { done <- g.wait(context.Background(), 50) }()
 	<-f.started
-	g.reset(20)
+	later := make(chan error, 1)
+	go func() { later <- g.wait(context.Background(), 51) }() // numbered after the flush began
+	queued(t, g, 1)
+	f.covered.Store(51)
 	close(f.release)
 	require.NoError(t, <-done)
-	assert.True(t, g.covered(20))
-	assert.False(t, g.covered(21), "a flush that started before a truncation does not cover what is appended after it")
+	require.NoError(t, <-later)
+	assert.Equal(t, int32(2), f.calls.Load(), "a write numbered after a flush began waits for the next")
+	g.advance(60)
+	assert.True(t, g.covered(60), "a synced write's advance covers what was numbered before it")
 }

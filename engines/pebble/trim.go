@@ -28,17 +28,15 @@ func (e *Engine) Truncate(offset int64) error {
 		return fmt.Errorf("pebble: truncate to %d: %w", offset, err)
 	}
 	// The synced deletion syncs the WAL, and every append before it.
-	round := e.meter.Begin()
-	err = e.write(func() error { return e.db.DeleteRange(kvlog.BatchKey(base), kvlog.BatchLimit, pebbledb.Sync) })
-	round.End(err)
+	err = e.db.syncedWrite(func() error {
+		return e.db.pdb.DeleteRange(e.sp.BatchKey(base), e.sp.BatchLimit(), pebbledb.Sync)
+	})
 	if err != nil {
 		return fmt.Errorf("pebble: truncate to %d: %w", offset, err)
 	}
 	// With no batch left the log is empty at its start, which may have been
 	// inside the batch just dropped.
-	newEnd := max(base, start)
-	e.end.Store(newEnd)
-	e.syncs.reset(newEnd)
+	e.end.Store(max(base, start))
 	return nil
 }
 
@@ -63,17 +61,15 @@ func (e *Engine) DeleteBefore(offset int64) error {
 		}
 		cut = base
 	}
-	b := e.db.NewBatch()
+	b := e.db.pdb.NewBatch()
 	defer b.Close()
-	if err := b.DeleteRange(kvlog.BatchSpace, kvlog.BatchKey(cut), nil); err != nil {
+	if err := b.DeleteRange(e.sp.BatchSpace(), e.sp.BatchKey(cut), nil); err != nil {
 		return fmt.Errorf("pebble: delete before %d: %w", offset, err)
 	}
-	if err := b.Set(kvlog.StartKey, kvlog.EncodeOffset(offset), nil); err != nil {
+	if err := b.Set(e.sp.StartKey(), kvlog.EncodeOffset(offset), nil); err != nil {
 		return fmt.Errorf("pebble: delete before %d: %w", offset, err)
 	}
-	round := e.meter.Begin()
-	err = e.write(func() error { return b.Commit(pebbledb.Sync) })
-	round.End(err)
+	err = e.db.syncedWrite(func() error { return b.Commit(pebbledb.Sync) })
 	if err != nil {
 		return fmt.Errorf("pebble: delete before %d: %w", offset, err)
 	}
@@ -82,19 +78,18 @@ func (e *Engine) DeleteBefore(offset int64) error {
 	if offset > end {
 		e.end.Store(offset)
 	}
-	e.syncs.advance(e.end.Load())
 	return nil
 }
 
 // batchHolding returns the base offset of the batch that holds offset; the
 // caller holds wmu and has checked start <= offset < end.
 func (e *Engine) batchHolding(offset int64) (int64, error) {
-	it, err := e.db.NewIter(&pebbledb.IterOptions{LowerBound: kvlog.BatchSpace, UpperBound: kvlog.BatchLimit})
+	it, err := e.db.pdb.NewIter(&pebbledb.IterOptions{LowerBound: e.sp.BatchSpace(), UpperBound: e.sp.BatchLimit()})
 	if err != nil {
 		return 0, storeErr(err)
 	}
 	defer it.Close()
-	if !it.SeekLT(kvlog.BatchKey(offset + 1)) {
+	if !it.SeekLT(e.sp.BatchKey(offset + 1)) {
 		if err := it.Error(); err != nil {
 			return 0, storeErr(err)
 		}
@@ -104,7 +99,7 @@ func (e *Engine) batchHolding(offset int64) (int64, error) {
 	if err != nil {
 		return 0, storeErr(err)
 	}
-	b, err := kvlog.DecodeBatch(it.Key(), val)
+	b, err := e.sp.DecodeBatch(it.Key(), val)
 	if err != nil {
 		return 0, err
 	}
