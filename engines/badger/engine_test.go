@@ -99,7 +99,7 @@ func TestPoliciesCommit(t *testing.T) {
 	}
 }
 
-func (e *Engine) dbDir() string { return filepath.Dir(e.db.Opts().Dir) }
+func (e *Engine) dbDir() string { return filepath.Dir(e.db.bdb.Opts().Dir) }
 
 // TestLoggedFailureIsSticky checks that a failure Badger only logs (a failed
 // value log fsync inside a commit) fails the Sync that waits for that commit
@@ -108,7 +108,7 @@ func TestLoggedFailureIsSticky(t *testing.T) {
 	e := openTest(t, t.TempDir(), engine.Options{})
 	appendSome(t, e, 2, 1, 500)
 	require.NoError(t, e.Sync(context.Background(), e.EndOffset()))
-	e.log.Errorf("Error while curlf sync: %v\n", errors.New("input/output error"))
+	e.db.log.Errorf("Error while curlf sync: %v\n", errors.New("input/output error"))
 	require.NoError(t, e.Append(enginetest.Batch(2, 1, 500)), "Append does not wait for the disk")
 	err := e.Sync(context.Background(), e.EndOffset())
 	assert.ErrorContains(t, err, "curlf sync", "the Sync waiting on a commit whose fsync failed fails")
@@ -156,7 +156,7 @@ func TestOpenFinishesTruncate(t *testing.T) {
 	bs := appendSome(t, e, 10, 3, 200) // 0..29
 	require.NoError(t, e.Sync(context.Background(), e.EndOffset()))
 	// The first transaction of Truncate(12): the cut, and the newest batch.
-	require.NoError(t, e.db.Update(func(txn *badgerdb.Txn) error {
+	require.NoError(t, e.db.bdb.Update(func(txn *badgerdb.Txn) error {
 		if err := txn.Set(kvlog.Space{}.MetaKey('t'), kvlog.EncodeOffset(12)); err != nil {
 			return err
 		}
@@ -181,7 +181,7 @@ func TestOpenFinishesDeleteBefore(t *testing.T) {
 	e := openTest(t, dir, engine.Options{})
 	bs := appendSome(t, e, 10, 3, 200) // 0..29
 	require.NoError(t, e.Sync(context.Background(), e.EndOffset()))
-	require.NoError(t, e.db.Update(func(txn *badgerdb.Txn) error { return txn.Set(kvlog.Space{}.StartKey(), kvlog.EncodeOffset(13)) }))
+	require.NoError(t, e.db.bdb.Update(func(txn *badgerdb.Txn) error { return txn.Set(kvlog.Space{}.StartKey(), kvlog.EncodeOffset(13)) }))
 	require.NoError(t, e.Close())
 
 	r := openTest(t, dir, engine.Options{})

@@ -3,67 +3,112 @@ package badger
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	badgerdb "github.com/dgraph-io/badger/v4"
-
-	"github.com/minikafka/minikafka/clock"
-	"github.com/minikafka/minikafka/engines/kvlog"
 )
 
-const (
-	// pendingFlushBytes wakes the flusher whatever the policy: it bounds what
-	// a process crash can lose under SyncNever and SyncInterval.
-	pendingFlushBytes = 4 << 20
-	// pendingMaxBytes makes Append wait for the flusher (backpressure).
-	pendingMaxBytes = 64 << 20
-	// gcInterval is how often value log garbage collection runs.
-	gcInterval = time.Minute
-	// gcDiscardRatio: a value log file is rewritten once half of it is garbage.
-	gcDiscardRatio = 0.5
-)
-
-// wake makes the flusher run a round soon; rounds coalesce.
-func (e *Engine) wake() {
-	select {
-	case e.kick <- struct{}{}:
-	default:
-	}
-}
-
-// flushLoop is the group commit: each round commits everything pending.
-func (e *Engine) flushLoop() {
-	defer e.workers.Done()
+// flushLoop is the group commit: each round commits everything pending in
+// every log, and the store's own writes, in one synced transaction. It
+// runs one more round when the database stops, for the store writes
+// queued before it did.
+func (d *db) flushLoop() {
+	defer d.workers.Done()
 	for {
 		select {
-		case <-e.stop:
+		case <-d.stop:
+			d.round()
 			return
-		case <-e.kick:
+		case <-d.kick:
 		}
-		e.flushMu.Lock()
-		_ = e.flushLocked() // a failure is sticky and reported to every caller
-		e.flushMu.Unlock()
+		d.round()
 	}
 }
 
-// flushLocked commits every pending batch to Badger and, the commits being
-// synced, makes them durable. The caller holds flushMu.
-func (e *Engine) flushLocked() error {
-	e.mu.Lock()
-	if e.failed != nil {
-		defer e.mu.Unlock()
-		return e.stickyLocked()
+// round commits what every open log has pending, and the store writes
+// queued, in one transaction (more only past Badger's limit), which
+// SyncWrites makes durable with one pair of fsyncs, then releases every
+// waiter it covers. A log busy with its own commit (a Truncate, a
+// DeleteBefore, its Close) is left out: the appends numbered from its
+// first pending one on are not covered this round, whatever the others'.
+func (d *db) round() {
+	d.mu.Lock()
+	if d.failed.Load() != nil {
+		meta := d.meta
+		d.meta = nil
+		d.mu.Unlock()
+		finish(meta, d.sticky())
+		return
 	}
-	batch := e.pending
-	round := e.meter.Begin() // under mu: it counts exactly the batches taken
-	e.mu.Unlock()
-	if len(batch) == 0 {
+	covered := d.seq.Load()
+	logs := make([]*Engine, 0, len(d.logs))
+	for l := range d.logs {
+		logs = append(logs, l)
+	}
+	meta := d.meta
+	d.meta = nil
+	d.mu.Unlock()
+
+	var taken []*Engine
+	var lists [][]pendingBatch
+	for _, l := range logs {
+		if !l.flushMu.TryLock() {
+			if first := l.firstPending(); first != 0 && first <= covered {
+				covered = first - 1
+			}
+			continue
+		}
+		if p := l.pendingList(); len(p) > 0 {
+			taken, lists = append(taken, l), append(lists, p)
+			continue
+		}
+		l.flushMu.Unlock()
+	}
+	err := d.commitRound(taken, lists, meta)
+	for _, l := range taken {
+		l.flushMu.Unlock()
+	}
+	finish(meta, err)
+	d.mu.Lock()
+	if err == nil {
+		d.durable = max(d.durable, covered)
+	}
+	d.broadcastLocked()
+	d.mu.Unlock()
+}
+
+func finish(meta []*metaWrite, err error) {
+	for _, w := range meta {
+		w.err = err
+		close(w.done)
+	}
+}
+
+// commitRound commits lists, the pending batches of logs (whose flushMu
+// the caller holds), and the store writes meta, as one sync round, then
+// moves each log's committed end. A failure is sticky.
+func (d *db) commitRound(logs []*Engine, lists [][]pendingBatch, meta []*metaWrite) error {
+	if len(logs) == 0 && len(meta) == 0 {
 		return nil
 	}
-	err := e.commit(func(put func(key, value []byte) error) error {
-		for _, p := range batch {
-			if err := put(e.sp.BatchKey(p.base), p.value); err != nil {
-				return err
+	for _, list := range lists {
+		for _, p := range list {
+			d.meter.Appended(len(p.value) - valueHeader)
+		}
+	}
+	round := d.meter.Begin()
+	err := d.commit(func(put func(key, value []byte) error) error {
+		for _, w := range meta {
+			for _, kv := range w.kvs {
+				if err := put(kv.key, kv.value); err != nil {
+					return err
+				}
+			}
+		}
+		for i, l := range logs {
+			for _, p := range lists[i] {
+				if err := put(l.sp.BatchKey(p.base), p.value); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -71,31 +116,25 @@ func (e *Engine) flushLocked() error {
 	// Reported before the waiters hear of the new durable end, so that a
 	// Sync that returns has been counted.
 	round.End(err)
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	if err != nil {
-		e.failLocked(fmt.Errorf("commit [%d, %d): %w", batch[0].base, batch[len(batch)-1].next(), err))
-		return e.stickyLocked()
+		err = fmt.Errorf("commit: %w", err)
+		d.fail(err)
+		return err
 	}
-	// Only the flusher, Truncate and DeleteBefore remove from pending, all
-	// under flushMu: the batches committed are still its first ones.
-	bytes := 0
-	for _, p := range batch {
-		bytes += len(p.value) - kvlog.ValueHeader
+	for i, l := range logs {
+		l.committedList(lists[i])
 	}
-	e.pending = e.pending[len(batch):]
-	e.pendingBytes -= bytes
-	e.committed = batch[len(batch)-1].next()
-	e.durable = e.committed
-	e.broadcastLocked()
 	return nil
 }
 
 // commit runs fill in a write transaction and commits it; when Badger says
 // the transaction is full, it commits and goes on in a new one. Each commit
-// is synced (SyncWrites). Badger failures it only logged count too.
-func (e *Engine) commit(fill func(put func(key, value []byte) error) error) error {
-	txn := e.db.NewTransaction(true)
+// is synced (SyncWrites). Badger failures it only logged count too. A
+// DropPrefix blocks it: Badger refuses writes while one runs.
+func (d *db) commit(fill func(put func(key, value []byte) error) error) error {
+	d.dropMu.RLock()
+	defer d.dropMu.RUnlock()
+	txn := d.bdb.NewTransaction(true)
 	defer func() { txn.Discard() }()
 	write := func(key, value []byte, del bool) error {
 		for range 2 {
@@ -108,10 +147,10 @@ func (e *Engine) commit(fill func(put func(key, value []byte) error) error) erro
 			if !errors.Is(err, badgerdb.ErrTxnTooBig) {
 				return err
 			}
-			if err := e.commitTxn(txn); err != nil {
+			if err := d.commitTxn(txn); err != nil {
 				return err
 			}
-			txn = e.db.NewTransaction(true)
+			txn = d.bdb.NewTransaction(true)
 		}
 		return fmt.Errorf("key %x does not fit in an empty transaction", key)
 	}
@@ -119,61 +158,12 @@ func (e *Engine) commit(fill func(put func(key, value []byte) error) error) erro
 	if err != nil {
 		return err
 	}
-	return e.commitTxn(txn)
+	return d.commitTxn(txn)
 }
 
-func (e *Engine) commitTxn(txn *badgerdb.Txn) error {
+func (d *db) commitTxn(txn *badgerdb.Txn) error {
 	if err := txn.Commit(); err != nil {
 		return err
 	}
-	return e.log.err()
-}
-
-// failLocked makes err the sticky error and wakes every waiter.
-func (e *Engine) failLocked(err error) {
-	if e.failed == nil {
-		e.failed = err
-		e.log.log.Error("badger: write failed; refusing writes from now on", "err", err)
-	}
-	e.broadcastLocked()
-}
-
-func (e *Engine) broadcastLocked() {
-	close(e.changed)
-	e.changed = make(chan struct{})
-}
-
-// every runs f on each tick of t, re-armed for interval, until the engine
-// stops.
-func (e *Engine) every(t clock.Timer, interval time.Duration, f func()) {
-	defer e.workers.Done()
-	defer t.Stop()
-	for {
-		select {
-		case <-e.stop:
-			return
-		case <-t.C():
-		}
-		f()
-		t.Reset(interval)
-	}
-}
-
-// collectGarbage runs value log garbage collection as long as it finds
-// files worth rewriting, or until the engine stops.
-func (e *Engine) collectGarbage() {
-	for {
-		err := e.db.RunValueLogGC(gcDiscardRatio)
-		if err != nil {
-			if !errors.Is(err, badgerdb.ErrNoRewrite) && !errors.Is(err, badgerdb.ErrRejected) {
-				e.log.log.Warn("badger: value log GC", "err", err)
-			}
-			return
-		}
-		select {
-		case <-e.stop:
-			return
-		default:
-		}
-	}
+	return d.log.err()
 }

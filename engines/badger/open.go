@@ -18,14 +18,14 @@ import (
 
 // Tuning; see the package documentation.
 const (
-	memTableBytes     = 8 << 20
-	memTablesMax      = 2
+	memTableBytes     = 32 << 20
+	memTablesMax      = 3
 	valueThreshold    = 256
 	valueLogFileBytes = 64 << 20
 	compactors        = 2 // Badger's minimum short of none
 )
 
-// storeOptions returns the Badger options for one engine's store in path.
+// storeOptions returns the Badger options for the database in path.
 func storeOptions(path string, opts engine.Options, log *storeLog) badgerdb.Options {
 	vlogBytes := max(int64(valueLogFileBytes), 2*int64(opts.MaxBatchBytes)+1<<20)
 	vlogBytes = min(vlogBytes, 2<<30-1)
@@ -45,58 +45,6 @@ func storeOptions(path string, opts engine.Options, log *storeLog) badgerdb.Opti
 		WithMetricsEnabled(false).
 		WithNumVersionsToKeep(1).
 		WithLogger(log)
-}
-
-// Open opens (or creates) the badger log in dir. It refuses a custom
-// filesystem: Badger does its own I/O.
-func Open(dir string, opts engine.Options) (*Engine, error) {
-	if opts.CustomFS() {
-		return nil, fmt.Errorf("engine %s: custom filesystem: %w", Name, engine.ErrUnsupported)
-	}
-	opts = opts.WithDefaults()
-	if err := engine.ClaimDir(opts.FS, dir, Name); err != nil {
-		return nil, err
-	}
-	log := &storeLog{log: opts.Logger}
-	path := filepath.Join(dir, "db")
-	if err := prepareDir(path, log.log); err != nil {
-		return nil, fmt.Errorf("badger: open %s: %w", path, err)
-	}
-	db, err := badgerdb.Open(storeOptions(path, opts, log))
-	if err == nil {
-		err = log.err() // Badger may have logged, and skipped, a damaged table
-	}
-	if err != nil {
-		if db != nil {
-			db.Close()
-		}
-		return nil, fmt.Errorf("badger: open %s: %w", path, storeErr(err))
-	}
-	e := &Engine{
-		db:            db,
-		log:           log,
-		policy:        opts.Sync,
-		maxBatchBytes: opts.MaxBatchBytes,
-		meter:         engine.NewSyncMeter(opts),
-		changed:       make(chan struct{}),
-		kick:          make(chan struct{}, 1),
-		stop:          make(chan struct{}),
-	}
-	if err := e.recover(); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("badger: open %s: %w", path, storeErr(err))
-	}
-	opts.Logger.Debug("badger: opened", "dir", dir, "start", e.start, "end", e.end)
-	// Timers start here, not in their goroutines, so that a manual clock
-	// advanced right after Open fires them.
-	e.workers.Add(2)
-	go e.flushLoop()
-	go e.every(opts.Clock.NewTimer(gcInterval), gcInterval, e.collectGarbage)
-	if opts.Sync == engine.SyncInterval {
-		e.workers.Add(1)
-		go e.every(opts.Clock.NewTimer(opts.SyncInterval), opts.SyncInterval, e.wake)
-	}
-	return e, nil
 }
 
 // prepareDir readies an existing store directory for Badger's Open.
@@ -156,33 +104,6 @@ func syncPath(path string) error {
 		return fmt.Errorf("sync %s: %w", path, err)
 	}
 	return nil
-}
-
-// Close implements engine.LogEngine: it commits what is pending, stops the
-// engine's goroutines and closes Badger.
-func (e *Engine) Close() error {
-	e.life.Lock()
-	defer e.life.Unlock()
-	if e.closed {
-		return engine.ErrClosed
-	}
-	e.closed = true
-	close(e.stop)
-	e.workers.Wait()
-	e.flushMu.Lock()
-	err := e.flushLocked()
-	e.flushMu.Unlock()
-	if err != nil {
-		err = fmt.Errorf("badger: close: %w", err)
-	}
-	e.mu.Lock()
-	e.stopped = true
-	e.broadcastLocked()
-	e.mu.Unlock()
-	if cerr := e.db.Close(); cerr != nil && err == nil {
-		err = fmt.Errorf("badger: close: %w", storeErr(cerr))
-	}
-	return err
 }
 
 // storeLog is Badger's logger for one engine. Badger logs some failures

@@ -9,8 +9,10 @@ import (
 )
 
 // lockTrim takes everything a Truncate or DeleteBefore needs: no call in
-// flight on another goroutine touches the log while it holds them. It
-// returns the release function, or an error with nothing held.
+// flight on another goroutine touches the log while it holds them (the
+// flusher's rounds leave the log out meanwhile). It returns the release
+// function, which wakes the flusher for what is still pending, or an
+// error with nothing held.
 func (e *Engine) lockTrim() (func(), error) {
 	e.life.RLock()
 	if e.closed {
@@ -25,12 +27,11 @@ func (e *Engine) lockTrim() (func(), error) {
 		e.trim.Unlock()
 		e.wmu.Unlock()
 		e.life.RUnlock()
+		e.db.wake()
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.failed != nil {
+	if err := e.db.sticky(); err != nil {
 		release()
-		return nil, e.stickyLocked()
+		return nil, err
 	}
 	return release, nil
 }
@@ -67,34 +68,31 @@ func (e *Engine) Truncate(offset int64) error {
 		err = e.deleteBatches(b.BaseOffset, committed, true,
 			&keyValue{key: e.cutKey(), value: kvlog.EncodeOffset(b.BaseOffset)}, &keyValue{key: e.cutKey()})
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	if err != nil {
-		e.failLocked(fmt.Errorf("truncate to %d: %w", offset, err))
-		return e.stickyLocked()
+		err = fmt.Errorf("badger: truncate to %d: %w", offset, err)
+		e.db.fail(err)
+		return err
 	}
 	// With no batch left the log is empty at its start, which may have been
 	// inside the batch just dropped.
 	newEnd := max(b.BaseOffset, start)
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	e.dropPendingLocked(0)
 	e.setEndLocked(newEnd)
 	e.committed = newEnd
-	e.durable = min(e.durable, newEnd)
-	e.broadcastLocked()
 	return nil
 }
 
 // dropPendingLocked drops pending[i:] into a new slice, so that readers
-// holding the old one keep what they saw. No flusher round is under way
-// (the caller holds flushMu), and none will report the dropped batches.
+// holding the old one keep what they saw. No round takes the log's
+// pending batches meanwhile (the caller holds flushMu), and the rounds
+// count batches only as they take them.
 func (e *Engine) dropPendingLocked(i int) {
 	kept := append([]pendingBatch(nil), e.pending[:i]...)
-	dropped := 0
 	for _, p := range e.pending[i:] {
-		dropped += len(p.value) - kvlog.ValueHeader
+		e.pendingBytes -= len(p.value) - valueHeader
 	}
-	e.pendingBytes -= dropped
-	e.meter.Dropped(len(e.pending)-i, int64(dropped))
 	e.pending = kept
 }
 
@@ -110,7 +108,7 @@ func (e *Engine) DeleteBefore(offset int64) error {
 	}
 	// Everything pending goes to the store first, so that the deletions
 	// below see the whole log.
-	if err := e.flushLocked(); err != nil {
+	if err := e.commitOwn(); err != nil {
 		return err
 	}
 	end := e.end
@@ -129,17 +127,17 @@ func (e *Engine) DeleteBefore(offset int64) error {
 	// The new start is written first, in the first transaction: batches a
 	// crash leaves below it are dropped by the next Open.
 	err = e.deleteBatches(0, cut, false, &keyValue{key: e.sp.StartKey(), value: kvlog.EncodeOffset(offset)}, nil)
+	if err != nil {
+		err = fmt.Errorf("badger: delete before %d: %w", offset, err)
+		e.db.fail(err)
+		return err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if err != nil {
-		e.failLocked(fmt.Errorf("delete before %d: %w", offset, err))
-		return e.stickyLocked()
-	}
 	e.setStartLocked(offset)
 	if offset > end {
 		e.setEndLocked(offset)
-		e.committed, e.durable = offset, offset
-		e.broadcastLocked()
+		e.committed = offset
 	}
 	return nil
 }
