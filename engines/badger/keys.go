@@ -110,7 +110,6 @@ func (e *Engine) deleteBatches(from, to int64, newestFirst bool, first, last *ke
 	})
 }
 
-
 // batchKeys lists the stored batch keys in [from, to).
 func (e *Engine) batchKeys(from, to int64) ([][]byte, error) {
 	var keys [][]byte
