@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka/broker/node"
 	"github.com/minikafka/minikafka/broker/partition"
 )
 
@@ -58,27 +59,7 @@ func handleFetch(r *request) reply {
 }
 
 // fetchTarget is one requested partition, resolved.
-type fetchTarget struct {
-	topic   string
-	topicID [16]byte
-	req     *kmsg.FetchRequestTopicPartition
-	part    *partition.Partition // nil when the partition is unknown
-	err     error                // resolving error, sticky for the request
-}
-
-// responseTopic is the topic of resp that t's partition goes in: last,
-// the one the target before t went in, when t is of the same topic, else a
-// new one appended (targets keep the request's order, a topic's partitions
-// together).
-func responseTopic(resp *kmsg.FetchResponse, last *kmsg.FetchResponseTopic, t *fetchTarget) *kmsg.FetchResponseTopic {
-	if last != nil && last.Topic == t.topic && last.TopicID == t.topicID {
-		return last
-	}
-	resp.Topics = append(resp.Topics, kmsg.NewFetchResponseTopic())
-	st := &resp.Topics[len(resp.Topics)-1]
-	st.Topic, st.TopicID = t.topic, t.topicID
-	return st
-}
+type fetchTarget = node.Target
 
 // fetch serves req; *charge is what the response holds of the server's
 // response budget when it returns.
@@ -88,17 +69,17 @@ func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest, charge *int6
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return resp
 	}
-	targets := s.fetchTargets(req)
-	if replica, epoch := replicaOf(req); replica >= 0 {
+	targets := node.ResolveTargets(s.store.Image(), req)
+	if replica, epoch := node.ReplicaOf(req); replica >= 0 {
 		return s.fetchForFollower(ctx, req, resp, targets, replica, epoch, charge)
 	}
 	for i := range targets {
 		t := &targets[i]
-		if t.err == nil {
-			t.part, t.err = s.leaderOf(t.topic, t.req.Partition)
+		if t.Err == nil {
+			t.Part, t.Err = s.leaderOf(t.Topic, t.Req.Partition)
 		}
-		if t.err == nil {
-			t.err = checkEpoch(req.Version >= 9, t.req.CurrentLeaderEpoch, t.part)
+		if t.Err == nil {
+			t.Err = checkEpoch(req.Version >= 9, t.Req.CurrentLeaderEpoch, t.Part)
 		}
 	}
 	maxBytes := int(s.cfg.FetchMaxBytes)
@@ -143,40 +124,6 @@ func (s *Server) chargedReadFetch(ctx context.Context, resp *kmsg.FetchResponse,
 	}
 	*charge = int64(got)
 	return got, stop
-}
-
-// fetchTargets resolves the requested partitions' topics, by name before
-// v13 and by id from v13 (a topic id no topic has gets UNKNOWN_TOPIC_ID).
-func (s *Server) fetchTargets(req *kmsg.FetchRequest) []fetchTarget {
-	img := s.store.Image()
-	var targets []fetchTarget
-	for ti := range req.Topics {
-		rt := &req.Topics[ti]
-		name, id := rt.Topic, rt.TopicID
-		var err error
-		if req.Version >= 13 {
-			if t, ok := img.TopicByID(id); ok {
-				name = t.Name
-			} else {
-				err = kerr.UnknownTopicID
-			}
-		} else if t, ok := img.Topic(name); ok {
-			id = t.ID
-		}
-		for pi := range rt.Partitions {
-			targets = append(targets, fetchTarget{topic: name, topicID: id, req: &rt.Partitions[pi], err: err})
-		}
-	}
-	return targets
-}
-
-// replicaOf is the replica id and broker epoch of a follower's fetch: -1 for
-// a consumer's.
-func replicaOf(req *kmsg.FetchRequest) (int32, int64) {
-	if req.Version >= 15 {
-		return req.ReplicaState.ID, req.ReplicaState.Epoch
-	}
-	return req.ReplicaID, -1
 }
 
 // checkEpoch fences a request by the leader epoch it names (KIP-320).
@@ -226,7 +173,7 @@ func (s *Server) readFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, tar
 	var st *kmsg.FetchResponseTopic
 	for i := range targets {
 		t := &targets[i]
-		st = responseTopic(resp, st, t)
+		st = node.ResponseTopic(resp, st, t)
 		if !parallel {
 			room := maxBytes - total
 			reads[i] = readPartition(t, room, total == 0 || room > 0)
@@ -236,7 +183,7 @@ func (s *Server) readFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, tar
 			rd.sp.ErrorCode = errorCode(nil, rd.err)
 			stop = true
 			if rd.sp.ErrorCode == kerr.KafkaStorageError.Code {
-				s.log.Error("fetch failed", "topic", t.topic, "partition", t.req.Partition, "err", rd.err)
+				s.log.Error("fetch failed", "topic", t.Topic, "partition", t.Req.Partition, "err", rd.err)
 			}
 		}
 		// Only the first partition with data may exceed the limits.
@@ -262,7 +209,7 @@ type partRead struct {
 func sumLimits(targets []fetchTarget, maxBytes int) int {
 	sum := 0
 	for i := range targets {
-		sum += max(min(int(targets[i].req.PartitionMaxBytes), maxBytes), 0)
+		sum += max(min(int(targets[i].Req.PartitionMaxBytes), maxBytes), 0)
 	}
 	return sum
 }
@@ -273,19 +220,19 @@ func sumLimits(targets []fetchTarget, maxBytes int) int {
 // the partition's offsets.
 func readPartition(t *fetchTarget, room int, data bool) partRead {
 	r := partRead{sp: kmsg.NewFetchResponseTopicPartition()}
-	r.sp.Partition = t.req.Partition
-	if t.err != nil {
-		r.err = t.err
+	r.sp.Partition = t.Req.Partition
+	if t.Err != nil {
+		r.err = t.Err
 		return r
 	}
-	r.sp.HighWatermark = t.part.HighWatermark()
+	r.sp.HighWatermark = t.Part.HighWatermark()
 	r.sp.LastStableOffset = r.sp.HighWatermark
-	r.sp.LogStartOffset = t.part.StartOffset()
+	r.sp.LogStartOffset = t.Part.StartOffset()
 	if !data {
 		return r
 	}
-	limit := max(min(int(t.req.PartitionMaxBytes), room), 1)
-	rd, err := t.part.Read(t.req.FetchOffset, limit)
+	limit := max(min(int(t.Req.PartitionMaxBytes), room), 1)
+	rd, err := t.Part.Read(t.Req.FetchOffset, limit)
 	if err != nil {
 		r.err = err
 		return r
@@ -309,11 +256,11 @@ func (s *Server) waitFetch(ctx context.Context, targets []fetchTarget) bool {
 	from := map[*partition.Partition]int64{}
 	for i := range targets {
 		t := &targets[i]
-		if t.err != nil {
+		if t.Err != nil {
 			continue
 		}
-		if off, ok := from[t.part]; !ok || t.req.FetchOffset < off {
-			from[t.part] = t.req.FetchOffset
+		if off, ok := from[t.Part]; !ok || t.Req.FetchOffset < off {
+			from[t.Part] = t.Req.FetchOffset
 		}
 	}
 	for p, offset := range from {

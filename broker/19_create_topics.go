@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/minikafka/minikafka/cluster"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // CreateTopics: v0-7
 //
 // Behaviour:
-//   - Forwarded to the active controller (cluster.Controller), which checks
+//   - Forwarded to the active controller (a cluster.ControllerCore), which checks
 //     and places everything: NumPartitions and ReplicationFactor -1 (v4+)
 //     mean the defaults; a ReplicationFactor above the unfenced brokers gets
 //     INVALID_REPLICATION_FACTOR; a manual ReplicaAssignment must name
@@ -63,9 +64,9 @@ func (s *Server) forwardAdmin(req kmsg.Request, timeoutMs int32, settle func(con
 		resp, err := s.ctlClient.request(ctx, req)
 		if err != nil {
 			s.log.Warn("no controller answered an admin request", "api", kmsg.NameForKey(req.Key()), "err", err)
-			local, herr := s.ctl.Handle(ctx, req) // not active: NOT_CONTROLLER for every topic
+			local, herr := cluster.NotActiveResponse(req, s.store.Image(), s.cfg.Clock.Now())
 			if herr != nil {
-				panic(herr)
+				panic(herr) // only the controller's own requests are forwarded
 			}
 			return local
 		}

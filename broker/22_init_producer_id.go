@@ -39,7 +39,7 @@ func handleInitProducerID(r *request) reply {
 	return later(func(ctx context.Context) kmsg.Response {
 		ctx, cancel := withTimeout(ctx, s.cfg.Clock, autoCreateWait)
 		defer cancel()
-		id, err := s.pids.next(ctx)
+		id, err := s.life.nextPID(ctx)
 		if err != nil {
 			s.log.Warn("allocating a producer id", "err", err)
 			resp.ErrorCode = errorCode(nil, err)

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -38,8 +39,7 @@ func handleControllerAPI(r *request) reply {
 	return later(func(ctx context.Context) kmsg.Response {
 		resp, err := s.ctl.Handle(ctx, r.body)
 		if err != nil {
-			// Registered here, so the controller serves it: a bug.
-			panic(err)
+			return noAnswer(r.body, err)
 		}
 		return resp
 	})
@@ -51,7 +51,7 @@ func handleBrokerHeartbeat(r *request) reply {
 	return later(func(ctx context.Context) kmsg.Response {
 		resp, err := s.ctl.Handle(ctx, req)
 		if err != nil {
-			panic(err)
+			return noAnswer(req, err)
 		}
 		if resp.(*kmsg.BrokerHeartbeatResponse).ErrorCode == 0 && !req.WantShutdown {
 			c.heartbeats.Store(&cluster.BrokerRef{ID: req.BrokerID, Epoch: req.BrokerEpoch})
@@ -61,4 +61,14 @@ func handleBrokerHeartbeat(r *request) reply {
 		}
 		return resp
 	})
+}
+
+// noAnswer is the response of a request the controller did not answer
+// before the connection or the server went away: it is never written.
+// A request it does not serve, registered here, is a bug.
+func noAnswer(req kmsg.Request, err error) kmsg.Response {
+	if errors.Is(err, cluster.ErrUnsupportedRequest) {
+		panic(err)
+	}
+	return req.ResponseKind()
 }

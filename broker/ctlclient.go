@@ -5,41 +5,58 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka/broker/node"
 )
 
 // controllerClient sends controller API requests (registration, heartbeats,
 // AlterPartition, producer id blocks, topic changes) to the active
 // controller: to this node's own when it is the one, in process, and
-// otherwise over the controller listener of the voter the quorum names as
-// leader (or each voter in turn while no leader is known), with Kafka's
-// messages through franz-go. A NOT_CONTROLLER answer moves on to the next.
+// otherwise over the controller listener of the voter the node.Router
+// picks, with Kafka's messages through franz-go. A NOT_CONTROLLER answer
+// moves on to the next.
 type controllerClient struct {
 	s *Server
 
 	mu      sync.Mutex
+	router  *node.Router
 	clients map[int32]*kgo.Client // by voter id
-	next    int                   // round robin when no leader is known
-	// lastGood is 1 + the voter that last answered as the active
-	// controller (0: none yet): where a broker that is not a voter tries
-	// first.
-	lastGood atomic.Int32
+}
+
+func newControllerClient(s *Server) *controllerClient {
+	var ids []int32
+	for _, v := range s.cfg.voters() {
+		ids = append(ids, v.ID)
+	}
+	return &controllerClient{s: s, router: node.NewRouter(s.cfg.NodeID, ids)}
 }
 
 // retryBackoff is the pause between two attempts that found no controller.
 const retryBackoff = 50 * time.Millisecond
+
+// call sends a node.Call: to the active controller (trying until it
+// answers, or the call's timeout or ctx ends), or to the voter it names,
+// once.
+func (c *controllerClient) call(ctx context.Context, nc node.Call) (kmsg.Response, error) {
+	ctx, cancel := withTimeout(ctx, c.s.cfg.Clock, nc.Timeout)
+	defer cancel()
+	if nc.To != node.ToController {
+		return c.send(ctx, nc.To, nc.Req)
+	}
+	return c.request(ctx, nc.Req)
+}
 
 // request sends req to the active controller and returns its response,
 // trying until ctx ends.
 func (c *controllerClient) request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	for {
 		resp, err := c.once(ctx, req)
-		if err == nil && !notController(resp) {
+		if err == nil && !node.NotController(resp) {
 			return resp, nil
 		}
 		if ctx.Err() != nil {
@@ -60,27 +77,48 @@ func (c *controllerClient) once(ctx context.Context, req kmsg.Request) (kmsg.Res
 		}
 		return s.ctl.Handle(ctx, req)
 	}
-	target, known := s.activeController()
-	if !known || target == s.cfg.NodeID {
-		target = c.roundRobin()
-		if target == s.cfg.NodeID {
-			return nil, errNoController
+	leader := int32(-1)
+	if s.quorum != nil {
+		if id, ok := s.activeController(); ok {
+			leader = id
 		}
 	}
-	resp, err := c.send(ctx, target, req)
-	if err != nil {
-		c.lastGood.CompareAndSwap(target+1, 0)
-		return nil, err
+	c.mu.Lock()
+	target, ok := c.router.Target(leader)
+	c.mu.Unlock()
+	if !ok {
+		return nil, errNoController
 	}
-	if notController(resp) {
-		c.lastGood.CompareAndSwap(target+1, 0)
-	} else {
-		c.lastGood.Store(target + 1)
-	}
-	return resp, nil
+	attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := c.send(attempt, target, req)
+	c.mu.Lock()
+	c.router.Answered(target, resp, err)
+	c.mu.Unlock()
+	return resp, err
 }
 
-// send sends req to voter target's controller listener, once.
+// known is the voter that last answered as the active controller.
+func (c *controllerClient) known() (int32, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.router.Known()
+}
+
+// pick is where a request that any voter may answer goes: the active
+// controller when known, otherwise the next voter.
+func (c *controllerClient) pick() int32 {
+	leader, ok := c.s.activeController()
+	if !ok {
+		leader = -1
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	to, _ := c.router.Target(leader)
+	return to
+}
+
+// send sends req to voter target's controller listener, once, within ctx.
 func (c *controllerClient) send(ctx context.Context, target int32, req kmsg.Request) (kmsg.Response, error) {
 	s := c.s
 	cl, err := c.client(target)
@@ -91,12 +129,10 @@ func (c *controllerClient) send(ctx context.Context, target int32, req kmsg.Requ
 	if len(seeds) == 0 {
 		return nil, errNoController
 	}
-	attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
 	// A fresh request value per attempt: kgo sets its version.
 	r := kmsg.RequestForKey(req.Key())
 	copyRequest(r, req)
-	resp, err := seeds[0].Request(attempt, r)
+	resp, err := seeds[0].Request(ctx, r)
 	if err != nil {
 		s.log.Debug("controller request failed", "controller", target, "api", kmsg.NameForKey(req.Key()), "err", err)
 		return nil, err
@@ -105,14 +141,6 @@ func (c *controllerClient) send(ctx context.Context, target int32, req kmsg.Requ
 }
 
 var errNoController = errors.New("no active controller known")
-
-func (c *controllerClient) roundRobin() int32 {
-	voters := c.s.cfg.voters()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.next++
-	return voters[c.next%len(voters)].ID
-}
 
 // client is the franz-go client of voter id's controller listener.
 func (c *controllerClient) client(id int32) (*kgo.Client, error) {
@@ -171,44 +199,11 @@ func copyRequest(dst, src kmsg.Request) {
 		*d = *src.(*kmsg.CreatePartitionsRequest)
 	case *kmsg.DescribeQuorumRequest:
 		*d = *src.(*kmsg.DescribeQuorumRequest)
+	case *kmsg.FetchRequest:
+		*d = *src.(*kmsg.FetchRequest)
+	case *kmsg.FetchSnapshotRequest:
+		*d = *src.(*kmsg.FetchSnapshotRequest)
 	default:
 		panic(fmt.Sprintf("broker: no controller request %T", dst))
 	}
-}
-
-// notController reports whether resp says the node that answered is not
-// the active controller.
-func notController(resp kmsg.Response) bool {
-	nc := kerr.NotController.Code
-	switch r := resp.(type) {
-	case *kmsg.BrokerRegistrationResponse:
-		return r.ErrorCode == nc
-	case *kmsg.BrokerHeartbeatResponse:
-		return r.ErrorCode == nc
-	case *kmsg.AlterPartitionResponse:
-		return r.ErrorCode == nc
-	case *kmsg.AllocateProducerIDsResponse:
-		return r.ErrorCode == nc
-	case *kmsg.DescribeQuorumResponse:
-		return r.ErrorCode == nc
-	case *kmsg.CreateTopicsResponse:
-		for _, t := range r.Topics {
-			if t.ErrorCode == nc {
-				return true
-			}
-		}
-	case *kmsg.DeleteTopicsResponse:
-		for _, t := range r.Topics {
-			if t.ErrorCode == nc {
-				return true
-			}
-		}
-	case *kmsg.CreatePartitionsResponse:
-		for _, t := range r.Topics {
-			if t.ErrorCode == nc {
-				return true
-			}
-		}
-	}
-	return false
 }

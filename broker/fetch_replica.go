@@ -4,20 +4,13 @@ import (
 	"context"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/minikafka/minikafka/replication"
+	"github.com/minikafka/minikafka/broker/node"
 )
 
-// A follower's fetch (Fetch with a replica id): each partition is served
-// by its leader's replication state machine (Partition.ServeFollower), up
-// to the leader's durable end rather than the high watermark, with the
-// high watermark and log start for the follower to follow, or a diverging
-// epoch (KIP-320) for it to truncate to. The fetch counts toward the ISR
-// and the high watermark. A long poll waits for the leader's durable end to
-// pass a follower's fetch offset: new appends wake it, the high watermark
-// moving does not.
+// A follower's fetch (Fetch with a replica id), served by
+// node.ServeFollower within the response budget, with its long poll here.
 
 func (s *Server) fetchForFollower(ctx context.Context, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, targets []fetchTarget, replica int32, epoch int64, charge *int64) kmsg.Response {
 	maxBytes := int(s.cfg.FetchMaxBytes)
@@ -26,8 +19,8 @@ func (s *Server) fetchForFollower(ctx context.Context, req *kmsg.FetchRequest, r
 	}
 	for i := range targets {
 		t := &targets[i]
-		if t.err == nil {
-			t.part, t.err = s.partition(t.topic, t.req.Partition)
+		if t.Err == nil {
+			t.Part, t.Err = s.partition(t.Topic, t.Req.Partition)
 		}
 	}
 	waitCtx, cancel := withTimeout(ctx, s.cfg.Clock, time.Duration(req.MaxWaitMillis)*time.Millisecond)
@@ -42,7 +35,7 @@ func (s *Server) fetchForFollower(ctx context.Context, req *kmsg.FetchRequest, r
 		got, news := s.serveFollower(resp, targets, replica, epoch, maxBytes)
 		s.respBudget.release(int64(maxBytes) - int64(got))
 		*charge = int64(got)
-		if got >= int(req.MinBytes) || got > 0 || news || req.MaxWaitMillis <= 0 || waitCtx.Err() != nil {
+		if node.AnswerFollowerNow(req, got, news) || waitCtx.Err() != nil {
 			return resp
 		}
 		if !s.waitFollowerData(waitCtx, targets) {
@@ -52,54 +45,12 @@ func (s *Server) fetchForFollower(ctx context.Context, req *kmsg.FetchRequest, r
 	}
 }
 
-// serveFollower (re)builds resp from each partition's leader, within
-// maxBytes in all (the first partition with data gets at least one
-// batch), and returns the record bytes gathered and whether some partition
-// has news without records (an error, a diverging epoch) that the follower
-// must get at once, not after the long poll: a follower that asked a
-// moment before this broker learnt it leads would otherwise wait out the
-// poll, then its backoff, then the next poll.
 func (s *Server) serveFollower(resp *kmsg.FetchResponse, targets []fetchTarget, replica int32, epoch int64, maxBytes int) (int, bool) {
-	resp.Topics = resp.Topics[:0]
-	now := s.cfg.Clock.Now()
-	total, news := 0, false
-	var st *kmsg.FetchResponseTopic
-	for i := range targets {
-		t := &targets[i]
-		st = responseTopic(resp, st, t)
-		sp := kmsg.NewFetchResponseTopicPartition()
-		sp.Partition = t.req.Partition
-		if t.err != nil {
-			sp.ErrorCode = errorCode(nil, t.err)
-			st.Partitions = append(st.Partitions, sp)
-			news = true
-			continue
-		}
-		room := maxBytes - total
-		limit := max(min(int(t.req.PartitionMaxBytes), room), 1)
-		rd, err := t.part.ServeFollower(replication.FollowerFetch{
-			Replica: replica, BrokerEpoch: epoch, CurrentLeaderEpoch: t.req.CurrentLeaderEpoch,
-			FetchOffset: t.req.FetchOffset, LastFetchedEpoch: t.req.LastFetchedEpoch, Now: now,
-		}, limit)
-		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = rd.HighWatermark, rd.HighWatermark, rd.LogStartOffset
-		if err != nil {
-			news = true
-			sp.ErrorCode = errorCode(nil, err)
-			if sp.ErrorCode == kerr.KafkaStorageError.Code {
-				s.log.Error("serving a follower", "topic", t.topic, "partition", t.req.Partition, "replica", replica, "err", err)
-			}
-		}
-		if d := rd.Diverging; d != nil {
-			news = true
-			sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = d.Epoch, d.EndOffset
-		}
-		if n := len(rd.Records); total == 0 || total+n <= maxBytes {
-			sp.RecordBatches = rd.Records
-			total += n
-		}
-		st.Partitions = append(st.Partitions, sp)
+	got, news, failed := node.ServeFollower(resp, targets, replica, epoch, maxBytes, s.cfg.Clock.Now())
+	for _, f := range failed {
+		s.log.Error("serving a follower", "topic", f.Target.Topic, "partition", f.Target.Req.Partition, "replica", replica, "err", f.Err)
 	}
-	return total, news
+	return got, news
 }
 
 // waitFollowerData blocks until some partition has data past its
@@ -109,7 +60,6 @@ func (s *Server) serveFollower(resp *kmsg.FetchResponse, targets []fetchTarget, 
 // every quiet moment.
 func (s *Server) waitFollowerData(ctx context.Context, targets []fetchTarget) bool {
 	woke := make(chan struct{}, 1)
-	var parked []*fetchTarget
 	var stops []func()
 	defer func() {
 		for _, stop := range stops {
@@ -118,18 +68,15 @@ func (s *Server) waitFollowerData(ctx context.Context, targets []fetchTarget) bo
 	}()
 	for i := range targets {
 		t := &targets[i]
-		if t.err != nil || t.part == nil {
+		if t.Err != nil || t.Part == nil {
 			continue
 		}
 		// Watch first, then check: a change in between still wakes us.
-		stops = append(stops, t.part.WatchFollowerData(woke))
-		parked = append(parked, t)
+		stops = append(stops, t.Part.WatchFollowerData(woke))
 	}
 	for {
-		for _, t := range parked {
-			if t.part.FollowerDataReady(t.req.FetchOffset) {
-				return true
-			}
+		if node.FollowerDataReady(targets) {
+			return true
 		}
 		select {
 		case <-woke:

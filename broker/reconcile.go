@@ -1,49 +1,29 @@
 package broker
 
 import (
-	"slices"
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
-	"github.com/minikafka/minikafka/broker/partition"
+	"github.com/minikafka/minikafka/broker/node"
 	"github.com/minikafka/minikafka/cluster"
-	"github.com/minikafka/minikafka/replication"
 )
 
-// The reconciler makes this broker hold what the metadata says: every
-// partition it is a replica of is open, as leader or follower at the
-// partition's leader epoch; partitions it no longer holds are closed and
-// deleted; the group coordinators follow __consumer_offsets leadership. It
-// runs on one goroutine, after every change of the metadata image and of
-// the broker's own standing (registered, fenced).
-//
-// Two rules keep a stale image from doing harm. A partition is led only
-// while the image shows this broker registered with its current epoch and
-// unfenced: a restarted broker leads nothing before the controller has seen
-// it catch up. And a partition is deleted only once the image holds this
-// broker's current registration: an image older than that may predate the
-// topic's creation, never its deletion.
-
-// reconciled is what the reconciler applied last, so that an image that
-// changed one topic costs one topic's work.
-type reconciled struct {
-	topics   map[uuid.UUID]*cluster.Topic
-	lead     bool
-	epoch    int64
-	offset   uint64 // the image's
-	eligible []replication.ISRMember
-}
+// The reconciler makes this broker hold what the metadata says
+// (node.Reconciler plans it): every partition it is a replica of open, as
+// leader or follower at the partition's leader epoch, its follower
+// fetching from its leader; partitions it no longer holds closed and
+// deleted; the group coordinators following __consumer_offsets
+// leadership. It runs on one goroutine, after every change of the
+// metadata image and of the broker's own standing (registered, fenced).
 
 func (s *Server) reconcileLoop() {
 	defer s.bg.Done()
-	var last reconciled
+	r := node.NewReconciler(s.cfg.NodeID, s.ctl.Settings().MinISR)
 	for {
 		changed := s.store.Changed()
 		s.reconcileBegan.Store(s.cfg.Clock.Now().UnixNano())
-		last = s.reconcile(s.store.Image(), last)
-		s.reconciled.advance(int64(last.offset))
+		offset := s.reconcile(r, s.store.Image())
+		s.reconciled.advance(int64(offset))
 		select {
 		case <-changed:
 		case <-s.kick:
@@ -62,65 +42,37 @@ func (s *Server) kickReconcile() {
 	}
 }
 
-func (s *Server) reconcile(img *cluster.Metadata, last reconciled) reconciled {
-	self := s.cfg.NodeID
-	epoch := s.life.epoch.Load()
-	b, ok := img.Broker(self)
-	current := ok && epoch != 0 && b.Epoch == epoch
-	lead := current && !b.Fenced
-	next := reconciled{topics: make(map[uuid.UUID]*cluster.Topic, img.TopicCount()), lead: lead, epoch: epoch, offset: img.Offset()}
-	wanted := map[partition.Key]bool{}
-	var work []func()
-	eligible := eligibleOf(img)
-	next.eligible = eligible
-	for _, t := range img.Topics() {
-		next.topics[t.ID] = t
-		same := last.topics[t.ID] == t && last.lead == lead && last.epoch == epoch && slices.Equal(last.eligible, eligible)
-		for i, p := range t.Partitions {
-			if !slices.Contains(p.Replicas, self) {
-				continue
-			}
-			k := partition.Key{TopicID: t.ID, Index: int32(i)}
-			wanted[k] = true
-			if same {
-				continue
-			}
-			st := partition.ReplicaState{
-				Self: self, BrokerEpoch: epoch, Lead: lead, Leader: p.Leader,
-				LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
-				Replicas: p.Replicas, ISR: p.ISR, ELR: p.ELR,
-				MinISR: s.ctl.Settings().MinISR(t), Eligible: eligible, Now: s.cfg.Clock.Now(),
-			}
-			work = append(work, func() { s.reconcilePartition(t, int32(i), p, st) })
-		}
+// reconcile carries out what img asks and returns its offset.
+func (s *Server) reconcile(r *node.Reconciler, img *cluster.Metadata) uint64 {
+	st := node.Standing{Epoch: s.life.epoch.Load()}
+	plan := r.Plan(img, st, s.parts.Keys(), s.cfg.Clock.Now())
+	work := make([]func(), len(plan.Set))
+	for i, w := range plan.Set {
+		work[i] = func() { s.reconcilePartition(w) }
 	}
 	began := s.cfg.Clock.Now()
 	runAll(work, reconcileWorkers)
 	if len(work) >= reconcileLogAt {
 		took := s.cfg.Clock.Now().Sub(began)
-		s.log.Info("partitions set up", "partitions", len(work), "lead", lead, "took", took.Round(time.Millisecond))
+		s.log.Info("partitions set up", "partitions", len(work), "lead", plan.Lead, "took", took.Round(time.Millisecond))
 	}
-	if current {
-		for _, k := range s.parts.Keys() {
-			if !wanted[k] {
-				s.log.Info("removing a partition the metadata no longer assigns here", "partition", k.String())
-				if err := s.parts.Remove(k); err != nil {
-					s.log.Warn("removing a partition", "partition", k.String(), "err", err)
-				}
-			}
+	for _, k := range plan.Remove {
+		s.log.Info("removing a partition the metadata no longer assigns here", "partition", k.String())
+		s.fetchers.unfollow(k)
+		if err := s.parts.Remove(k); err != nil {
+			s.log.Warn("removing a partition", "partition", k.String(), "err", err)
 		}
 	}
-	s.groups.reconcile(img, lead)
+	s.groups.reconcile(img, plan.Lead)
 	// A topic deleted (or deleted and created again under its name) takes
 	// its committed offsets with it, in every group coordinated here.
-	for id, t := range last.topics {
-		if nt, ok := next.topics[id]; !ok || nt.Name != t.Name {
-			for _, c := range s.groups.all() {
-				c.TopicDeleted(t.Name)
-			}
+	for _, name := range plan.Deleted {
+		for _, c := range s.groups.all() {
+			c.TopicDeleted(name)
 		}
 	}
-	return next
+	r.Done(plan)
+	return plan.Offset
 }
 
 // reconcileWorkers is how many partitions the reconciler sets up at once.
@@ -159,32 +111,18 @@ func runAll(jobs []func(), n int) {
 	wg.Wait()
 }
 
-// reconcilePartition opens partition i of t here and gives it its role.
-func (s *Server) reconcilePartition(t *cluster.Topic, i int32, p cluster.Partition, st partition.ReplicaState) {
-	part, err := s.parts.Ensure(partition.Spec{Topic: t.Name, TopicID: t.ID, Index: i, Configs: t.Configs})
+// reconcilePartition opens w's partition here and gives it its role.
+func (s *Server) reconcilePartition(w node.Work) {
+	part, changed, err := node.Apply(s.parts, w)
 	if err != nil {
-		s.log.Error("opening a partition assigned to this broker", "topic", t.Name, "partition", i, "err", err)
-		return
-	}
-	changed, err := part.SetState(st)
-	if err != nil {
-		s.log.Error("partition role", "topic", t.Name, "partition", i, "err", err)
+		s.log.Error("setting up a partition assigned to this broker", "topic", w.Topic.Name, "partition", w.Index,
+			"leader", w.State.Leader, "epoch", w.State.LeaderEpoch, "err", err)
 		return
 	}
 	if changed {
-		s.log.Debug("partition role", "topic", t.Name, "partition", i, "leader", p.Leader, "epoch", p.LeaderEpoch)
-		s.fetchers.follow(part, p.Leader)
+		s.log.Debug("partition role", "topic", w.Topic.Name, "partition", w.Index, "leader", w.State.Leader, "epoch", w.State.LeaderEpoch)
+		s.fetchers.follow(part, w.State.Leader)
 	}
-}
-
-// eligibleOf lists the brokers that may join an ISR (registered, unfenced,
-// not shutting down) with their epochs, by id.
-func eligibleOf(img *cluster.Metadata) []replication.ISRMember {
-	var out []replication.ISRMember
-	for _, b := range img.ActiveBrokers() {
-		out = append(out, replication.ISRMember{ID: b.ID, BrokerEpoch: b.Epoch})
-	}
-	return out
 }
 
 // notifier is a value that only grows, and a channel closed at each change:

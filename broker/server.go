@@ -32,19 +32,18 @@ type Server struct {
 	// and not yet written).
 	respBudget *budget
 
-	// The cluster (node.go): the metadata image, the quorum replicating it,
+	// The cluster (cluster.go): the metadata image, the quorum replicating it,
 	// this node's controller, the client that reaches the active one, this
 	// broker's standing (lifecycle.go) and the group coordinators it runs.
 	store          *cluster.Store
 	quorum         *quorum.Server
 	raftTransport  *quorum.TCPTransport // nil for a quorum of one
-	ctl            *cluster.Controller
+	ctl            *controller
 	stopController context.CancelFunc
 	ctlClient      *controllerClient
 	life           *lifecycle
 	groups         *groupSet
 	fetchers       *fetchers
-	pids           *producerIDs
 	kick           chan struct{} // wakes the reconciler; capacity 1
 	reconciled     notifier      // the image offset the reconciler last applied
 	reconcileBegan atomic.Int64  // when (UnixNano, injected clock) it began its current round
@@ -97,11 +96,10 @@ func New(cfg Config) (*Server, error) {
 		kick:       make(chan struct{}, 1),
 		failed:     make(chan error, 1),
 	}
-	s.ctlClient = &controllerClient{s: s}
-	s.life = newLifecycle(s)
+	s.ctlClient = newControllerClient(s)
+	s.life = newLifecycle(s, -1)
 	s.groups = newGroupSet(s)
 	s.fetchers = newFetchers(s)
-	s.pids = &producerIDs{s: s}
 	s.connCtx, s.hardStop = context.WithCancel(context.Background())
 	s.metrics = newMetrics(s)
 	var err error

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka/broker/node"
 	"github.com/minikafka/minikafka/broker/partition"
 	"github.com/minikafka/minikafka/cluster"
 )
@@ -25,25 +26,19 @@ const autoCreateWait = 10 * time.Second
 // that allows it creates a topic), kerr.NotLeaderForPartition when this
 // broker holds no replica of it.
 func (s *Server) partition(topic string, p int32) (*partition.Partition, error) {
-	if part, err := s.parts.Partition(topic, p); err == nil {
-		return part, nil
-	}
 	img := s.store.Image()
-	t, ok := img.Topic(topic)
-	if ok && p >= 0 && int(p) < len(t.Partitions) && slices.Contains(t.Partitions[p].Replicas, s.cfg.NodeID) &&
-		s.awaitReconciled(int64(img.Offset())) {
+	part, err := node.LookupPartition(s.parts, img, topic, p)
+	if err == nil || !errors.Is(err, kerr.NotLeaderForPartition) {
+		return part, err
+	}
+	if t, _ := img.Topic(topic); slices.Contains(t.Partitions[p].Replicas, s.cfg.NodeID) && s.awaitReconciled(int64(img.Offset())) {
 		// The metadata places the partition here and the reconciler was
 		// still opening it (a topic just created): a client told
 		// NOT_LEADER_OR_FOLLOWER now would refresh its metadata, find this
 		// broker named again and retry, some 10 ms or more later.
-		if part, err := s.parts.Partition(topic, p); err == nil {
-			return part, nil
-		}
+		return node.LookupPartition(s.parts, s.store.Image(), topic, p)
 	}
-	if !ok || p < 0 || int(p) >= len(t.Partitions) {
-		return nil, fmt.Errorf("partition %s-%d: %w", topic, p, kerr.UnknownTopicOrPartition)
-	}
-	return nil, fmt.Errorf("partition %s-%d is led by broker %d: %w", topic, p, t.Partitions[p].Leader, kerr.NotLeaderForPartition)
+	return nil, err
 }
 
 // reconcileWait bounds how long a request waits for the reconciler to open

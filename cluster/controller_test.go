@@ -1,8 +1,6 @@
 package cluster
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,57 +12,67 @@ import (
 	"github.com/minikafka/minikafka/clock"
 )
 
-// localLog is a Log of one node that commits at once.
-type localLog struct {
-	mu     sync.Mutex
+// ctlHarness drives a ControllerCore as a controller node of a one-voter
+// quorum would: an operation's batches are committed to the Store at once,
+// or lost while the node is not active.
+type ctlHarness struct {
+	t      *testing.T
+	core   *ControllerCore
 	store  *Store
 	next   uint64
 	active bool
-	term   uint64
-}
-
-func (l *localLog) Propose(_ context.Context, payload []byte) (uint64, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.active {
-		return 0, ErrNotController
-	}
-	l.next++
-	return l.next, l.store.Apply(l.next, payload)
-}
-
-func (l *localLog) Active() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.active
-}
-
-func (l *localLog) Gone() []int32 { return nil }
-
-func (l *localLog) Leader() (uint64, uint64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return 1, l.term
-}
-
-type ctlHarness struct {
-	*Controller
-	t     *testing.T
-	log   *localLog
-	clock *clock.Manual
+	clock  *clock.Manual
 }
 
 func newCtl(t *testing.T) *ctlHarness {
-	store := NewStore()
-	l := &localLog{store: store, active: true, term: 1}
-	clk := clock.NewManual(time.Unix(1000, 0))
-	c := NewController(ControllerConfig{NodeID: 1, ClusterID: "c1", Log: l, Store: store, Clock: clk, Seed: 1})
-	return &ctlHarness{Controller: c, t: t, log: l, clock: clk}
+	core := NewControllerCore(CoreConfig{NodeID: 1, ClusterID: "c1", Seed: 1})
+	return &ctlHarness{t: t, core: core, store: NewStore(), active: true, clock: clock.NewManual(time.Unix(1000, 0))}
+}
+
+// run runs one operation to its end.
+func (h *ctlHarness) run(start func(Quorum, *Metadata, time.Time) *Op) *Op {
+	op := start(Quorum{Active: h.active, Term: 1}, h.store.Image(), h.clock.Now())
+	for op != nil && !op.Done() {
+		out := Outcome{Now: h.clock.Now()}
+		payload, err := EncodeBatch(op.Proposal())
+		require.NoError(h.t, err)
+		if !h.active {
+			out.Lost = ErrNotController
+		} else {
+			h.next++
+			require.NoError(h.t, h.store.Apply(h.next, payload))
+			out.Offset, out.Refused = h.next, h.store.Refusal(h.next)
+		}
+		out.Image = h.store.Image()
+		op.Applied(out)
+	}
+	return op
+}
+
+func (h *ctlHarness) Handle(req kmsg.Request) (kmsg.Response, error) {
+	var herr error
+	op := h.run(func(q Quorum, img *Metadata, now time.Time) *Op {
+		op, err := h.core.Handle(q, img, now, req)
+		herr = err
+		return op
+	})
+	if herr != nil {
+		return nil, herr
+	}
+	return op.Response(), nil
+}
+
+func (h *ctlHarness) Tick() error {
+	return h.run(func(q Quorum, img *Metadata, now time.Time) *Op { return h.core.Tick(q, img, now) }).Err()
+}
+
+func (h *ctlHarness) ConnectionLost(id int32, epoch int64) {
+	h.run(func(q Quorum, img *Metadata, now time.Time) *Op { return h.core.ConnectionLost(q, img, now, id, epoch) })
 }
 
 func (h *ctlHarness) do(req kmsg.Request) kmsg.Response {
 	h.t.Helper()
-	resp, err := h.Handle(context.Background(), req)
+	resp, err := h.Handle(req)
 	require.NoError(h.t, err)
 	return resp
 }
@@ -88,7 +96,7 @@ func (h *ctlHarness) heartbeat(id int32, epoch int64, shutdown bool) *kmsg.Broke
 	h.t.Helper()
 	hb := kmsg.NewPtrBrokerHeartbeatRequest()
 	hb.BrokerID, hb.BrokerEpoch, hb.WantShutdown = id, epoch, shutdown
-	hb.CurrentMetadataOffset = int64(h.Controller.cfg.Store.Image().Offset())
+	hb.CurrentMetadataOffset = int64(h.store.Image().Offset())
 	return h.do(hb).(*kmsg.BrokerHeartbeatResponse)
 }
 
@@ -98,7 +106,7 @@ func TestControllerBrokerLifecycle(t *testing.T) {
 	inc2 := uuid.New()
 	e2 := h.join(2, inc2)
 	require.Greater(t, e2, e1, "broker epochs are log offsets")
-	img := h.cfg.Store.Image()
+	img := h.store.Image()
 	require.Equal(t, "c1", img.ClusterID())
 
 	// A heartbeat that is behind the registration is not unfenced.
@@ -123,11 +131,11 @@ func TestControllerBrokerLifecycle(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		h.clock.Advance(100 * time.Millisecond)
 		h.heartbeat(1, e1, false)
-		require.NoError(t, h.Tick(context.Background()))
+		require.NoError(t, h.Tick())
 	}
-	b2, _ := h.cfg.Store.Image().Broker(2)
+	b2, _ := h.store.Image().Broker(2)
 	require.True(t, b2.Fenced)
-	b1, _ := h.cfg.Store.Image().Broker(1)
+	b1, _ := h.store.Image().Broker(1)
 	require.False(t, b1.Fenced)
 
 	// Once its session expired, broker 2 may come back as a new process.
@@ -147,7 +155,7 @@ func TestControllerConnectionLostAndShutdown(t *testing.T) {
 	require.Equal(t, int32(4), resp.Topics[0].NumPartitions)
 	leads := func(id int32) int {
 		n := 0
-		tp, _ := h.cfg.Store.Image().Topic("t")
+		tp, _ := h.store.Image().Topic("t")
 		for _, p := range tp.Partitions {
 			if p.Leader == id {
 				n++
@@ -161,34 +169,32 @@ func TestControllerConnectionLostAndShutdown(t *testing.T) {
 	// and it is fenced as it is told so (Metadata stops listing it).
 	r := h.heartbeat(2, e2, true)
 	require.Zero(t, leads(2))
-	b2, _ := h.cfg.Store.Image().Broker(2)
+	b2, _ := h.store.Image().Broker(2)
 	require.False(t, b2.Fenced, "fenced only once its shutdown is complete")
 	if !r.ShouldShutdown {
 		r = h.heartbeat(2, e2, true)
 	}
 	require.True(t, r.ShouldShutdown)
 	require.True(t, r.IsFenced)
-	b2, _ = h.cfg.Store.Image().Broker(2)
+	b2, _ = h.store.Image().Broker(2)
 	require.True(t, b2.Fenced)
 
 	// Broker 1's connection closes: it is fenced at once.
-	h.ConnectionLost(context.Background(), 1, e1)
-	b1, _ := h.cfg.Store.Image().Broker(1)
+	h.ConnectionLost(1, e1)
+	b1, _ := h.store.Image().Broker(1)
 	require.True(t, b1.Fenced)
 	require.Zero(t, leads(1), "the partitions are offline: broker 2 is shutting down")
 }
 
 func TestControllerNotActive(t *testing.T) {
 	h := newCtl(t)
-	h.log.mu.Lock()
-	h.log.active = false
-	h.log.mu.Unlock()
+	h.active = false
 	reg := kmsg.NewPtrBrokerRegistrationRequest()
 	reg.BrokerID, reg.ClusterID = 1, "c1"
 	require.Equal(t, kerr.NotController.Code, h.do(reg).(*kmsg.BrokerRegistrationResponse).ErrorCode)
 	ct := kmsg.NewPtrCreateTopicsRequest()
 	ct.Topics = append(ct.Topics, kmsg.CreateTopicsRequestTopic{Topic: "t", NumPartitions: 1, ReplicationFactor: 1})
 	require.Equal(t, kerr.NotController.Code, h.do(ct).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode)
-	_, err := h.Handle(context.Background(), kmsg.NewPtrMetadataRequest())
+	_, err := h.Handle(kmsg.NewPtrMetadataRequest())
 	require.Error(t, err, "a request the controller does not serve")
 }

@@ -9,17 +9,21 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"github.com/minikafka/minikafka/broker/node"
 	"github.com/minikafka/minikafka/broker/partition"
 	"github.com/minikafka/minikafka/cluster"
 	"github.com/minikafka/minikafka/cluster/quorum"
 )
 
 // A simulated broker runs what a broker process runs, on the simulator's
-// goroutine: a quorum.Node of the controller quorum (every broker is a
-// voter) applying to a cluster.Store, a cluster.ControllerCore that serves
-// the controller APIs while this node leads, the broker's lifecycle
-// (registration, heartbeats, producer id blocks, controlled shutdown), and
-// one replica per partition the metadata gives it (replica.go).
+// goroutine: a quorum.Node of the controller quorum applying to a
+// cluster.Store, the product's node shell (package node: the lifecycle,
+// producer id blocks, the reconciler, the replica fetchers and the answer
+// to followers' fetches, AlterPartition proposals, the controller's
+// operation queue over a cluster.ControllerCore) and its partition layer
+// (broker/partition in Manual mode). This file and its neighbours are the
+// driver: they carry what the shell asks to send over the simulated
+// network, run its timers on the simulated clock, and feed it the answers.
 
 const (
 	clusterID        = "sim"
@@ -27,9 +31,12 @@ const (
 	electionTicks    = 10
 	heartbeatMs      = 100
 	sessionTimeoutMs = 600
-	ctlTimeoutMs     = 400  // a controller request unanswered after this is retried
-	proposalLimitMs  = 1500 // a proposal not applied by then is given up
-	lagTimeMs        = 400
+	// ctlAttemptMs: a controller request unanswered after this is tried
+	// again (the network model's lost connection; the call's own timeout
+	// is the product's).
+	ctlAttemptMs    = 400
+	proposalLimitMs = 1500 // a proposal not applied by then is given up
+	lagTimeMs       = 400
 )
 
 type broker struct {
@@ -40,47 +47,35 @@ type broker struct {
 	gen  int        // incarnation number: events of an earlier one are void
 	up   bool
 	lost bool // crashed for good (Options.LostBroker)
+	// prevEpoch is the broker epoch of the last clean shutdown, -1 after a
+	// crash: what the next registration says (KIP-966).
+	prevEpoch int64
+	slowSync  bool
 
 	// The controller quorum and the metadata.
 	node     *quorum.Node
 	store    *cluster.Store
-	core     *cluster.ControllerCore
 	leaderID uint64
 	term     uint64
 	applied  uint64 // the image offset last reconciled
 
-	// The controller's operations, one at a time.
-	ctlQueue    []ctlJob
-	ctlOp       *cluster.Op
-	ctlDone     func(*cluster.Op)
-	ctlProposal quorum.ProposalID
-	ctlDeadline int64
-	ctlTickBusy bool
-	processing  bool
-
-	// The lifecycle.
-	incarnation  uuid.UUID
-	epoch        int64 // -1 until registered
-	prevEpoch    int64 // the epoch of a clean shutdown, -1 otherwise
-	fenced       bool
-	lifeBusy     bool
-	lastHB       int64
-	wantShutdown bool
-	pidNext      int64
-	pidEnd       int64
-	pidBusy      bool
-	slowSync     bool
+	// The product's shell, one per incarnation.
+	ops      *node.OpQueue
+	proposal quorum.ProposalID // of the batch the queue has out
+	life     *node.Lifecycle
+	pids     *node.ProducerIDs
+	router   *node.Router
+	recon    *node.Reconciler
+	fetchers *node.Fetchers
+	sessions map[*node.Fetcher]*fetchSession
+	parked   []*parkedFetch // followers' fetches in their long poll
+	busy     bool           // inside process
+	ticks    int64
 
 	// The partitions: the product's manager of this incarnation, and the
-	// shell's state of each partition it holds.
+	// driver's state of each partition it holds.
 	parts    *partition.Manager
 	replicas map[tp]*replica
-	ticks    int64
-}
-
-type ctlJob struct {
-	start func(cluster.Quorum, *cluster.Metadata, time.Time) *cluster.Op
-	done  func(*cluster.Op)
 }
 
 func newBroker(s *Sim, id int32) *broker {
@@ -99,19 +94,23 @@ func (b *broker) later(delay int64, kind string, fn func()) {
 	})
 }
 
+func (b *broker) voters() []uint64 {
+	var ids []uint64
+	for i := 1; i <= b.s.opts.Brokers; i++ {
+		ids = append(ids, uint64(i))
+	}
+	return ids
+}
+
 // start boots a process on what the disk kept: the quorum node recovers
-// from it, the replicas are opened from it as the metadata names them.
+// from it, the partitions are opened from it as the metadata names them.
 func (b *broker) start() {
 	b.gen++
 	b.up = true
 	b.s.tracef("b%d start (incarnation %d)", b.id, b.gen)
 	b.store = cluster.NewStore()
-	var voters []uint64
-	for i := 1; i <= b.s.opts.Brokers; i++ {
-		voters = append(voters, uint64(i))
-	}
-	node, err := quorum.OpenNode(quorum.NodeConfig{
-		NodeID: uint64(b.id), Voters: voters, ClusterID: clusterID, Dir: "/quorum",
+	n, err := quorum.OpenNode(quorum.NodeConfig{
+		NodeID: uint64(b.id), Voters: b.voters(), ClusterID: clusterID, Dir: "/quorum",
 		FS: b.disk.fs(), Engine: EngineName,
 		Rand:          b.s.sub(subSeedRaft + uint64(b.id)*16 + uint64(b.gen)<<32),
 		ElectionTicks: electionTicks, SnapshotEntries: 64, CatchUpEntries: 16,
@@ -121,8 +120,8 @@ func (b *broker) start() {
 		b.s.violate("recovery", "b%d: the quorum node does not open on what its disk kept: %v", b.id, err)
 		return
 	}
-	b.node = node
-	b.core = cluster.NewControllerCore(cluster.CoreConfig{
+	b.node = n
+	core := cluster.NewControllerCore(cluster.CoreConfig{
 		NodeID: b.id, ClusterID: clusterID,
 		Settings: cluster.Settings{
 			MinInsyncReplicas: b.s.opts.MinISR, UncleanLeaderElection: b.s.opts.Unclean, DisableELR: b.s.opts.DisableELR,
@@ -132,15 +131,30 @@ func (b *broker) start() {
 		SessionTimeout: sessionTimeoutMs * time.Millisecond, FailoverGrace: 300 * time.Millisecond,
 		RebalanceInterval: time.Second,
 	})
+	b.ops = node.NewOpQueue(core, node.OpQueueConfig{ProposalTimeout: proposalLimitMs * time.Millisecond})
+	b.proposal = 0
 	var inc [16]byte
 	for i := range inc {
 		inc[i] = byte(b.rng.Uint32())
 	}
-	b.incarnation = uuid.UUID(inc)
+	b.life = node.NewLifecycle(node.LifecycleConfig{
+		NodeID: b.id, ClusterID: clusterID, Incarnation: uuid.UUID(inc), DurableAcks: true,
+		PreviousEpoch: b.prevEpoch, HeartbeatInterval: heartbeatMs * time.Millisecond,
+		SessionTimeout: sessionTimeoutMs * time.Millisecond,
+	})
+	b.life.Start("sim", 9000+b.id)
+	b.prevEpoch = -1 // a crash from now on is an unclean shutdown
+	b.pids = node.NewProducerIDs(b.id)
+	var voters []int32
+	for _, v := range b.voters() {
+		voters = append(voters, int32(v))
+	}
+	b.router = node.NewRouter(b.id, voters)
+	b.recon = node.NewReconciler(b.id, core.Settings().MinISR)
+	b.fetchers = node.NewFetchers(b.id)
+	b.sessions = map[*node.Fetcher]*fetchSession{}
+	b.parked = nil
 	b.leaderID, b.term, b.applied = 0, 0, 0
-	b.ctlQueue, b.ctlOp, b.ctlDone, b.ctlTickBusy = nil, nil, nil, false
-	b.epoch, b.fenced, b.lifeBusy, b.wantShutdown = -1, true, false, false
-	b.pidNext, b.pidEnd, b.pidBusy = 0, 0, false
 	if err := b.openPartitions(); err != nil {
 		b.s.violate("recovery", "b%d: the partitions do not open on what its disk kept: %v", b.id, err)
 		return
@@ -165,7 +179,6 @@ func (b *broker) crash(why string) {
 		b.sayGone() // the process was killed; the host, which lives, closes its connections
 	}
 	b.disk.crash(b.rng, b.s.opts.UnsyncedKeepPct, b.s.opts.TornPct)
-	b.prevEpoch = -1
 }
 
 // sayGone is what a dead process's peers see: their connections from it
@@ -203,8 +216,9 @@ func (b *broker) cleanStop() {
 	for _, r := range sortedReplicas(b.replicas) {
 		r.drain()
 	}
-	b.prevEpoch = b.epoch
+	epoch := b.life.Epoch()
 	b.stop()
+	b.prevEpoch = epoch
 	b.sayGone()
 	b.s.stats.Faults["controlled-shutdown"]++
 	b.s.at(200+b.s.faults.Int64N(1000), "restart", func() {
@@ -228,27 +242,18 @@ func (b *broker) stop() {
 	b.s.checks.brokerStopped(b)
 }
 
-// tick is the broker's clock: raft every tick, the controller, the
-// lifecycle and the replicas at their own periods.
+// tick is the broker's clock: raft every tick, and what the product's
+// goroutines do on their timers: the controller's queue, the lifecycle,
+// the partitions.
 func (b *broker) tick() {
 	b.ticks++
 	b.node.Tick()
-	if b.ctlOp != nil && b.s.now > b.ctlDeadline {
-		b.applyOutcome(cluster.Outcome{Image: b.store.Image(), Lost: fmt.Errorf("proposal %d not applied within %dms", b.ctlProposal, proposalLimitMs), Now: b.s.time()})
+	if out, until := b.ops.Proposing(); out && b.s.time().After(until) {
+		b.outcome(cluster.Outcome{Image: b.store.Image(), Lost: fmt.Errorf("proposal %d not applied within %dms", b.proposal, proposalLimitMs), Now: b.s.time()})
 	}
-	if b.ticks%10 == 0 && b.node.Active() && !b.ctlTickBusy {
-		b.ctlTickBusy = true
-		b.submit(ctlJob{
-			start: func(q cluster.Quorum, img *cluster.Metadata, now time.Time) *cluster.Op {
-				return b.core.Tick(q, img, now)
-			},
-			done: func(*cluster.Op) { b.ctlTickBusy = false },
-		})
-	}
-	if b.ticks%5 == 0 {
-		b.lifecycle()
-	}
-	if b.ticks%(tickPartitionsMs/raftTickMs) == 0 && b.up {
+	b.ops.Tick(b.s.time(), b.node.Active())
+	b.lifecycle()
+	if b.up && b.ticks%(tickPartitionsMs/raftTickMs) == 0 {
 		b.parts.Tick(b.s.time())
 		b.settle()
 	}
@@ -259,15 +264,16 @@ func (b *broker) tick() {
 }
 
 // process handles raft's Readies: messages out, proposals applied, the
-// controller's operations moved on, the replicas reconciled with a new image.
+// controller's operations moved on, the partitions reconciled with a new
+// image.
 func (b *broker) process() {
-	if b.processing || !b.up {
+	if b.busy || !b.up {
 		return
 	}
-	b.processing = true
-	defer func() { b.processing = false }()
+	b.busy = true
+	defer func() { b.busy = false }()
 	for b.up {
-		b.pumpCtl()
+		b.pumpOps()
 		if !b.node.HasReady() {
 			break
 		}
@@ -281,17 +287,18 @@ func (b *broker) process() {
 		}
 		b.leaderID, b.term = out.Leader, out.Term
 		for _, ap := range out.Applied {
-			if b.ctlOp != nil && ap.ID == b.ctlProposal {
-				b.applyOutcome(cluster.Outcome{Image: b.store.Image(), Offset: ap.Index, Refused: b.store.Refusal(ap.Index), Now: b.s.time()})
+			if b.proposal != 0 && ap.ID == b.proposal {
+				b.outcome(cluster.Outcome{Image: b.store.Image(), Offset: ap.Index, Refused: b.store.Refusal(ap.Index), Now: b.s.time()})
 			}
 		}
-		if out.LeaderChanged && b.ctlOp != nil && b.ctlProposal != 0 {
-			b.applyOutcome(cluster.Outcome{Image: b.store.Image(), Lost: quorum.ErrNotLeader, Now: b.s.time()})
+		if out.LeaderChanged && b.proposal != 0 {
+			b.outcome(cluster.Outcome{Image: b.store.Image(), Lost: quorum.ErrNotLeader, Now: b.s.time()})
 		}
 		if img := b.store.Image(); img.Offset() != b.applied {
 			b.applied = img.Offset()
 			b.s.checks.imageApplied(b, img)
 			b.reconcile()
+			b.lifecycle() // the metadata moving may bring a heartbeat
 		}
 	}
 }
@@ -316,13 +323,6 @@ func (b *broker) sendRaft(m raftpb.Message) {
 	}
 }
 
-// submit queues a controller operation; it starts once those before it are
-// done.
-func (b *broker) submit(j ctlJob) {
-	b.ctlQueue = append(b.ctlQueue, j)
-	b.process()
-}
-
 func (b *broker) quorumState() cluster.Quorum {
 	q := cluster.Quorum{Active: b.node.Active(), Term: b.term}
 	for _, id := range b.node.Gone() {
@@ -331,56 +331,33 @@ func (b *broker) quorumState() cluster.Quorum {
 	return q
 }
 
-func (b *broker) pumpCtl() {
-	for b.ctlOp == nil && len(b.ctlQueue) > 0 {
-		j := b.ctlQueue[0]
-		b.ctlQueue = b.ctlQueue[1:]
-		op := j.start(b.quorumState(), b.store.Image(), b.s.time())
-		if op == nil {
-			j.done(nil)
-			continue
-		}
-		b.ctlOp, b.ctlDone = op, j.done
-		b.advanceOp()
-	}
-}
-
-// advanceOp proposes what the current operation asks, or finishes it.
-func (b *broker) advanceOp() {
-	for b.ctlOp != nil {
-		op := b.ctlOp
-		if op.Done() {
-			done := b.ctlDone
-			b.ctlOp, b.ctlDone, b.ctlProposal = nil, nil, 0
-			done(op)
+// pumpOps proposes what the controller's queue asks, until it waits for a
+// batch's fate or has nothing to do.
+func (b *broker) pumpOps() {
+	for b.proposal == 0 {
+		payload, ok := b.ops.Next(b.quorumState(), b.store.Image(), b.s.time())
+		if !ok {
 			return
 		}
-		payload, err := cluster.EncodeBatch(op.Proposal())
-		var id quorum.ProposalID
-		if err == nil {
-			id, err = b.node.Propose(payload)
-		}
+		id, err := b.node.Propose(payload)
 		if err != nil {
-			b.ctlProposal = 0
-			op.Applied(cluster.Outcome{Image: b.store.Image(), Lost: err, Now: b.s.time()})
+			b.ops.Outcome(cluster.Outcome{Image: b.store.Image(), Lost: err, Now: b.s.time()})
 			continue
 		}
-		b.ctlProposal, b.ctlDeadline = id, b.s.now+proposalLimitMs
-		return
+		b.proposal = id
 	}
 }
 
-func (b *broker) applyOutcome(out cluster.Outcome) {
-	b.ctlProposal = 0
-	b.ctlOp.Applied(out)
-	b.advanceOp()
+// outcome hands the queue what became of the batch it has out.
+func (b *broker) outcome(out cluster.Outcome) {
+	b.proposal = 0
+	b.ops.Outcome(out)
 }
 
-// controller is where this broker sends controller requests: the quorum
-// leader it knows, or any broker.
-func (b *broker) controller() int32 {
-	if b.leaderID != 0 {
-		return int32(b.leaderID)
+// leader is the quorum leader this broker knows, -1 for none.
+func (b *broker) leader() int32 {
+	if b.leaderID == 0 {
+		return -1
 	}
-	return 1 + int32(b.s.work.IntN(b.s.opts.Brokers))
+	return int32(b.leaderID)
 }

@@ -21,7 +21,7 @@ func (h *highWatermarks) lowered(s *Sim, r *replica, from, to int64) {
 	s.violate("hw-regression", "broker %d %s: truncated to %d, below its HW %d", r.b.id, r.tp, to, from)
 }
 
-func (h *highWatermarks) served(s *Sim, r *replica, offset int64, resp fetchResp) {
+func (h *highWatermarks) served(s *Sim, r *replica, offset int64, resp consumeResp) {
 	for _, b := range resp.batches {
 		if end := info(b).NextOffset(); end > resp.hw {
 			s.violate("read-above-hw", "broker %d %s: served a batch ending at %d, HW %d", r.b.id, r.tp, end, resp.hw)

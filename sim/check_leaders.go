@@ -36,10 +36,10 @@ func (l *leaderEpochs) image(s *Sim, b *broker, img *cluster.Metadata) {
 	}
 }
 
-func (l *leaderEpochs) elected(s *Sim, r *replica, p cluster.Partition) {
-	k := epochKey{r.tp, p.LeaderEpoch}
+func (l *leaderEpochs) elected(s *Sim, r *replica, epoch int32) {
+	k := epochKey{r.tp, epoch}
 	if prev, ok := l.acting[k]; ok && prev != r.b.id {
-		s.violate("two-leaders", "%s epoch %d: broker %d leads it, and broker %d did", r.tp, p.LeaderEpoch, r.b.id, prev)
+		s.violate("two-leaders", "%s epoch %d: broker %d leads it, and broker %d did", r.tp, epoch, r.b.id, prev)
 		return
 	}
 	l.acting[k] = r.b.id

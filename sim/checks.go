@@ -48,8 +48,8 @@ func (c *checks) imageApplied(b *broker, img *cluster.Metadata) {
 
 func (c *checks) producerIDs(b *broker, first, n int64) { c.pids.block(c.s, b, first, n) }
 
-func (c *checks) leaderElected(r *replica, p cluster.Partition) {
-	c.leaders.elected(c.s, r, p)
+func (c *checks) leaderElected(r *replica, epoch int32) {
+	c.leaders.elected(c.s, r, epoch)
 	c.lost.elected(c.s, r)
 }
 
@@ -60,7 +60,9 @@ func (c *checks) hwAdvanced(r *replica, from, to int64) {
 
 func (c *checks) hwLowered(r *replica, from, to int64) { c.hws.lowered(c.s, r, from, to) }
 
-func (c *checks) served(r *replica, offset int64, resp fetchResp) { c.hws.served(c.s, r, offset, resp) }
+func (c *checks) served(r *replica, offset int64, resp consumeResp) {
+	c.hws.served(c.s, r, offset, resp)
+}
 
 func (c *checks) acked(p *producerClient, k tp, base int64, epoch int32, values [][]byte) {
 	if p.acks == -1 {

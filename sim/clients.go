@@ -193,7 +193,7 @@ func (c *consumerClient) step() {
 	s.rpc(c.id, leader, "consume", 300, func(reply func(any)) {
 		reply(s.brokers[leader-1].serveConsume(k, pos))
 	}, func(resp any) {
-		r, ok := resp.(fetchResp)
+		r, ok := resp.(consumeResp)
 		if !ok || r.err != nil || pos != c.pos {
 			again(30)
 			return

@@ -50,7 +50,7 @@ func (s *Sim) scheduleFaults() {
 	if o.ControlledStop {
 		every(2000, "fault-shutdown", func() {
 			b := s.brokers[s.faults.IntN(len(s.brokers))]
-			if b.up && b.epoch >= 0 {
+			if b.up && b.life.Epoch() != 0 {
 				s.stats.Faults["shutdown-requested"]++
 				b.beginShutdown()
 			}
@@ -124,7 +124,7 @@ func (s *Sim) notConverged() string {
 		if !b.up {
 			return fmt.Sprintf("b%d down", b.id)
 		}
-		if b.epoch < 0 || b.fenced || b.wantShutdown {
+		if b.life.Epoch() == 0 || b.life.Fenced() || b.life.ShuttingDown() {
 			return fmt.Sprintf("b%d not registered and unfenced", b.id)
 		}
 	}
@@ -173,7 +173,7 @@ func (s *Sim) describeReplicas(k tp) string {
 			}
 		}
 		if st, ok := r.p.FollowerState(); ok {
-			fmt.Fprintf(&b, " follower of %d busy %v stale %v sync-pending %v", st.Leader, r.fetchBusy, st.Stale, st.SyncPending)
+			fmt.Fprintf(&b, " follower of %d stale %v sync-pending %v", st.Leader, st.Stale, st.SyncPending)
 		}
 		b.WriteString("]")
 	}

@@ -3,145 +3,248 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka/broker/node"
 	"github.com/minikafka/minikafka/broker/partition"
 	"github.com/minikafka/minikafka/replication"
 )
 
-// Replication between brokers, as the broker's fetcher and Fetch handler
-// do it: a follower's partition says what to fetch (Partition.NextFetch:
-// its replica id, broker epoch, fetch offset and last fetched epoch), the
-// request goes to its leader, whose partition answers it
-// (Partition.ServeFollower) or, with nothing to send yet, parks it until
-// its durable end passes the fetch offset or the role changes (Kafka's long
-// poll; Partition.FollowerDataReady), and the answer goes back to the
-// follower's partition (Partition.HandleFetch), which appends, truncates or
-// backs off. An answer that arrives after the follower's role changed is
-// still handed to it, as the fetcher does; the partition judges it.
+// Replication between brokers runs the product's fetchers
+// (node.Fetchers, one node.Fetcher per leader) and the product's answer to
+// a follower's fetch (node.ServeFollower), with Kafka's Fetch requests and
+// responses carried by the simulated network. A fetch session here is what
+// a fetcher's goroutine does in the broker: build, send, hand the answer
+// over, wait for the syncs of what it appended, build again; an interrupt
+// (a partition added during a long poll) abandons the fetch in flight. At
+// the leader, a fetch with nothing to send parks for its long poll until a
+// partition's durable end passes its offset, or the poll ends.
 
 const (
-	fetchTimeoutMs = 300
-	fetchMaxWaitMs = 100
-	fetchMaxBytes  = 16 << 10
-	fetchBackoffMs = 100 // replica.fetch.backoff.ms
+	// fetchSlackMs is how long past its long poll a fetch waits for an
+	// answer before the session counts it lost (the network model's lost
+	// connection; the broker's franz-go request waits longer).
+	fetchSlackMs = 300
+	// fetchMaxBytes bounds a leader's answer, as the broker's
+	// Config.FetchMaxBytes does.
+	fetchMaxBytes = 16 << 10
 )
 
-type fetchResp struct {
-	err       error
-	hw        int64
-	logStart  int64
-	diverging *replication.EpochEnd
-	records   []byte   // a follower's fetch: the stored batches, concatenated
-	batches   [][]byte // a consumer's: the same, one by one
+var errInterrupted = errors.New("sim: fetch interrupted")
+
+// discard is the log of the shell's pieces: the trace says what matters.
+var discard = slog.New(slog.DiscardHandler)
+
+// fetchSession drives one node.Fetcher.
+type fetchSession struct {
+	b       *broker
+	f       *node.Fetcher
+	flight  int  // the fetch in flight's number: an answer to another is dropped
+	busy    bool // a fetch is in flight
+	sent    node.Sent
+	syncing bool  // waiting for the syncs of what the last answer appended
+	until   int64 // the end of that wait
+	retryAt int64 // no fetch before this tick
+	stopped bool
 }
 
-type parkedFetch struct {
-	req      replication.FollowerFetch
-	deadline int64
-	reply    func(fetchResp)
+// follow makes p fetch from leader (nobody when it is this broker or none).
+func (b *broker) follow(p *partition.Partition, leader int32) {
+	started, stopped := b.fetchers.Follow(b.s.time(), p, leader)
+	if stopped != nil {
+		b.stopSession(stopped)
+	}
+	if started != nil {
+		fs := &fetchSession{b: b, f: started}
+		started.SetWake(func() { b.later(0, "fetch-wake", fs.step) })
+		b.sessions[started] = fs
+		fs.step()
+	}
 }
 
-func (r *replica) maybeFetch() {
-	if r.fetchBusy || r.b.s.now < r.backoff {
+func (b *broker) stopSession(f *node.Fetcher) {
+	if fs := b.sessions[f]; fs != nil {
+		fs.stopped = true
+		fs.flight++
+		delete(b.sessions, f)
+	}
+}
+
+func (b *broker) sortedSessions() []*fetchSession {
+	out := make([]*fetchSession, 0, len(b.sessions))
+	for _, fs := range b.sessions {
+		out = append(out, fs)
+	}
+	slices.SortFunc(out, func(x, y *fetchSession) int { return int(x.f.Leader() - y.f.Leader()) })
+	return out
+}
+
+// step sends the next fetch if one is due.
+func (fs *fetchSession) step() {
+	b, s := fs.b, fs.b.s
+	if fs.stopped || fs.busy || !b.up {
 		return
 	}
-	req, ok := r.p.NextFetch()
-	if !ok {
+	if fs.syncing {
+		if s.now < fs.until && len(fs.sent.SyncPending()) > 0 {
+			return // the sync's completion settles the broker again
+		}
+		fs.syncing = false
+	}
+	if s.now < fs.retryAt {
 		return
 	}
-	r.fetchBusy = true
-	s, b := r.b.s, r.b
-	gen, role := b.gen, r.fetchRole
-	ff := replication.FollowerFetch{
-		Replica: req.Replica, BrokerEpoch: req.BrokerEpoch, CurrentLeaderEpoch: req.CurrentLeaderEpoch,
-		FetchOffset: req.FetchOffset, LastFetchedEpoch: req.LastFetchedEpoch,
+	now := s.time()
+	req, sent := fs.f.Build(now, b.life.Epoch())
+	if len(sent) == 0 {
+		if at := fs.f.NextWake(now); !at.IsZero() {
+			b.later(at.Sub(now).Milliseconds()+1, "fetch-backoff", fs.step)
+		}
+		return
 	}
-	s.rpc(b.id, req.Leader, "fetch", fetchTimeoutMs, func(reply func(any)) {
-		s.brokers[req.Leader-1].serveFetch(r.tp, ff, func(fr fetchResp) { reply(fr) })
+	if _, ok := node.LeaderAddr(b.store.Image(), fs.f.Leader()); !ok {
+		fs.pause(node.ReplicaFetchBackoff.Milliseconds())
+		return
+	}
+	fs.busy, fs.sent = true, sent
+	fs.flight++
+	flight, leader := fs.flight, fs.f.Leader()
+	fs.f.BeginFlight(req, func() {
+		// Called under the fetcher's lock, from the reconciler: the
+		// abandoned fetch ends as an event of its own.
+		b.later(0, "fetch-interrupt", func() { fs.ended(flight, nil, errInterrupted) })
+	})
+	s.rpc(b.id, leader, "fetch", int64(req.MaxWaitMillis)+fetchSlackMs, func(reply func(any)) {
+		s.brokers[leader-1].serveReplicaFetch(req, func(resp *kmsg.FetchResponse) { reply(resp) })
 	}, func(resp any) {
-		if !b.up || b.gen != gen || !r.current() {
+		if !b.up {
 			return
 		}
-		if r.fetchRole == role {
-			r.fetchBusy = false
+		r, _ := resp.(*kmsg.FetchResponse)
+		var err error
+		if r == nil {
+			err = errNoAnswer
 		}
-		fr, ok := resp.(fetchResp)
-		if !ok {
-			if r.fetchRole == role {
-				r.backoff = s.now + fetchBackoffMs // the request failed: the fetcher pauses
-			}
-			b.settle()
-			return
-		}
-		r.fetched(req, fr)
-		b.settle()
+		fs.ended(flight, r, err)
 	})
 }
 
-// fetched hands the leader's answer to the follower's partition.
-func (r *replica) fetched(req replication.FetchRequest, fr fetchResp) {
-	err := r.p.HandleFetch(partition.FetchResult{
-		Request: req, Err: fr.err, HighWatermark: fr.hw, LogStartOffset: fr.logStart,
-		Diverging: fr.diverging, Records: fr.records,
-	})
-	r.observe()
-	if err != nil {
-		if !partition.IsBackoff(err) && !partition.IsNeedMetadata(err) {
-			r.b.s.tracef("b%d %s: applying a fetch: %v", r.b.id, r.tp, err)
-		}
-		r.backoff = r.b.s.now + fetchBackoffMs
-	}
-}
-
-// serveFetch answers a follower's fetch at this broker.
-func (b *broker) serveFetch(k tp, ff replication.FollowerFetch, reply func(fetchResp)) {
-	r := b.replicas[k]
-	if r == nil {
-		reply(fetchResp{err: kerr.NotLeaderForPartition})
+// ended is the end of fetch number flight: an answer, or an error.
+func (fs *fetchSession) ended(flight int, resp *kmsg.FetchResponse, err error) {
+	b := fs.b
+	if fs.stopped || flight != fs.flight || !b.up {
 		return
 	}
-	p := &parkedFetch{req: ff, deadline: b.s.now + fetchMaxWaitMs, reply: reply}
-	if !r.serve(p, false) {
-		r.parked = append(r.parked, p)
-		b.later(fetchMaxWaitMs, "fetch-wait", b.settle)
+	fs.busy = false
+	fs.flight++
+	if pause := fs.f.EndFlight(err); err != nil {
+		fs.pause(pause.Milliseconds())
+		return
+	}
+	fs.f.Handle(b.s.time(), resp, fs.sent, discard)
+	for _, r := range sortedReplicas(b.replicas) {
+		r.observe()
+	}
+	fs.syncing, fs.until = true, b.s.now+node.SyncAwait.Milliseconds()
+	b.later(node.SyncAwait.Milliseconds(), "fetch-sync-wait", fs.step)
+	b.settle()
+}
+
+func (fs *fetchSession) pause(ms int64) {
+	fs.retryAt = fs.b.s.now + ms
+	fs.b.later(ms, "fetch-backoff", fs.step)
+}
+
+// parkedFetch is a follower's fetch waiting at its leader.
+type parkedFetch struct {
+	req      *kmsg.FetchRequest
+	targets  []node.Target
+	deadline int64
+	reply    func(*kmsg.FetchResponse)
+}
+
+// serveReplicaFetch answers a follower's fetch at this broker, as the
+// broker's Fetch handler does: at once when there is something to send,
+// otherwise once a partition has data or the long poll ends.
+func (b *broker) serveReplicaFetch(req *kmsg.FetchRequest, reply func(*kmsg.FetchResponse)) {
+	img := b.store.Image()
+	targets := node.ResolveTargets(img, req)
+	for i := range targets {
+		t := &targets[i]
+		if t.Err == nil {
+			t.Part, t.Err = node.LookupPartition(b.parts, img, t.Topic, t.Req.Partition)
+		}
+	}
+	p := &parkedFetch{req: req, targets: targets, deadline: b.s.now + int64(req.MaxWaitMillis), reply: reply}
+	if !b.answer(p, false) {
+		b.parked = append(b.parked, p)
+		b.later(int64(req.MaxWaitMillis), "fetch-wait", b.settle)
 	}
 	b.settle()
 }
 
-// serve answers p, unless it has nothing to send and may wait (park): then
-// it reports false.
-func (r *replica) serve(p *parkedFetch, last bool) bool {
-	p.req.Now = r.b.s.time()
-	rd, err := r.p.ServeFollower(p.req, fetchMaxBytes)
-	r.observe()
-	if err == nil && rd.Diverging == nil && len(rd.Records) == 0 && !last {
-		return false
+// answer answers p unless it has nothing to send and may wait (last is
+// false): then it reports false.
+func (b *broker) answer(p *parkedFetch, last bool) bool {
+	replica, epoch := node.ReplicaOf(p.req)
+	resp := p.req.ResponseKind().(*kmsg.FetchResponse)
+	got, news, failed := node.ServeFollower(resp, p.targets, replica, epoch, fetchMaxBytes, b.s.time())
+	for _, f := range failed {
+		b.s.tracef("b%d serving a follower: %s-%d: %v", b.id, f.Target.Topic, f.Target.Req.Partition, f.Err)
 	}
-	resp := fetchResp{hw: rd.HighWatermark, logStart: rd.LogStartOffset, diverging: rd.Diverging, records: rd.Records}
-	if err != nil {
-		resp.err = kafkaErr(err)
+	for _, r := range sortedReplicas(b.replicas) {
+		r.observe()
+	}
+	if !last && !node.AnswerFollowerNow(p.req, got, news) {
+		return false
 	}
 	p.reply(resp)
 	return true
 }
 
 // wakeParked answers the parked fetches that have data or waited enough.
-func (r *replica) wakeParked() {
-	if len(r.parked) == 0 {
+func (b *broker) wakeParked() {
+	if len(b.parked) == 0 {
 		return
 	}
-	var keep []*parkedFetch
-	for _, p := range r.parked {
-		if r.p.FollowerDataReady(p.req.FetchOffset) || r.b.s.now >= p.deadline {
-			r.serve(p, true)
+	parked := b.parked
+	b.parked = nil
+	for _, p := range parked {
+		if node.FollowerDataReady(p.targets) || b.s.now >= p.deadline {
+			b.answer(p, true)
 			continue
 		}
-		keep = append(keep, p)
+		b.parked = append(b.parked, p)
 	}
-	r.parked = keep
+}
+
+// proposeISR is the partitions' ProposeISR hook, as the broker's: the
+// leader's ISR change goes to the controller as an AlterPartition
+// (node.AlterPartitionRequest) and its answer back to the Leader that made
+// it. It runs under the partition's lock and only sends.
+func (b *broker) proposeISR(p *partition.Partition, prop replication.ProposeISR) {
+	pgen, gen := p.ProposalGen(), b.gen
+	k := tp{p.Key().TopicID, p.Key().Index}
+	req := node.AlterPartitionRequest(b.id, b.life.Epoch(), p, prop)
+	b.s.tracef("b%d %s proposes isr %v at partition epoch %d", b.id, k, prop.NewISR, prop.PartitionEpoch)
+	b.later(0, "alter-partition", func() {
+		b.call(node.Call{Req: req, To: node.ToController, Timeout: node.AlterPartitionTimeout}, func(resp kmsg.Response, err error) {
+			r := b.replicas[k]
+			if b.gen != gen || r == nil || r.p != p {
+				return
+			}
+			res := node.AlterPartitionResult(k.part, prop, resp, err)
+			res.Now = b.s.time()
+			b.s.tracef("b%d %s isr proposal answered: %v %v at partition epoch %d", b.id, k, res.Err, res.ISR, res.PartitionEpoch)
+			p.AlterPartitionResult(pgen, res)
+			b.process()
+			b.settle()
+		})
+	})
 }
 
 // kafkaErr is the Kafka error an error wraps, as the wire carries it (an
@@ -154,60 +257,10 @@ func kafkaErr(err error) error {
 	return kerr.UnknownServerError
 }
 
-// proposeISR is the partitions' ProposeISR hook, as the broker's: the
-// leader's ISR change goes to the controller as an AlterPartition (v3:
-// each member with the broker epoch its fetch carried) through the
-// simulated network, and its answer back to the Leader that made it. It
-// runs under the partition's lock and only sends.
-func (b *broker) proposeISR(p *partition.Partition, prop replication.ProposeISR) {
-	pgen, gen := p.ProposalGen(), b.gen
-	k := tp{p.Key().TopicID, p.Key().Index}
-	req := kmsg.NewPtrAlterPartitionRequest()
-	req.Version = 3
-	req.BrokerID, req.BrokerEpoch = b.id, b.epoch
-	rt := kmsg.NewAlterPartitionRequestTopic()
-	rt.TopicID = k.topic
-	rp := kmsg.NewAlterPartitionRequestTopicPartition()
-	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = k.part, prop.LeaderEpoch, prop.PartitionEpoch
-	for _, m := range prop.NewISR {
-		rp.NewEpochISR = append(rp.NewEpochISR, kmsg.AlterPartitionRequestTopicPartitionNewEpochISR{BrokerID: m.ID, BrokerEpoch: m.BrokerEpoch})
-	}
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	b.s.tracef("b%d %s proposes isr %v at partition epoch %d", b.id, k, prop.NewISR, prop.PartitionEpoch)
-	b.s.callController(b.id, b.controller(), req, func(resp kmsg.Response) {
-		r := b.replicas[k]
-		if !b.up || b.gen != gen || r == nil || r.p != p {
-			return
-		}
-		res := replication.AlterPartitionResult{Seq: prop.Seq, Now: b.s.time(), Err: errNoAnswer}
-		if ar, ok := resp.(*kmsg.AlterPartitionResponse); ok {
-			res.Err = kerr.ErrorForCode(ar.ErrorCode)
-			if res.Err == nil {
-				res.Err = kerr.UnknownServerError
-				for _, t := range ar.Topics {
-					for _, sp := range t.Partitions {
-						if sp.Partition == k.part {
-							res.Err = kerr.ErrorForCode(sp.ErrorCode)
-							res.LeaderEpoch, res.PartitionEpoch, res.ISR = sp.LeaderEpoch, sp.PartitionEpoch, sp.ISR
-						}
-					}
-				}
-			}
-		}
-		b.s.tracef("b%d %s isr proposal answered: %v %v at partition epoch %d", b.id, k, res.Err, res.ISR, res.PartitionEpoch)
-		p.AlterPartitionResult(pgen, res)
-		b.process()
-		b.settle()
-	})
-}
-
-var errNoAnswer = errors.New("sim: no answer from the controller")
-
 // drain answers what waits on a partition that was just removed.
 func (r *replica) drain() {
 	r.resolveWaiters()
-	r.wakeParked()
+	r.b.wakeParked()
 }
 
 func (r *replica) String() string { return fmt.Sprintf("b%d %s", r.b.id, r.tp) }

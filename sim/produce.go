@@ -89,16 +89,24 @@ func (r *replica) resolveWaiters() {
 	r.waiters = keep
 }
 
+// consumeResp is the answer to a consumer's fetch.
+type consumeResp struct {
+	err      error
+	hw       int64
+	logStart int64
+	batches  [][]byte // the stored batches, one by one
+}
+
 // serveConsume answers a consumer's fetch, as the broker's Fetch handler:
 // the leader's partition reads whole batches from offset, below the high
 // watermark only.
-func (b *broker) serveConsume(t tp, offset int64) fetchResp {
+func (b *broker) serveConsume(t tp, offset int64) consumeResp {
 	r := b.replicas[t]
 	if r == nil || !r.p.Role().Local {
-		return fetchResp{err: kerr.NotLeaderForPartition}
+		return consumeResp{err: kerr.NotLeaderForPartition}
 	}
 	rd, err := r.p.Read(offset, fetchMaxBytes)
-	resp := fetchResp{hw: rd.HighWatermark, logStart: rd.LogStartOffset}
+	resp := consumeResp{hw: rd.HighWatermark, logStart: rd.LogStartOffset}
 	if err != nil {
 		resp.err = kafkaErr(err)
 		return resp

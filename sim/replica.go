@@ -20,10 +20,9 @@ import (
 // goroutines would do, the simulator does as events: a partition that asks
 // for a sync (Partition.SyncWanted) gets one a few ticks later (late on a
 // slow disk), Manager.Tick runs every tickPartitionsMs. A replica here is
-// the shell's part only, what the broker's other goroutines hold: the
-// produces waiting for their acknowledgement, the followers' fetches parked
-// at this leader, this follower's fetch in flight, and the high watermark
-// last seen, for the checkers.
+// the driver's part only, what the broker's other goroutines hold: the
+// produces waiting for their acknowledgement, whether its sync is under
+// way, and the high watermark last seen, for the checkers.
 
 const tickPartitionsMs = 50
 
@@ -42,12 +41,8 @@ type replica struct {
 	p  *partition.Partition
 	hw int64 // the high watermark last observed
 
-	waiters   []*waiter
-	parked    []*parkedFetch
-	syncBusy  bool
-	fetchBusy bool
-	fetchRole int   // bumped at every change of role: the fetch in flight no longer holds the fetcher
-	backoff   int64 // no fetch before this tick
+	waiters  []*waiter
+	syncBusy bool
 }
 
 // simClock is clock.Clock on the simulated time. Nothing the simulator
@@ -122,7 +117,7 @@ func (r *replica) observe() {
 // settle does, after an event at this broker, what its goroutines would do
 // on the partitions' notifications: syncs asked for are scheduled,
 // acknowledged produces answered, parked fetches that can go answered,
-// followers fetch.
+// fetchers fetch.
 func (b *broker) settle() {
 	for _, r := range sortedReplicas(b.replicas) {
 		if !b.up {
@@ -131,8 +126,13 @@ func (b *broker) settle() {
 		r.observe()
 		r.requestSync()
 		r.resolveWaiters()
-		r.wakeParked()
-		r.maybeFetch()
+	}
+	b.wakeParked()
+	for _, fs := range b.sortedSessions() {
+		if !b.up {
+			return
+		}
+		fs.step()
 	}
 }
 

@@ -1,11 +1,12 @@
 package sim
 
 import (
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/minikafka/minikafka/cluster"
+	"github.com/minikafka/minikafka/broker/node"
 )
 
 // rpc sends a request from node from to node to over the network: serve
@@ -41,26 +42,74 @@ func (s *Sim) up(id int32) bool {
 }
 
 // callController sends a controller API request from node from to broker
-// to, whose ControllerCore serves it; done gets the response or nil.
+// to, whose controller queue serves it; done gets the response or nil.
 func (s *Sim) callController(from, to int32, req kmsg.Request, done func(kmsg.Response)) {
-	s.rpc(from, to, "ctl-"+kmsg.NameForKey(req.Key()), ctlTimeoutMs, func(reply func(any)) {
+	s.rpc(from, to, "ctl-"+kmsg.NameForKey(req.Key()), ctlAttemptMs, func(reply func(any)) {
 		c := s.brokers[to-1]
-		c.submit(ctlJob{
-			start: func(q cluster.Quorum, img *cluster.Metadata, now time.Time) *cluster.Op {
-				op, err := c.core.Handle(q, img, now, req)
-				if err != nil {
-					return nil
-				}
-				return op
-			},
-			done: func(op *cluster.Op) {
-				if op != nil {
-					reply(op.Response())
-				}
-			},
-		})
+		c.ops.Submit(c.ops.HandleJob(req, func(resp kmsg.Response, err error) {
+			if err == nil {
+				reply(resp)
+			}
+		}))
+		c.process()
 	}, func(resp any) {
 		r, _ := resp.(kmsg.Response)
 		done(r)
 	})
+}
+
+var errNoAnswer = errors.New("sim: no answer")
+
+// call makes a node.Call of the shell, as the broker's controller client
+// does: to the voter it names, once; or to the active controller, the
+// Router picking a voter per attempt, again after a pause while the answer
+// is NOT_CONTROLLER or none came, until the call's timeout. done runs at
+// this incarnation only.
+func (b *broker) call(c node.Call, done func(kmsg.Response, error)) {
+	gen := b.gen
+	deadline := b.s.now + c.Timeout.Milliseconds()
+	var attempt func()
+	attempt = func() {
+		to := c.To
+		if to == node.ToController && b.node.Active() {
+			to = b.id // the active controller is this node: in process
+		} else if to == node.ToController {
+			var ok bool
+			if to, ok = b.router.Target(b.leader()); !ok {
+				b.retry(deadline, attempt, done)
+				return
+			}
+		}
+		b.s.callController(b.id, to, c.Req, func(resp kmsg.Response) {
+			if !b.up || b.gen != gen {
+				return
+			}
+			var err error
+			if resp == nil {
+				err = errNoAnswer
+			}
+			if c.To != node.ToController {
+				done(resp, err)
+				return
+			}
+			b.router.Answered(to, resp, err)
+			if err == nil && !node.NotController(resp) {
+				done(resp, nil)
+				return
+			}
+			b.retry(deadline, attempt, done)
+		})
+	}
+	attempt()
+}
+
+// retry tries again after the controller client's pause, or gives up at
+// deadline.
+func (b *broker) retry(deadline int64, attempt func(), done func(kmsg.Response, error)) {
+	const pauseMs = int64(50 * time.Millisecond / time.Millisecond)
+	if b.s.now+pauseMs > deadline {
+		done(nil, errNoAnswer)
+		return
+	}
+	b.later(pauseMs, "ctl-retry", attempt)
 }

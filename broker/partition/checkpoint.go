@@ -41,7 +41,7 @@ const hwEntryBytes = 16 + 4 + 8
 
 // encodeHWs lays out the high watermarks in key order.
 func encodeHWs(hws map[Key]int64) []byte {
-	keys := slices.SortedFunc(maps.Keys(hws), compareKeys)
+	keys := slices.SortedFunc(maps.Keys(hws), CompareKeys)
 	b := make([]byte, 0, 4+len(keys)*hwEntryBytes)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(keys)))
 	for _, k := range keys {

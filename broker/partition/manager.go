@@ -583,13 +583,13 @@ func (m *Manager) Keys() []Key {
 	for k := range m.parts {
 		out = append(out, k)
 	}
-	slices.SortFunc(out, compareKeys)
+	slices.SortFunc(out, CompareKeys)
 	return out
 }
 
-// compareKeys orders keys by topic id, then index. The bytes sort as their
+// CompareKeys orders keys by topic id, then index. The bytes sort as their
 // hex does, without a string per compare.
-func compareKeys(a, b Key) int {
+func CompareKeys(a, b Key) int {
 	if c := bytes.Compare(a.TopicID[:], b.TopicID[:]); c != 0 {
 		return c
 	}

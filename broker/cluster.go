@@ -3,6 +3,8 @@ package broker
 import (
 	"bytes"
 	"context"
+	crand "crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -23,7 +25,7 @@ import (
 // This node's part of the cluster: every broker is a controller voter
 // (Config.Controllers; a one-node cluster when empty). The quorum (package
 // quorum, etcd raft) replicates the metadata log into a cluster.Store, the
-// controller (cluster.Controller) decides on it when this node leads the
+// controller (controller.go, a cluster.ControllerCore) decides on it when this node leads the
 // quorum, and the rest of the broker reads the Store's images.
 //
 // On disk, beside the partitions:
@@ -63,14 +65,14 @@ func (s *Server) openCluster() error {
 		return err
 	}
 	s.store = cluster.NewStore()
-	var log cluster.Log = notAVoter{}
+	var log metadataLog = notAVoter{}
 	if s.cfg.isVoter() {
 		if err := s.openQuorum(); err != nil {
 			return err
 		}
 		log = quorumLog{s.quorum}
 	}
-	s.ctl = cluster.NewController(cluster.ControllerConfig{
+	core := cluster.NewControllerCore(cluster.CoreConfig{
 		NodeID:    s.cfg.NodeID,
 		ClusterID: s.cfg.ClusterID,
 		Settings: cluster.Settings{
@@ -80,27 +82,35 @@ func (s *Server) openCluster() error {
 			DefaultReplicationFactor: s.cfg.Cluster.DefaultReplicationFactor,
 			MaxPartitions:            s.cfg.MaxPartitions,
 		},
-		Log:            log,
-		Store:          s.store,
-		Clock:          s.cfg.Clock,
+		// A process that restarts must not repeat the topic ids it made
+		// before: a fresh seed each start.
+		Seed:           randomSeed(),
 		SessionTimeout: s.cfg.Cluster.SessionTimeout,
 		Logger:         s.log,
 	})
+	s.ctl = newController(s, core, log)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopController = cancel
 	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		s.ctl.run(ctx)
+	}()
 	if s.quorum == nil {
+		s.bg.Add(1)
 		go func() {
 			defer s.bg.Done()
 			s.followMetadata(ctx)
 		}()
-		return nil
 	}
-	go func() {
-		defer s.bg.Done()
-		s.ctl.Run(ctx)
-	}()
 	return nil
+}
+
+// randomSeed is a seed from crypto/rand.
+func randomSeed() uint64 {
+	var b [8]byte
+	_, _ = crand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) | 1
 }
 
 // openQuorum opens this voter's raft node over the metadata log.
@@ -168,8 +178,11 @@ type quorumLog struct{ q *quorum.Server }
 func (l quorumLog) Propose(ctx context.Context, payload []byte) (uint64, error) {
 	return l.q.Propose(ctx, payload)
 }
-func (l quorumLog) Active() bool             { return l.q.Active() }
-func (l quorumLog) Leader() (uint64, uint64) { return l.q.Leader() }
+func (l quorumLog) Active() bool { return l.q.Active() }
+func (l quorumLog) Leader() (int32, uint64) {
+	id, term := l.q.Leader()
+	return nodeID(id), term
+}
 func (l quorumLog) Gone() []int32 {
 	var ids []int32
 	for _, r := range l.q.Gone() {
@@ -184,7 +197,7 @@ type notAVoter struct{}
 
 func (notAVoter) Propose(context.Context, []byte) (uint64, error) { return 0, cluster.ErrNotController }
 func (notAVoter) Active() bool                                    { return false }
-func (notAVoter) Leader() (uint64, uint64)                        { return 0, 0 }
+func (notAVoter) Leader() (int32, uint64)                         { return -1, 0 }
 func (notAVoter) Gone() []int32                                   { return nil }
 
 // quorumActive reports whether this node is the active controller.
@@ -194,8 +207,7 @@ func (s *Server) quorumActive() bool { return s.quorum != nil && s.quorum.Active
 // raft leader for a voter, the voter that last answered for the others.
 func (s *Server) activeController() (int32, bool) {
 	if s.quorum == nil {
-		id := s.ctlClient.lastGood.Load()
-		return id - 1, id != 0
+		return s.ctlClient.known()
 	}
 	id, _ := s.quorum.Leader()
 	return nodeID(id), id != 0

@@ -1,0 +1,108 @@
+package node
+
+import (
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka/broker/partition"
+	"github.com/minikafka/minikafka/clock"
+	_ "github.com/minikafka/minikafka/engines/memory"
+)
+
+// followers opens n partitions of one topic on broker 2, following broker 1.
+func followers(t *testing.T, n int) []*partition.Partition {
+	m, err := partition.OpenManager(partition.Config{Dir: t.TempDir(), Engine: "memory", Manual: true, Clock: clock.NewManual(t0)})
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	id := uuid.New()
+	var out []*partition.Partition
+	for i := range n {
+		p, err := m.Ensure(partition.Spec{Topic: "t", TopicID: id, Index: int32(i)})
+		require.NoError(t, err)
+		_, err = p.SetState(partition.ReplicaState{
+			Self: 2, BrokerEpoch: 5, Lead: true, Leader: 1, LeaderEpoch: 3, PartitionEpoch: 1,
+			Replicas: []int32{1, 2}, ISR: []int32{1, 2}, MinISR: 1, Now: t0,
+		})
+		require.NoError(t, err)
+		out = append(out, p)
+	}
+	return out
+}
+
+func TestFetcherBuildsOneFetchPerLeader(t *testing.T) {
+	parts := followers(t, 3)
+	fs := NewFetchers(2)
+	started, _ := fs.Follow(t0, parts[0], 1)
+	require.NotNil(t, started)
+	again, _ := fs.Follow(t0, parts[1], 1)
+	require.Nil(t, again, "one fetcher per leader")
+	req, sent := started.Build(t0, 5)
+	require.Len(t, sent, 2)
+	require.Equal(t, int32(2), req.ReplicaState.ID)
+	require.Equal(t, int64(5), req.ReplicaState.Epoch)
+	require.Len(t, req.Topics, 1)
+	require.Len(t, req.Topics[0].Partitions, 2)
+	require.Equal(t, int32(3), req.Topics[0].Partitions[0].CurrentLeaderEpoch)
+	require.Equal(t, int32(ReplicaFetchWait/time.Millisecond), req.MaxWaitMillis)
+
+	// A partition added during a long poll interrupts it; the failure
+	// that follows, and the one after it, retry at once; then a backoff.
+	interrupted := 0
+	started.BeginFlight(req, func() { interrupted++ })
+	fs.Follow(t0, parts[2], 1)
+	require.Equal(t, 1, interrupted)
+	errCancelled := errors.New("cancelled")
+	require.Zero(t, started.EndFlight(errCancelled))
+	req, _ = started.Build(t0, 5)
+	started.BeginFlight(req, func() {})
+	require.Zero(t, started.EndFlight(errCancelled), "the fetch after an interrupted one may fail on its connection")
+	req, _ = started.Build(t0, 5)
+	started.BeginFlight(req, func() {})
+	require.Equal(t, ReplicaFetchBackoff, started.EndFlight(errCancelled))
+
+	// Moving every partition away stops the fetcher.
+	var stopped *Fetcher
+	for _, p := range parts {
+		_, stopped = fs.Follow(t0, p, -1)
+	}
+	require.Same(t, started, stopped)
+}
+
+func TestFetcherHoldsBackAfterErrors(t *testing.T) {
+	parts := followers(t, 2)
+	fs := NewFetchers(2)
+	f, _ := fs.Follow(t0, parts[0], 1)
+	fs.Follow(t0, parts[1], 1)
+	req, sent := f.Build(t0, 5)
+	f.BeginFlight(req, func() {})
+	require.Zero(t, f.EndFlight(nil))
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	rt := kmsg.NewFetchResponseTopic()
+	rt.TopicID = req.Topics[0].TopicID
+	for _, rp := range req.Topics[0].Partitions {
+		sp := kmsg.NewFetchResponseTopicPartition()
+		sp.Partition = rp.Partition
+		if rp.Partition == 0 {
+			sp.ErrorCode = kerr.NotLeaderForPartition.Code // the leader has not caught up with the metadata
+		} else {
+			sp.ErrorCode = kerr.KafkaStorageError.Code
+		}
+		rt.Partitions = append(rt.Partitions, sp)
+	}
+	resp.Topics = append(resp.Topics, rt)
+	f.Handle(t0, resp, sent, slog.New(slog.DiscardHandler))
+	_, sent = f.Build(t0, 5)
+	require.Empty(t, sent, "both held back")
+	require.Equal(t, t0.Add(metadataLagBackoff), f.NextWake(t0), "the metadata lag's short backoff first")
+	req, sent = f.Build(t0.Add(metadataLagBackoff), 5)
+	require.Len(t, sent, 1)
+	require.Equal(t, int32(ReplicaFetchBackoff/time.Millisecond)-int32(metadataLagBackoff/time.Millisecond), req.MaxWaitMillis,
+		"a long poll ends when the other partition's backoff does")
+}
