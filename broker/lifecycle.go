@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka/broker/node"
-	"github.com/minikafka/minikafka/engine"
 )
 
 // lifecycle drives this broker's standing with the controller
@@ -38,7 +37,7 @@ type lifecycle struct {
 func newLifecycle(s *Server, previousEpoch int64) *lifecycle {
 	cfg := node.LifecycleConfig{
 		NodeID: s.cfg.NodeID, ClusterID: s.cfg.ClusterID, Incarnation: uuid.New(), Rack: s.cfg.Rack,
-		DurableAcks: s.cfg.EngineOptions.Sync == engine.SyncAlways, PreviousEpoch: previousEpoch,
+		PreviousEpoch:     previousEpoch,
 		HeartbeatInterval: s.cfg.Cluster.HeartbeatInterval, SessionTimeout: s.cfg.Cluster.SessionTimeout,
 		Logger: s.log,
 	}

@@ -56,12 +56,13 @@ func (s Settings) AlterPartition(m *Metadata, r AlterISR) (*Record, Partition, e
 	}
 	p := t.Partitions[r.Partition]
 	name := fmt.Sprintf("%s-%d", t.Name, r.Partition)
+	stale := !s.mut.has(MutationAlterStaleEpochs)
 	switch {
 	case p.Leader != r.Broker:
 		return nil, p, fmt.Errorf("%s: broker %d is not the leader (%d): %w", name, r.Broker, p.Leader, kerr.NotLeaderForPartition)
-	case r.LeaderEpoch != p.LeaderEpoch:
+	case r.LeaderEpoch != p.LeaderEpoch && stale:
 		return nil, p, fmt.Errorf("%s: leader epoch %d, current %d: %w", name, r.LeaderEpoch, p.LeaderEpoch, kerr.FencedLeaderEpoch)
-	case r.PartitionEpoch != p.PartitionEpoch:
+	case r.PartitionEpoch != p.PartitionEpoch && stale:
 		return nil, p, fmt.Errorf("%s: partition epoch %d, current %d: %w", name, r.PartitionEpoch, p.PartitionEpoch, kerr.InvalidUpdateVersion)
 	}
 	var isr []int32
@@ -69,7 +70,7 @@ func (s Settings) AlterPartition(m *Metadata, r AlterISR) (*Record, Partition, e
 		if !slices.Contains(p.Replicas, mem.ID) || slices.Contains(isr, mem.ID) {
 			return nil, p, fmt.Errorf("%s: ISR member %d is not a replica of %v, or repeated: %w", name, mem.ID, p.Replicas, kerr.InvalidRequest)
 		}
-		if err := eligible(m, p, mem); err != nil {
+		if err := s.eligible(m, p, mem); err != nil {
 			return nil, p, fmt.Errorf("%s: %w", name, err)
 		}
 		isr = append(isr, mem.ID)
@@ -78,7 +79,7 @@ func (s Settings) AlterPartition(m *Metadata, r AlterISR) (*Record, Partition, e
 		return nil, p, fmt.Errorf("%s: new ISR %v lacks the leader %d: %w", name, isr, p.Leader, kerr.InvalidRequest)
 	}
 	isr = inReplicaOrder(p.Replicas, isr)
-	st, changed := next(p, withISR(p, isr, s.MinISR(t), !s.DisableELR))
+	st, changed := next(p, withISR(p, isr, s.MinISR(t), s.elr()))
 	if !changed {
 		return nil, p, nil
 	}
@@ -87,15 +88,15 @@ func (s Settings) AlterPartition(m *Metadata, r AlterISR) (*Record, Partition, e
 }
 
 // eligible says whether mem may be in p's ISR.
-func eligible(m *Metadata, p Partition, mem ISRMember) error {
+func (s Settings) eligible(m *Metadata, p Partition, mem ISRMember) error {
 	b, ok := m.Broker(mem.ID)
 	if !ok {
 		return fmt.Errorf("replica %d is not registered: %w", mem.ID, kerr.IneligibleReplica)
 	}
-	if mem.Epoch >= 0 && mem.Epoch != b.Epoch {
+	if mem.Epoch >= 0 && mem.Epoch != b.Epoch && !s.mut.has(MutationAlterAnyBrokerEpoch) {
 		return fmt.Errorf("replica %d fetched with broker epoch %d, registered %d: %w", mem.ID, mem.Epoch, b.Epoch, kerr.IneligibleReplica)
 	}
-	if !slices.Contains(p.ISR, mem.ID) && !b.Active() {
+	if !slices.Contains(p.ISR, mem.ID) && !b.Active() && !s.mut.has(MutationAlterFencedMembers) {
 		return fmt.Errorf("replica %d is fenced or shutting down: %w", mem.ID, kerr.IneligibleReplica)
 	}
 	return nil

@@ -6,10 +6,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// FeatureDurableAcks is the registration feature of a broker that
-// acknowledges only what it has fsynced (sync=always).
-const FeatureDurableAcks = "minikafka.durable.acks"
-
 // ListenerName is the one client listener a broker registers.
 const ListenerName = "PLAINTEXT"
 
@@ -66,11 +62,6 @@ func registration(req *kmsg.BrokerRegistrationRequest) RegisterBroker {
 	for _, l := range req.Listeners {
 		if l.Name == ListenerName || reg.Host == "" {
 			reg.Host, reg.Port = l.Host, int32(l.Port)
-		}
-	}
-	for _, f := range req.Features {
-		if f.Name == FeatureDurableAcks && f.MaxSupportedVersion >= 1 {
-			reg.DurableAcks = true
 		}
 	}
 	return reg

@@ -26,10 +26,12 @@ type Settings struct {
 	MaxPartitions int32
 	// ProducerIDBlock is how many producer ids a broker gets at once.
 	ProducerIDBlock int64
-	// DisableELR turns eligible leader replicas (KIP-966) off: only for
-	// tests that show what they prevent.
-	DisableELR bool
+
+	mut mutations // test-only; see mutations.go
 }
+
+// elr reports whether eligible leader replicas (KIP-966) are kept.
+func (s Settings) elr() bool { return !s.mut.has(MutationNoELR) }
 
 // Defaults for the zero fields of Settings.
 const (
@@ -91,9 +93,15 @@ func (s Settings) Register(m *Metadata, clusterID string, r RegisterBroker, aliv
 	if ok && alive && !old.Fenced && !old.ShuttingDown {
 		return nil, fmt.Errorf("broker %d is registered by a live process (incarnation %s): %w", r.ID, old.Incarnation, kerr.DuplicateBrokerRegistration)
 	}
+	// A broker back from an unclean shutdown may have lost what it had not
+	// synced: it leaves every ELR (KIP-966), and, if its old registration
+	// was still unfenced, every ISR as a fenced broker does.
+	unclean := ok && !r.CleanShutdown && !s.mut.has(MutationUncleanShutdownInELR)
 	var recs []Record
 	if ok && !old.Fenced {
-		recs = s.Fence(m, r.ID)
+		recs = s.fence(m, r.ID, unclean)
+	} else if unclean {
+		recs = s.leave(m, r.ID, m.isActive, false, true)
 	}
 	rr := r
 	return append(recs, Record{RegisterBroker: &rr}), nil
@@ -101,14 +109,17 @@ func (s Settings) Register(m *Metadata, clusterID string, r RegisterBroker, aliv
 
 // Fence fences broker id: it leaves every ISR (into the ELR where KIP-966
 // says so), and the partitions it led elect another leader or go offline.
-func (s Settings) Fence(m *Metadata, id int32) []Record {
+func (s Settings) Fence(m *Metadata, id int32) []Record { return s.fence(m, id, false) }
+
+// fence is Fence, taking the broker out of every ELR too when dropELR.
+func (s Settings) fence(m *Metadata, id int32, dropELR bool) []Record {
 	b, ok := m.Broker(id)
 	if !ok || b.Fenced {
 		return nil
 	}
 	recs := []Record{{FenceBroker: &BrokerRef{ID: id, Epoch: b.Epoch}}}
 	active := func(r int32) bool { return r != id && m.isActive(r) }
-	return append(recs, s.leave(m, id, active, false)...)
+	return append(recs, s.leave(m, id, active, false, dropELR)...)
 }
 
 // Shutdown starts broker id's controlled shutdown: its leaderships move to
@@ -122,21 +133,28 @@ func (s Settings) Shutdown(m *Metadata, id int32) []Record {
 	}
 	recs := []Record{{ShutdownBroker: &BrokerRef{ID: id, Epoch: b.Epoch}}}
 	active := func(r int32) bool { return r != id && m.isActive(r) }
-	return append(recs, s.leave(m, id, active, true)...)
+	return append(recs, s.leave(m, id, active, true, false)...)
 }
 
 // leave removes id from every ISR it is in and re-elects the partitions it
-// led. keepSole keeps it as leader (and in the ISR) of partitions nobody
-// else can lead.
-func (s Settings) leave(m *Metadata, id int32, active func(int32) bool, keepSole bool) []Record {
+// led; with dropELR it also leaves every ELR. keepSole keeps it as leader
+// (and in the ISR) of partitions nobody else can lead.
+func (s Settings) leave(m *Metadata, id int32, active func(int32) bool, keepSole, dropELR bool) []Record {
 	var recs []Record
 	for _, t := range m.Topics() {
 		for i, p := range t.Partitions {
-			if !slices.Contains(p.ISR, id) {
+			inISR := slices.Contains(p.ISR, id)
+			if !inISR && !(dropELR && slices.Contains(p.ELR, id)) {
 				continue
 			}
-			n := withISR(p, without(p.ISR, id), s.MinISR(t), !s.DisableELR)
-			if p.Leader == id || p.Leader == NoLeader {
+			n := p.Clone()
+			if inISR {
+				n = withISR(p, without(p.ISR, id), s.MinISR(t), s.elr())
+			}
+			if dropELR {
+				n.ELR = without(n.ELR, id)
+			}
+			if inISR && (p.Leader == id || p.Leader == NoLeader) {
 				leader, kind := electLeader(n, active, s.Unclean(t))
 				if kind == electNone && keepSole {
 					continue

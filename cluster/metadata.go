@@ -28,7 +28,6 @@ type Broker struct {
 	// ShuttingDown: a controlled shutdown is under way; the broker is
 	// neither elected nor added to an ISR.
 	ShuttingDown bool `json:"shuttingDown,omitempty"`
-	DurableAcks  bool `json:"durableAcks,omitempty"`
 }
 
 // Active reports whether the broker may lead and join ISRs.

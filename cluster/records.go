@@ -49,10 +49,6 @@ type RegisterBroker struct {
 	Host        string    `json:"host"`
 	Port        int32     `json:"port"`
 	Rack        string    `json:"rack,omitempty"`
-	// DurableAcks: the broker acknowledges only what it has fsynced
-	// (sync=always), so an unclean shutdown loses nothing it counted as in
-	// sync; it stays an eligible leader replica across one (see elect.go).
-	DurableAcks bool `json:"durableAcks,omitempty"`
 	// CleanShutdown: the previous incarnation shut down cleanly.
 	CleanShutdown bool `json:"cleanShutdown,omitempty"`
 }

@@ -3,12 +3,15 @@ package cluster
 import (
 	"fmt"
 	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
 )
 
 // TestScenarios runs the metadata scenarios of testdata/: commands in, the
@@ -18,8 +21,8 @@ import (
 // Commands (arguments key=value):
 //
 //	bootstrap cluster=<id>
-//	settings min-isr=<n> unclean=<bool> elr=<bool> default-rf=<n>
-//	register id=<n> [inc=<incarnation, default 1>] [rack=<r>] [alive] [cluster=<id>]
+//	settings min-isr=<n> unclean=<bool> default-rf=<n> [mutate=<name>]  (mutate: testdata/mutations only)
+//	register id=<n> [inc=<incarnation, default 1>] [rack=<r>] [alive] [clean] [cluster=<id>]
 //	unfence id=<n> | fence id=<n> | shutdown id=<n> | rebalance
 //	create-topic name=<t> [partitions=<n>] [rf=<n>] [assign=1,2;2,3] [config=k=v,...]
 //	add-partitions name=<t> total=<n>
@@ -28,10 +31,31 @@ import (
 //	allocate-pids broker=<n>
 //	state
 func TestScenarios(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		h := &harness{m: Empty(), rnd: rand.New(rand.NewPCG(1, 2))}
-		datadriven.RunTest(t, path, h.run)
-	})
+	runScenarios(t, filepath.Join("testdata", "*.txt"))
+}
+
+func runScenarios(t *testing.T, glob string) {
+	files, err := filepath.Glob(glob)
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, path := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
+			h := &harness{m: Empty(), rnd: rand.New(rand.NewPCG(1, 2))}
+			datadriven.RunTest(t, path, h.run)
+		})
+	}
+}
+
+// TestMutations runs the scenarios of testdata/mutations/, each with a
+// rule switched off (settings mutate=<name>), in a test binary built with
+// the mutations tag, the only build that has the switches. Skipped with
+// -short.
+func TestMutations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a second test binary")
+	}
+	out, err := exec.Command("go", "test", "-count=1", "-tags", "mutations", "-run", "^TestMutationScenarios$", ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
 }
 
 type harness struct {
@@ -67,7 +91,11 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			h.s.DefaultReplicationFactor = int16(num("default-rf"))
 		}
 		h.s.UncleanLeaderElection = args["unclean"] == "true"
-		h.s.DisableELR = args["elr"] == "false"
+		if has("mutate") {
+			if err := mutate(&h.s, args["mutate"]); err != nil {
+				d.Fatalf(t, "%v", err)
+			}
+		}
 		return "ok"
 	case "register":
 		id := int32(num("id"))
@@ -81,6 +109,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		recs, err = s.Register(h.m, cl, RegisterBroker{
 			ID: id, Incarnation: incarnation(id, inc), Host: "host" + args["id"], Port: 9092, Rack: args["rack"],
+			CleanShutdown: has("clean"),
 		}, has("alive"))
 	case "unfence":
 		recs = s.Unfence(h.m, int32(num("id")))

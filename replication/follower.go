@@ -82,7 +82,7 @@ func NewFollower(cfg FollowerConfig) (*Follower, []Action, error) {
 		hw:     min(max(cfg.HW, cfg.LogStart), cfg.LogEnd),
 		epochs: cfg.Epochs, mut: cfg.mut,
 	}
-	if f.mut.truncateToHW {
+	if f.mut.has(mutTruncateToHW) {
 		f.noEpochCheck = true
 		if f.hw < f.logEnd {
 			return f, f.truncate(f.hw), nil
@@ -95,7 +95,7 @@ func NewFollower(cfg FollowerConfig) (*Follower, []Action, error) {
 // follower is stale (NeedMetadata), or under sync=always its log end is not
 // yet durable.
 func (f *Follower) NextFetch() (FetchRequest, bool) {
-	if f.stale != nil || (f.syncAlways && f.durable < f.logEnd && !f.mut.countUnsynced) {
+	if f.stale != nil || (f.syncAlways && f.durable < f.logEnd && !f.mut.has(mutCountUnsynced)) {
 		return FetchRequest{}, false
 	}
 	last := f.epochs.LatestEpoch()
@@ -173,9 +173,9 @@ func (f *Follower) diverged(d EpochEnd) []Action {
 	}
 	to := f.truncationPoint(d)
 	switch {
-	case f.mut.truncateToHW:
+	case f.mut.has(mutTruncateToHW):
 		to = f.hw
-	case f.mut.leaderEndOnly:
+	case f.mut.has(mutLeaderEndOnly):
 		to, f.noEpochCheck = min(d.EndOffset, f.logEnd), true
 	}
 	to = max(to, f.logStart)
@@ -234,7 +234,7 @@ func (f *Follower) appendBatches(r FetchResponse) []Action {
 			why = "ends before it starts"
 		case b.BaseOffset != next:
 			why = fmt.Sprintf("not contiguous with %d", next)
-		case b.Epoch > f.leaderEpoch && !f.mut.noEpochFencing:
+		case b.Epoch > f.leaderEpoch && !f.mut.has(mutNoEpochFencing):
 			why = fmt.Sprintf("epoch %d above the leader's %d", b.Epoch, f.leaderEpoch)
 		case b.Epoch < latest:
 			why = fmt.Sprintf("epoch %d below the log's %d", b.Epoch, latest)

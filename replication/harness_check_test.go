@@ -118,16 +118,3 @@ func errorNamed(t *testing.T, d *datadriven.TestData, name string) error {
 	d.Fatalf(t, "no Kafka error %q", name)
 	return nil
 }
-
-// mutationNames are the scenario names of the mutations of mutations.go.
-var mutationNames = map[string]func(*mutations){
-	"truncate-to-hw":            func(m *mutations) { m.truncateToHW = true },
-	"leader-end-only":           func(m *mutations) { m.leaderEndOnly = true },
-	"count-unsynced":            func(m *mutations) { m.countUnsynced = true },
-	"expand-before-epoch-start": func(m *mutations) { m.expandBeforeEpochStart = true },
-	"ignore-min-isr":            func(m *mutations) { m.ignoreMinISR = true },
-	"no-broker-epoch":           func(m *mutations) { m.noBrokerEpoch = true },
-	"hw-committed-isr":          func(m *mutations) { m.hwCommittedISR = true },
-	"hw-proposed-isr":           func(m *mutations) { m.hwProposedISR = true },
-	"propose-while-pending":     func(m *mutations) { m.proposeWhilePending = true },
-}

@@ -167,11 +167,9 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	nodeArg := func() *node { return h.node(t, d, int32(a.num(t, d, "node", 0))) }
 	switch d.Cmd {
 	case "mutate":
-		set, ok := mutationNames[d.CmdArgs[0].Key]
-		if !ok {
-			d.Fatalf(t, "unknown mutation %q", d.CmdArgs[0].Key)
+		if err := setMutation(&h.mut, d.CmdArgs[0].Key); err != nil {
+			d.Fatalf(t, "%v", err)
 		}
-		set(&h.mut)
 		h.printf("mutation %s: the rule it protects is off", d.CmdArgs[0].Key)
 	case "init":
 		h.init(int(a.num(t, d, "replicas", 3)), int(a.num(t, d, "min-isr", 2)), a.num(t, d, "lag", 100), a["sync"] != "never")

@@ -217,7 +217,7 @@ func (l *Leader) fetch(ev FollowerFetch) []Action {
 	switch {
 	case f == nil:
 		ans.Err = kerr.NotLeaderForPartition
-	case CheckLeaderEpoch(ev.CurrentLeaderEpoch, l.leaderEpoch) != nil && !l.mut.noEpochFencing:
+	case CheckLeaderEpoch(ev.CurrentLeaderEpoch, l.leaderEpoch) != nil && !l.mut.has(mutNoEpochFencing):
 		ans.Err = CheckLeaderEpoch(ev.CurrentLeaderEpoch, l.leaderEpoch)
 	case l.staleIncarnation(f, ev.BrokerEpoch):
 		// A fetch from before the follower restarted, delivered late: its
@@ -290,10 +290,10 @@ func (l *Leader) updateFollower(f *follower, ev FollowerFetch) {
 // expansion may commit at any moment after, and the joiner must then hold
 // everything below the HW, since it may be elected.
 func (l *Leader) hwMembers() []int32 {
-	if l.pending == nil || l.mut.hwCommittedISR {
+	if l.pending == nil || l.mut.has(mutHwCommittedISR) {
 		return l.isr
 	}
-	if l.mut.hwProposedISR {
+	if l.mut.has(mutHwProposedISR) {
 		var out []int32
 		for _, m := range l.pending.NewISR {
 			out = append(out, m.ID)
@@ -314,7 +314,7 @@ func (l *Leader) hwMembers() []int32 {
 // committed ISR is below MinISR: what the HW covers must be on MinISR
 // replicas, so that an eligible leader replica holds it.
 func (l *Leader) maybeAdvanceHW() []Action {
-	if l.underMinISR() && !l.mut.ignoreMinISR {
+	if l.underMinISR() && !l.mut.has(mutIgnoreMinISR) {
 		return nil
 	}
 	hw := l.durable

@@ -19,7 +19,7 @@ func (l *Leader) tick(now time.Time) []Action {
 			l.retryAt = time.Time{}
 			return []Action{l.pending.clone()}
 		}
-		if !l.mut.proposeWhilePending {
+		if !l.mut.has(mutProposeWhilePending) {
 			return nil
 		}
 	}
@@ -54,7 +54,7 @@ func (l *Leader) maybeShrink(now time.Time) []Action {
 // unfenced (KIP-841), registered with the broker epoch it fetched with
 // (KIP-903).
 func (l *Leader) joinable(f *follower) bool {
-	if f.fetchOffset < l.hw || (f.fetchOffset < l.epochStart && !l.mut.expandBeforeEpochStart) {
+	if f.fetchOffset < l.hw || (f.fetchOffset < l.epochStart && !l.mut.has(mutExpandBeforeEpochStart)) {
 		return false
 	}
 	m, ok := l.eligibleMember(f.id)
@@ -75,7 +75,7 @@ func (l *Leader) joinable(f *follower) bool {
 // leader's metadata already had the new one: none newer was coming. Found
 // by the simulator.)
 func (l *Leader) maybeExpand(f *follower) []Action {
-	if (l.pending != nil && !l.mut.proposeWhilePending) || slices.Contains(l.isr, f.id) || !l.joinable(f) {
+	if (l.pending != nil && !l.mut.has(mutProposeWhilePending)) || slices.Contains(l.isr, f.id) || !l.joinable(f) {
 		return nil
 	}
 	isr := inReplicaOrder(l.replicas, append(slices.Clone(l.isr), f.id))
@@ -105,7 +105,7 @@ func (l *Leader) members(isr []int32) []ISRMember {
 		e := l.selfEpoch
 		if id != l.self {
 			e = -1
-			if f := l.follower(id); f != nil && !l.mut.noBrokerEpoch {
+			if f := l.follower(id); f != nil && !l.mut.has(mutNoBrokerEpoch) {
 				e = f.brokerEpoch
 			}
 		}

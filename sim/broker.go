@@ -121,12 +121,10 @@ func (b *broker) start() {
 		return
 	}
 	b.node = n
+	settings := cluster.Settings{MinInsyncReplicas: b.s.opts.MinISR, UncleanLeaderElection: b.s.opts.Unclean, ProducerIDBlock: 10}
+	mutateSettings(&settings, b.s.opts.Mutation)
 	core := cluster.NewControllerCore(cluster.CoreConfig{
-		NodeID: b.id, ClusterID: clusterID,
-		Settings: cluster.Settings{
-			MinInsyncReplicas: b.s.opts.MinISR, UncleanLeaderElection: b.s.opts.Unclean, DisableELR: b.s.opts.DisableELR,
-			ProducerIDBlock: 10,
-		},
+		NodeID: b.id, ClusterID: clusterID, Settings: settings,
 		Seed:           b.s.opts.Seed ^ uint64(b.id)<<40 ^ uint64(b.gen)<<48 ^ subSeedController,
 		SessionTimeout: sessionTimeoutMs * time.Millisecond, FailoverGrace: 300 * time.Millisecond,
 		RebalanceInterval: time.Second,
@@ -138,7 +136,7 @@ func (b *broker) start() {
 		inc[i] = byte(b.rng.Uint32())
 	}
 	b.life = node.NewLifecycle(node.LifecycleConfig{
-		NodeID: b.id, ClusterID: clusterID, Incarnation: uuid.UUID(inc), DurableAcks: true,
+		NodeID: b.id, ClusterID: clusterID, Incarnation: uuid.UUID(inc),
 		PreviousEpoch: b.prevEpoch, HeartbeatInterval: heartbeatMs * time.Millisecond,
 		SessionTimeout: sessionTimeoutMs * time.Millisecond,
 	})

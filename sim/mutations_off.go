@@ -2,13 +2,18 @@
 
 package sim
 
-import "github.com/minikafka/minikafka/replication"
+import (
+	"github.com/minikafka/minikafka/cluster"
+	"github.com/minikafka/minikafka/replication"
+)
 
-// Without the mutations build tag no protection can be switched off: a
-// run that names a mutation is refused (see Mutations).
+// Without the mutations build tag no protection can be switched off but
+// by a product setting (unclean election): a run that names another
+// mutation is refused (see Mutations).
 
 func configureLeader(string) func(*replication.LeaderConfig)     { return nil }
 func configureFollower(string) func(*replication.FollowerConfig) { return nil }
+func mutateSettings(*cluster.Settings, string)                   {}
 
-// Mutations are the names this build can switch off: none.
-func Mutations() []string { return nil }
+// Mutations are the names this build can switch off.
+func Mutations() []string { return []string{MutationUnclean} }

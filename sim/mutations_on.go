@@ -5,15 +5,15 @@ package sim
 import (
 	"slices"
 
+	"github.com/minikafka/minikafka/cluster"
 	"github.com/minikafka/minikafka/replication"
 )
 
-// With the mutations tag, Options.Mutation switches one protection off:
-// a replication rule through its test-only hook (the partitions'
-// Replication.ConfigureLeader and ConfigureFollower seams hand it every
-// state machine's configuration), or a setting of the product (unclean
-// election on, ELR off), so that the checkers can be shown to catch what
-// it protects against.
+// With the mutations tag, Options.Mutation switches one protection off: a
+// replication rule through the partitions' Replication.ConfigureLeader and
+// ConfigureFollower seams, which hand it every state machine's
+// configuration, or a controller rule through cluster.Settings.Mutate, so
+// that the checkers can be shown to catch what it protects against.
 
 func configureLeader(name string) func(*replication.LeaderConfig) {
 	if !slices.Contains(replication.MutationNames, name) {
@@ -29,7 +29,14 @@ func configureFollower(name string) func(*replication.FollowerConfig) {
 	return func(c *replication.FollowerConfig) { _ = c.Mutate(name) }
 }
 
-// Mutations are the names this build can switch off.
+func mutateSettings(s *cluster.Settings, name string) {
+	if slices.Contains(cluster.MutationNames, name) {
+		_ = s.Mutate(name)
+	}
+}
+
+// Mutations are the names this build can switch off, and the product
+// setting that turns a protection off (unclean election).
 func Mutations() []string {
-	return append(slices.Clone(replication.MutationNames), MutationUnclean, MutationNoELR)
+	return slices.Concat(replication.MutationNames, cluster.MutationNames, []string{MutationUnclean})
 }

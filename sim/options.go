@@ -50,9 +50,8 @@ type Options struct {
 	// comes back (a machine lost for good): the liveness phase then asks
 	// for leaders and full ISRs among the others only.
 	LostBroker int32
-	// Settings of the product that scenarios and mutations switch.
-	Unclean    bool
-	DisableELR bool
+	// Unclean is unclean.leader.election.enable.
+	Unclean bool
 	// Mutation names a test-only protection switched off (see
 	// mutations.go); "" for the real build.
 	Mutation string
@@ -130,9 +129,6 @@ func (o Options) String() string {
 	}
 	if o.Unclean {
 		b.WriteString(" unclean=true")
-	}
-	if o.DisableELR {
-		b.WriteString(" elr=false")
 	}
 	if o.Scenario != "" {
 		b.WriteString(" scenario=" + o.Scenario)

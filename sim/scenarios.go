@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/minikafka/minikafka/cluster"
+
 // Named regression scenarios: the failures others shipped (CLUSTER.md),
 // each a family of schedules tuned to provoke it, and the protection whose
 // absence it must expose. On the real build every schedule of a scenario
@@ -7,11 +9,10 @@ package sim
 // product setting for unclean election and ELR) the checkers must catch
 // it within the scenario's seeds (TestMutations).
 
-// Mutations that are settings of the product rather than test-only hooks.
-const (
-	MutationUnclean = "unclean-election" // unclean.leader.election.enable=true
-	MutationNoELR   = "elr-off"          // eligible leader replicas (KIP-966) off
-)
+// MutationUnclean is the product setting that switches clean elections
+// off (unclean.leader.election.enable=true); the other mutations are
+// test-only hooks of a build with the mutations tag.
+const MutationUnclean = "unclean-election"
 
 // Scenario is a named regression case.
 type Scenario struct {
@@ -53,7 +54,7 @@ var Scenarios = []Scenario{
 		},
 	},
 	{
-		Name: "kip-966", Mutation: MutationNoELR,
+		Name: "kip-966", Mutation: cluster.MutationNoELR,
 		Why: "last replica standing: the ISR shrinks to one, it dies, only an unclean election recovers",
 		Tune: func(o *Options) {
 			o.Brokers, o.ReplicationFactor, o.MinISR = 3, 3, 2
@@ -99,10 +100,7 @@ func ScenarioOptions(sc Scenario, seed uint64, mutate bool) Options {
 
 // applySettings turns the mutations that are product settings on.
 func (o *Options) applySettings() {
-	switch o.Mutation {
-	case MutationUnclean:
+	if o.Mutation == MutationUnclean {
 		o.Unclean = true
-	case MutationNoELR:
-		o.DisableELR = true
 	}
 }

@@ -62,9 +62,6 @@ type LifecycleConfig struct {
 	ClusterID   string
 	Incarnation uuid.UUID
 	Rack        string
-	// DurableAcks: this broker acknowledges only what it has synced
-	// (sync=always), as the feature it registers with says.
-	DurableAcks bool
 	// PreviousEpoch is the broker epoch this node had when it last shut
 	// down cleanly, -1 when its last stop was not clean (a crash, a kill):
 	// the controller then removes it from every ELR (KIP-966), since it
@@ -187,11 +184,6 @@ func (l *Lifecycle) registration() *kmsg.BrokerRegistrationRequest {
 	if l.cfg.Rack != "" {
 		rack := l.cfg.Rack
 		req.Rack = &rack
-	}
-	if l.cfg.DurableAcks {
-		f := kmsg.NewBrokerRegistrationRequestFeature()
-		f.Name, f.MinSupportedVersion, f.MaxSupportedVersion = cluster.FeatureDurableAcks, 1, 1
-		req.Features = append(req.Features, f)
 	}
 	return req
 }

@@ -41,7 +41,7 @@ func main() {
 	if *eng != "memory" {
 		fatalf("-engine %s: only memory (the crash model) drives the simulation so far", *eng)
 	}
-	if *mutation != "" && !slices.Contains(append(sim.Mutations(), sim.MutationUnclean, sim.MutationNoELR), *mutation) {
+	if *mutation != "" && !slices.Contains(sim.Mutations(), *mutation) {
 		fatalf("-mutation %s: not in this build (build with -tags mutations): %v", *mutation, sim.Mutations())
 	}
 	profile := sim.ProfileCI
@@ -82,7 +82,7 @@ func main() {
 	fmt.Print(sum.text())
 	if *report != "" {
 		var caught []catch
-		if len(sim.Mutations()) > 0 {
+		if len(sim.Mutations()) > 1 {
 			caught = catchMutations(*seeds)
 		}
 		load[1] = loadAverage()
