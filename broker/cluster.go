@@ -32,10 +32,19 @@ import (
 //
 //	Dir/node.meta      this node's id and its cluster's id, checked on every start
 //	Dir/metadata/      the quorum: raft log (a segment engine), hard state, snapshot
+//	Dir/clean-shutdown the broker epoch of a clean shutdown, removed at the next start
 
 const (
 	nodeMetaFile = "node.meta"
-	metadataDir  = "metadata"
+	// cleanShutdownFile holds the broker epoch of the last clean shutdown,
+	// written once every partition is synced and closed and removed at the
+	// next start, so that a start without it follows a crash: the broker
+	// registers saying so (PreviousBrokerEpoch -1) and the controller takes
+	// it out of every ELR (KIP-966), as it may have lost what it had not
+	// synced.
+	cleanShutdownFile  = "clean-shutdown"
+	cleanShutdownMagic = "MKCS"
+	metadataDir        = "metadata"
 	// metadataEngine keeps the metadata log whatever engine the partitions
 	// use: it must be durable (the memory engine's partitions lose their
 	// records on a restart, not their topics) and it is small.
@@ -64,6 +73,11 @@ func (s *Server) openCluster() error {
 	if err := checkNodeMeta(fs, s.cfg.Dir, s.cfg.NodeID, s.cfg.ClusterID); err != nil {
 		return err
 	}
+	previous, err := takeCleanShutdown(fs, s.cfg.Dir)
+	if err != nil {
+		return err
+	}
+	s.life = newLifecycle(s, previous)
 	s.store = cluster.NewStore()
 	var log metadataLog = notAVoter{}
 	if s.cfg.isVoter() {
@@ -286,6 +300,35 @@ func checkNodeMeta(fs vfs.FS, dir string, id int32, clusterID string) error {
 		return fmt.Errorf("broker: %s belongs to node %s, not %d: %w", dir, fields["node.id"], id, errWrongNode)
 	}
 	return fmt.Errorf("broker: %s belongs to cluster %q, not %q: %w", dir, fields["cluster.id"], clusterID, errWrongNode)
+}
+
+// takeCleanShutdown reads and removes the clean shutdown marker: the broker
+// epoch it holds, or -1 when the last stop was not clean.
+func takeCleanShutdown(fs vfs.FS, dir string) (int64, error) {
+	path := fs.PathJoin(dir, cleanShutdownFile)
+	b, found, err := engine.ReadChecked(fs, path, cleanShutdownMagic)
+	switch {
+	case errors.Is(err, engine.ErrCorrupt):
+		b = nil // torn: proves nothing, and goes
+	case err != nil || !found:
+		return -1, err
+	}
+	epoch, perr := strconv.ParseInt(string(b), 10, 64)
+	if err := fs.Remove(path); err != nil {
+		return -1, fmt.Errorf("broker: remove %s: %w", path, err)
+	}
+	if err := engine.SyncDir(fs, dir); err != nil {
+		return -1, fmt.Errorf("broker: remove %s: %w", path, err)
+	}
+	if perr != nil {
+		return -1, nil // an unreadable marker proves nothing
+	}
+	return epoch, nil
+}
+
+// markCleanShutdown writes the clean shutdown marker for broker epoch.
+func markCleanShutdown(fs vfs.FS, dir string, epoch int64) error {
+	return engine.WriteChecked(fs, fs.PathJoin(dir, cleanShutdownFile), cleanShutdownMagic, []byte(strconv.FormatInt(epoch, 10)))
 }
 
 // errWrongNode: the data directory is another node's or another cluster's.

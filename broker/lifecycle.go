@@ -28,6 +28,7 @@ type lifecycle struct {
 	pidsChanged chan struct{}
 
 	epoch    atomic.Int64  // l's epoch, for the goroutines that only read it
+	previous int64         // the epoch of the last clean shutdown, -1 if it was not
 	wake     chan struct{} // capacity 1: the loop looks at l again
 	ready    chan struct{} // closed once registered and unfenced the first time
 	released chan struct{} // closed once a controlled shutdown may end
@@ -47,7 +48,7 @@ func newLifecycle(s *Server, previousEpoch int64) *lifecycle {
 		}
 	}
 	return &lifecycle{
-		s: s, l: node.NewLifecycle(cfg), pids: node.NewProducerIDs(s.cfg.NodeID), pidsChanged: make(chan struct{}),
+		s: s, l: node.NewLifecycle(cfg), previous: previousEpoch, pids: node.NewProducerIDs(s.cfg.NodeID), pidsChanged: make(chan struct{}),
 		wake: make(chan struct{}, 1), ready: make(chan struct{}), released: make(chan struct{}),
 	}
 }

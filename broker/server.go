@@ -97,7 +97,6 @@ func New(cfg Config) (*Server, error) {
 		failed:     make(chan error, 1),
 	}
 	s.ctlClient = newControllerClient(s)
-	s.life = newLifecycle(s, -1)
 	s.groups = newGroupSet(s)
 	s.fetchers = newFetchers(s)
 	s.connCtx, s.hardStop = context.WithCancel(context.Background())
@@ -387,6 +386,11 @@ func (s *Server) shutdown() error {
 	s.ctlClient.close()
 	if err := s.parts.Close(); err != nil {
 		return fmt.Errorf("broker: close partitions: %w", err)
+	}
+	if epoch := s.life.epoch.Load(); epoch != 0 {
+		if err := markCleanShutdown(s.fs(), s.cfg.Dir, epoch); err != nil {
+			s.log.Warn("the next start will count this one as unclean", "err", err)
+		}
 	}
 	s.log.Info("broker closed")
 	return nil

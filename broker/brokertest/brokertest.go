@@ -110,11 +110,16 @@ func (b *Broker) stop(t testing.TB) {
 }
 
 // Restart closes the broker gracefully and starts it again on the same
-// directory and address, as a process restart would.
-func (b *Broker) Restart(t testing.TB) {
+// directory and address, as a process restart would; meanwhile, while the
+// broker is down, it runs each of between (a test's change to the data
+// directory).
+func (b *Broker) Restart(t testing.TB, between ...func()) {
 	t.Helper()
 	addr := b.Addr
 	b.stop(t)
+	for _, f := range between {
+		f()
+	}
 	b.start(t, addr)
 }
 

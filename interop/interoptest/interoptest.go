@@ -86,7 +86,7 @@ func Broker(engineName string, opts ...brokertest.Option) Target {
 			c.EngineOptions.Sync = engine.SyncAlways
 		})}, opts...)
 		b := brokertest.Start(t, all...)
-		return &Server{Name: "broker/" + engineName, Addr: b.Addr, Durable: d.Caps.Durable, Restart: b.Restart}
+		return &Server{Name: "broker/" + engineName, Addr: b.Addr, Durable: d.Caps.Durable, Restart: func(t testing.TB) { b.Restart(t) }}
 	}}
 }
 
