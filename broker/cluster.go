@@ -1,18 +1,17 @@
 package broker
 
 import (
-	"bytes"
 	"context"
 	crand "crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strconv"
 	"strings"
 
-	"github.com/cockroachdb/errors/oserror"
+	"github.com/google/uuid"
+
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.etcd.io/raft/v3/raftpb"
 
@@ -70,14 +69,15 @@ func nodeID(r uint64) int32 { return int32(r) - 1 }
 // anything is served.
 func (s *Server) openCluster() error {
 	fs := s.fs()
-	if err := checkNodeMeta(fs, s.cfg.Dir, s.cfg.NodeID, s.cfg.ClusterID); err != nil {
+	dirID, err := checkNodeMeta(fs, s.cfg.Dir, s.cfg.NodeID, s.cfg.ClusterID)
+	if err != nil {
 		return err
 	}
 	previous, err := takeCleanShutdown(fs, s.cfg.Dir)
 	if err != nil {
 		return err
 	}
-	s.life = newLifecycle(s, previous)
+	s.life = newLifecycle(s, previous, dirID)
 	s.store = cluster.NewStore()
 	var log metadataLog = notAVoter{}
 	if s.cfg.isVoter() {
@@ -268,27 +268,14 @@ func (s *Server) routeController(nc net.Conn) (net.Conn, bool) {
 // checkNodeMeta makes sure the data directory is this node's, of this
 // cluster: a directory written under another node id or cluster id would
 // make this process impersonate another broker, or join the wrong cluster.
-// A fresh directory gets the file.
-func checkNodeMeta(fs vfs.FS, dir string, id int32, clusterID string) error {
+// It returns the directory's id, made with the file when the directory is
+// fresh (or written by a version without one): the controller tells a
+// replaced disk by it.
+func checkNodeMeta(fs vfs.FS, dir string, id int32, clusterID string) (uuid.UUID, error) {
 	path := fs.PathJoin(dir, nodeMetaFile)
-	want := fmt.Sprintf("node.id=%d\ncluster.id=%s\n", id, clusterID)
-	f, err := fs.Open(path)
-	if oserror.IsNotExist(err) {
-		if err := engine.WriteFileAtomic(fs, path, []byte(want)); err != nil {
-			return fmt.Errorf("broker: write %s: %w", path, err)
-		}
-		return nil
-	}
+	got, found, err := engine.ReadFileIfExists(fs, path)
 	if err != nil {
-		return fmt.Errorf("broker: open %s: %w", path, err)
-	}
-	defer f.Close()
-	got, err := io.ReadAll(f)
-	if err != nil {
-		return fmt.Errorf("broker: read %s: %w", path, err)
-	}
-	if bytes.Equal(got, []byte(want)) {
-		return nil
+		return uuid.Nil, fmt.Errorf("broker: read %s: %w", path, err)
 	}
 	fields := map[string]string{}
 	for _, line := range strings.Split(string(got), "\n") {
@@ -296,10 +283,21 @@ func checkNodeMeta(fs vfs.FS, dir string, id int32, clusterID string) error {
 			fields[k] = v
 		}
 	}
-	if fields["node.id"] != strconv.Itoa(int(id)) {
-		return fmt.Errorf("broker: %s belongs to node %s, not %d: %w", dir, fields["node.id"], id, errWrongNode)
+	switch {
+	case found && fields["node.id"] != strconv.Itoa(int(id)):
+		return uuid.Nil, fmt.Errorf("broker: %s belongs to node %s, not %d: %w", dir, fields["node.id"], id, errWrongNode)
+	case found && fields["cluster.id"] != clusterID:
+		return uuid.Nil, fmt.Errorf("broker: %s belongs to cluster %q, not %q: %w", dir, fields["cluster.id"], clusterID, errWrongNode)
 	}
-	return fmt.Errorf("broker: %s belongs to cluster %q, not %q: %w", dir, fields["cluster.id"], clusterID, errWrongNode)
+	if dirID, err := uuid.Parse(fields["log.dir.id"]); err == nil {
+		return dirID, nil
+	}
+	dirID := uuid.New()
+	want := fmt.Sprintf("node.id=%d\ncluster.id=%s\nlog.dir.id=%s\n", id, clusterID, dirID)
+	if err := engine.WriteFileAtomic(fs, path, []byte(want)); err != nil {
+		return uuid.Nil, fmt.Errorf("broker: write %s: %w", path, err)
+	}
+	return dirID, nil
 }
 
 // takeCleanShutdown reads and removes the clean shutdown marker: the broker

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka/broker/node"
+	"github.com/minikafka/minikafka/engine"
 )
 
 // lifecycle drives this broker's standing with the controller
@@ -35,10 +36,12 @@ type lifecycle struct {
 	once     [2]sync.Once  // closes ready, released
 }
 
-func newLifecycle(s *Server, previousEpoch int64) *lifecycle {
+// newLifecycle: previousEpoch is the epoch of the last clean shutdown (-1:
+// none), dirID the data directory's id.
+func newLifecycle(s *Server, previousEpoch int64, dirID uuid.UUID) *lifecycle {
 	cfg := node.LifecycleConfig{
 		NodeID: s.cfg.NodeID, ClusterID: s.cfg.ClusterID, Incarnation: uuid.New(), Rack: s.cfg.Rack,
-		PreviousEpoch:     previousEpoch,
+		PreviousEpoch: previousEpoch, DurableAcks: s.cfg.EngineOptions.Sync == engine.SyncAlways, LogDir: dirID,
 		HeartbeatInterval: s.cfg.Cluster.HeartbeatInterval, SessionTimeout: s.cfg.Cluster.SessionTimeout,
 		Logger: s.log,
 	}

@@ -87,7 +87,7 @@ func (d *Metadata) register(offset uint64, r *RegisterBroker) error {
 	}
 	b := &Broker{
 		ID: r.ID, Incarnation: r.Incarnation, Epoch: int64(offset),
-		Host: r.Host, Port: r.Port, Rack: r.Rack, Fenced: true,
+		Host: r.Host, Port: r.Port, Rack: r.Rack, LogDir: r.LogDir, Fenced: true,
 	}
 	d.brokers[r.ID] = b
 	return nil

@@ -6,6 +6,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// FeatureDurableAcks is the registration feature of a broker that
+// acknowledges only what it has fsynced (sync=always) and whose disk holds
+// what it had when it stopped.
+const FeatureDurableAcks = "minikafka.durable.acks"
+
 // ListenerName is the one client listener a broker registers.
 const ListenerName = "PLAINTEXT"
 
@@ -62,6 +67,14 @@ func registration(req *kmsg.BrokerRegistrationRequest) RegisterBroker {
 	for _, l := range req.Listeners {
 		if l.Name == ListenerName || reg.Host == "" {
 			reg.Host, reg.Port = l.Host, int32(l.Port)
+		}
+	}
+	if len(req.LogDirs) > 0 {
+		reg.LogDir = uuid.UUID(req.LogDirs[0])
+	}
+	for _, f := range req.Features {
+		if f.Name == FeatureDurableAcks && f.MaxSupportedVersion >= 1 {
+			reg.DurableAcks = true
 		}
 	}
 	return reg

@@ -94,9 +94,15 @@ func (s Settings) Register(m *Metadata, clusterID string, r RegisterBroker, aliv
 		return nil, fmt.Errorf("broker %d is registered by a live process (incarnation %s): %w", r.ID, old.Incarnation, kerr.DuplicateBrokerRegistration)
 	}
 	// A broker back from an unclean shutdown may have lost what it had not
-	// synced: it leaves every ELR (KIP-966), and, if its old registration
-	// was still unfenced, every ISR as a fenced broker does.
-	unclean := ok && !r.CleanShutdown && !s.mut.has(MutationUncleanShutdownInELR)
+	// synced, and one on another disk everything: it leaves every ELR
+	// (KIP-966), and, if its old registration was still unfenced, every
+	// ISR as a fenced broker does. One that acknowledges only what it has
+	// synced, back on the disk it had, lost nothing it was counted in sync
+	// for, and stays (stronger than Kafka, which acknowledges from page
+	// cache).
+	sameDisk := ok && old.LogDir == r.LogDir
+	kept := sameDisk && (r.CleanShutdown || r.DurableAcks)
+	unclean := ok && !kept && !s.mut.has(MutationUncleanShutdownInELR)
 	var recs []Record
 	if ok && !old.Fenced {
 		recs = s.fence(m, r.ID, unclean)

@@ -22,6 +22,8 @@ type Broker struct {
 	Host  string `json:"host"`
 	Port  int32  `json:"port"`
 	Rack  string `json:"rack,omitempty"`
+	// LogDir is the id of its data directory (RegisterBroker.LogDir).
+	LogDir uuid.UUID `json:"logDir,omitempty"`
 	// Fenced brokers lead nothing and join no ISR: the state of a broker
 	// that has not caught up since it registered, or missed its session.
 	Fenced bool `json:"fenced"`

@@ -49,6 +49,16 @@ type RegisterBroker struct {
 	Host        string    `json:"host"`
 	Port        int32     `json:"port"`
 	Rack        string    `json:"rack,omitempty"`
+	// LogDir is the id of the broker's data directory, made when the
+	// directory was (KIP-858's log directory ids): another id than the
+	// last registration's means the disk was replaced, and the broker has
+	// lost what it had.
+	LogDir uuid.UUID `json:"logDir,omitempty"`
+	// DurableAcks: the broker acknowledges only what it has fsynced
+	// (sync=always), so an unclean shutdown on the same disk loses nothing
+	// it was counted in sync for: it stays an eligible leader replica
+	// across one.
+	DurableAcks bool `json:"durableAcks,omitempty"`
 	// CleanShutdown: the previous incarnation shut down cleanly.
 	CleanShutdown bool `json:"cleanShutdown,omitempty"`
 }

@@ -22,7 +22,7 @@ import (
 //
 //	bootstrap cluster=<id>
 //	settings min-isr=<n> unclean=<bool> default-rf=<n> [mutate=<name>]  (mutate: testdata/mutations only)
-//	register id=<n> [inc=<incarnation, default 1>] [rack=<r>] [alive] [clean] [cluster=<id>]
+//	register id=<n> [inc=<incarnation, default 1>] [rack=<r>] [alive] [clean] [durable] [cluster=<id>]
 //	unfence id=<n> | fence id=<n> | shutdown id=<n> | rebalance
 //	create-topic name=<t> [partitions=<n>] [rf=<n>] [assign=1,2;2,3] [config=k=v,...]
 //	add-partitions name=<t> total=<n>
@@ -109,7 +109,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		recs, err = s.Register(h.m, cl, RegisterBroker{
 			ID: id, Incarnation: incarnation(id, inc), Host: "host" + args["id"], Port: 9092, Rack: args["rack"],
-			CleanShutdown: has("clean"),
+			CleanShutdown: has("clean"), DurableAcks: has("durable"),
 		}, has("alive"))
 	case "unfence":
 		recs = s.Unfence(h.m, int32(num("id")))

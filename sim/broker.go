@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/google/uuid"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
@@ -80,7 +79,7 @@ type broker struct {
 
 func newBroker(s *Sim, id int32) *broker {
 	b := &broker{s: s, id: id, rng: s.sub(subSeedDisk + uint64(id)*16), prevEpoch: -1}
-	b.disk = newDisk(&s.stats)
+	b.disk = newDisk(&s.stats, b.rng)
 	return b
 }
 
@@ -131,12 +130,9 @@ func (b *broker) start() {
 	})
 	b.ops = node.NewOpQueue(core, node.OpQueueConfig{ProposalTimeout: proposalLimitMs * time.Millisecond})
 	b.proposal = 0
-	var inc [16]byte
-	for i := range inc {
-		inc[i] = byte(b.rng.Uint32())
-	}
+	inc := newID(b.rng)
 	b.life = node.NewLifecycle(node.LifecycleConfig{
-		NodeID: b.id, ClusterID: clusterID, Incarnation: uuid.UUID(inc),
+		NodeID: b.id, ClusterID: clusterID, Incarnation: inc, DurableAcks: true, LogDir: b.disk.id,
 		PreviousEpoch: b.prevEpoch, HeartbeatInterval: heartbeatMs * time.Millisecond,
 		SessionTimeout: sessionTimeoutMs * time.Millisecond,
 	})
@@ -177,6 +173,11 @@ func (b *broker) crash(why string) {
 		b.sayGone() // the process was killed; the host, which lives, closes its connections
 	}
 	b.disk.crash(b.rng, b.s.opts.UnsyncedKeepPct, b.s.opts.TornPct)
+	if b.rng.IntN(100) < b.s.opts.LoseDiskPct {
+		b.s.tracef("b%d's disk is replaced", b.id)
+		b.s.stats.Faults["disk-lost"]++
+		b.disk.lose(b.rng)
+	}
 }
 
 // sayGone is what a dead process's peers see: their connections from it

@@ -28,12 +28,12 @@ func (d *duplicates) read(s *Sim, k tp, recs []batchtest.Record) {
 	}
 }
 
-func (d *duplicates) log(s *Sim, r *replica) {
+func (d *duplicates) log(s *Sim, r view) {
 	at := map[string]int64{}
-	for _, bt := range storedBatches(r, r.p.StartOffset(), r.p.EndOffset()) {
+	for _, bt := range storedBatches(r.log, r.log.StartOffset(), r.log.EndOffset()) {
 		for _, rec := range decode(s, [][]byte{bt.Data}) {
 			if off, ok := at[string(rec.Value)]; ok {
-				s.violate("duplicate", "%q stored at %s offsets %d and %d on leader %d", rec.Value, r.tp, off, rec.Offset, r.b.id)
+				s.violate("duplicate", "%q stored at %s offsets %d and %d on leader %d", rec.Value, r.tp, off, rec.Offset, r.broker)
 				return
 			}
 			at[string(rec.Value)] = rec.Offset

@@ -8,23 +8,20 @@ type highWatermarks struct{}
 
 func (h *highWatermarks) init() {}
 
-func (h *highWatermarks) advanced(s *Sim, r *replica, from, to int64) {
+// observed is a replica's high watermark going from from to to, as seen
+// after an event: lower is a regression (a truncation took it back, which
+// under sync=always means it had acknowledged what the cluster did not
+// keep).
+func (h *highWatermarks) observed(s *Sim, replica string, from, to int64) {
 	if to < from {
-		s.violate("hw-regression", "broker %d %s: HW from %d to %d", r.b.id, r.tp, from, to)
+		s.violate("hw-regression", "%s: high watermark from %d to %d", replica, from, to)
 	}
 }
 
-// lowered: a truncation took the high watermark back (the partition
-// lowers it with the log, which under sync=always means it had
-// acknowledged what the cluster did not keep).
-func (h *highWatermarks) lowered(s *Sim, r *replica, from, to int64) {
-	s.violate("hw-regression", "broker %d %s: truncated to %d, below its HW %d", r.b.id, r.tp, to, from)
-}
-
-func (h *highWatermarks) served(s *Sim, r *replica, offset int64, resp consumeResp) {
+func (h *highWatermarks) served(s *Sim, r view, offset int64, resp consumeResp) {
 	for _, b := range resp.batches {
 		if end := info(b).NextOffset(); end > resp.hw {
-			s.violate("read-above-hw", "broker %d %s: served a batch ending at %d, HW %d", r.b.id, r.tp, end, resp.hw)
+			s.violate("read-above-hw", "broker %d %s: served a batch ending at %d, HW %d", r.broker, r.tp, end, resp.hw)
 			return
 		}
 	}

@@ -4,10 +4,19 @@ import "github.com/minikafka/minikafka/cluster"
 
 // leaderEpochs checks that a partition has at most one leader per leader
 // epoch: in every broker's metadata (the same epoch names the same leader
-// everywhere) and among the replicas that act as leader.
+// everywhere) and among the replicas that act as leader; and that a broker
+// never leads a partition at an epoch below one it has held the partition
+// at, in any role and incarnation (its log and epoch cache outlive its
+// process).
 type leaderEpochs struct {
 	meta   map[epochKey]int32
 	acting map[epochKey]int32
+	held   map[heldKey]int32 // the highest epoch a broker held a partition at
+}
+
+type heldKey struct {
+	broker int32
+	tp     tp
 }
 
 type epochKey struct {
@@ -18,6 +27,17 @@ type epochKey struct {
 func (l *leaderEpochs) init() {
 	l.meta = map[epochKey]int32{}
 	l.acting = map[epochKey]int32{}
+	l.held = map[heldKey]int32{}
+}
+
+// role is broker b's replica of k taking a role at epoch, leading or not.
+func (l *leaderEpochs) role(s *Sim, b int32, k tp, epoch int32, leads bool) {
+	hk := heldKey{b, k}
+	if prev, ok := l.held[hk]; ok && leads && epoch < prev {
+		s.violate("epoch-regression", "broker %d leads %s at epoch %d, having held it at epoch %d", b, k, epoch, prev)
+		return
+	}
+	l.held[hk] = max(l.held[hk], epoch)
 }
 
 func (l *leaderEpochs) image(s *Sim, b *broker, img *cluster.Metadata) {
@@ -36,11 +56,11 @@ func (l *leaderEpochs) image(s *Sim, b *broker, img *cluster.Metadata) {
 	}
 }
 
-func (l *leaderEpochs) elected(s *Sim, r *replica, epoch int32) {
+func (l *leaderEpochs) elected(s *Sim, r view, epoch int32) {
 	k := epochKey{r.tp, epoch}
-	if prev, ok := l.acting[k]; ok && prev != r.b.id {
-		s.violate("two-leaders", "%s epoch %d: broker %d leads it, and broker %d did", r.tp, epoch, r.b.id, prev)
+	if prev, ok := l.acting[k]; ok && prev != r.broker {
+		s.violate("two-leaders", "%s epoch %d: broker %d leads it, and broker %d did", r.tp, epoch, r.broker, prev)
 		return
 	}
-	l.acting[k] = r.b.id
+	l.acting[k] = r.broker
 }

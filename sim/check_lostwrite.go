@@ -33,8 +33,8 @@ func (l *lostWrites) acked(p *producerClient, k tp, base int64, epoch int32, val
 	l.batches[k] = append(l.batches[k], ackedBatch{base: base, epoch: epoch, values: values, by: fmt.Sprintf("producer %d", p.id)})
 }
 
-func (l *lostWrites) elected(s *Sim, r *replica) {
-	epoch := r.p.Role().LeaderEpoch
+func (l *lostWrites) elected(s *Sim, r view) {
+	epoch := r.epoch
 	for _, a := range l.batches[r.tp] {
 		if a.epoch > epoch {
 			continue
@@ -44,7 +44,7 @@ func (l *lostWrites) elected(s *Sim, r *replica) {
 			got, ok := valueAt(s, r, off)
 			if !ok || !slices.Equal(got, v) {
 				s.violate("lost-write", "%s acknowledged %q at %s offset %d (acks=all); broker %d leads epoch %d with %q there (log [%d, %d))",
-					a.by, v, r.tp, off, r.b.id, epoch, got, r.p.StartOffset(), r.p.EndOffset())
+					a.by, v, r.tp, off, r.broker, epoch, got, r.log.StartOffset(), r.log.EndOffset())
 				return
 			}
 		}
@@ -52,11 +52,11 @@ func (l *lostWrites) elected(s *Sim, r *replica) {
 }
 
 // valueAt is the value of the record at off in r's log.
-func valueAt(s *Sim, r *replica, off int64) ([]byte, bool) {
-	if off < r.p.StartOffset() || off >= r.p.EndOffset() {
+func valueAt(s *Sim, r view, off int64) ([]byte, bool) {
+	if off < r.log.StartOffset() || off >= r.log.EndOffset() {
 		return nil, false
 	}
-	bs, err := r.p.ReadLog(off, 1)
+	bs, err := r.log.ReadLog(off, 1)
 	if err != nil || len(bs) == 0 {
 		return nil, false
 	}

@@ -2,33 +2,46 @@ package sim
 
 import "github.com/minikafka/minikafka/broker/batch/batchtest"
 
-// nonmonotonicPolls looks for nonmonotonic-poll: a consumer whose polls
-// return offsets that go back (below the last one it was given) while it
-// did not seek.
+// nonmonotonicPolls looks for nonmonotonic-poll: a consumer given an
+// offset at or below one it was given before, while it did not seek. A
+// fetch returns whole batches, so the first batch may begin below the
+// position it asked for, when it holds that position; no other record may.
 type nonmonotonicPolls struct {
-	last map[int32]map[tp]int64
+	last map[int32]map[tp]int64 // consumer -> partition -> last offset given
 }
 
 func (n *nonmonotonicPolls) init() { n.last = map[int32]map[tp]int64{} }
 
-func (n *nonmonotonicPolls) polled(s *Sim, c *consumerClient, k tp, recs []batchtest.Record) {
-	m := n.last[c.id]
+// polled is consumer c's poll of k from pos, its records batch by batch.
+func (n *nonmonotonicPolls) polled(s *Sim, c int32, k tp, pos int64, batches [][]batchtest.Record) {
+	m := n.last[c]
 	if m == nil {
 		m = map[tp]int64{}
-		n.last[c.id] = m
+		n.last[c] = m
 	}
 	last, seen := m[k]
-	for _, r := range recs {
-		if r.Offset < c.pos {
-			continue // the front of the batch holding the position
-		}
-		if seen && r.Offset <= last {
-			s.violate("nonmonotonic-poll", "consumer %d polled %s offset %d after offset %d", c.id, k, r.Offset, last)
-			return
-		}
-		last, seen = r.Offset, true
+	if !seen || last < pos-1 {
+		last = pos - 1 // a seek forward, or the first poll
 	}
-	if seen {
-		m[k] = last
+	for i, recs := range batches {
+		for _, r := range recs {
+			if i == 0 && r.Offset < pos && len(recs) > 0 && recs[len(recs)-1].Offset >= pos {
+				continue // the front of the batch holding the position
+			}
+			if r.Offset <= last {
+				s.violate("nonmonotonic-poll", "consumer %d polled %s from %d and was given offset %d after offset %d", c, k, pos, r.Offset, last)
+				return
+			}
+			last = r.Offset
+		}
+	}
+	m[k] = last
+}
+
+// seek is consumer c moving its position on k back to pos (an offset
+// reset): offsets from there may be given again.
+func (n *nonmonotonicPolls) seek(c int32, k tp, pos int64) {
+	if m := n.last[c]; m != nil {
+		delete(m, k)
 	}
 }

@@ -23,17 +23,17 @@ func (h *offsetHistory) init() {
 	h.values = map[tp]map[int64][]byte{}
 }
 
-func (h *offsetHistory) committed(s *Sim, r *replica, from, to int64) {
+func (h *offsetHistory) committed(s *Sim, r view, from, to int64) {
 	bm, vm := h.batches[r.tp], h.values[r.tp]
 	if bm == nil {
 		bm, vm = map[int64][]byte{}, map[int64][]byte{}
 		h.batches[r.tp], h.values[r.tp] = bm, vm
 	}
-	for _, bt := range storedBatches(r, from, to) {
+	for _, bt := range storedBatches(r.log, from, to) {
 		if prev, ok := bm[bt.BaseOffset]; ok {
 			if !bytes.Equal(prev, bt.Data) {
 				s.violate("inconsistent-offsets", "replicas differ below the high watermark: broker %d holds another batch at %s offset %d than was committed before (HW %d -> %d)",
-					r.b.id, r.tp, bt.BaseOffset, from, to)
+					r.broker, r.tp, bt.BaseOffset, from, to)
 				return
 			}
 			continue
@@ -41,7 +41,7 @@ func (h *offsetHistory) committed(s *Sim, r *replica, from, to int64) {
 		bm[bt.BaseOffset] = bt.Data
 		for _, rec := range decode(s, [][]byte{bt.Data}) {
 			if prev, ok := vm[rec.Offset]; ok && !slices.Equal(prev, rec.Value) {
-				s.violate("inconsistent-offsets", "%s offset %d committed as %q, then as %q by broker %d", r.tp, rec.Offset, prev, rec.Value, r.b.id)
+				s.violate("inconsistent-offsets", "%s offset %d committed as %q, then as %q by broker %d", r.tp, rec.Offset, prev, rec.Value, r.broker)
 				return
 			}
 			vm[rec.Offset] = rec.Value

@@ -1,9 +1,32 @@
 package sim
 
 import (
+	"fmt"
+
 	"github.com/minikafka/minikafka/broker/batch/batchtest"
 	"github.com/minikafka/minikafka/cluster"
+	"github.com/minikafka/minikafka/engine"
 )
+
+// view is what a checker sees of one broker's replica: its log, through
+// the partition's API (a checker's test gives it one of its own).
+type view struct {
+	broker int32
+	tp     tp
+	epoch  int32 // the leader epoch of its role
+	log    logReader
+}
+
+// logReader reads a replica's stored batches (a *partition.Partition).
+type logReader interface {
+	StartOffset() int64
+	EndOffset() int64
+	ReadLog(offset int64, maxBytes int) ([]engine.Batch, error)
+}
+
+func (r *replica) view() view {
+	return view{broker: r.b.id, tp: r.tp, epoch: r.p.Role().LeaderEpoch, log: r.p}
+}
 
 // checks holds every checker of a run. The simulator calls the hooks below
 // where the product would make the observation (a leader elected, a high
@@ -23,6 +46,7 @@ type checks struct {
 	polls   nonmonotonicPolls
 	skips   pollSkips
 	pids    producerIDBlocks
+	order   realtimeOrder
 }
 
 func newChecks(s *Sim) *checks {
@@ -35,38 +59,43 @@ func newChecks(s *Sim) *checks {
 	c.hws.init()
 	c.polls.init()
 	c.skips.init()
+	c.order.init()
 	return c
 }
 
-func (c *checks) brokerStarted(b *broker) { c.epochs.started(c.s, b) }
+func (c *checks) brokerStarted(b *broker) {}
 func (c *checks) brokerStopped(b *broker) {}
 
 func (c *checks) imageApplied(b *broker, img *cluster.Metadata) {
-	c.epochs.image(c.s, b, img)
+	c.epochs.image(c.s, b.id, b.gen, img)
 	c.leaders.image(c.s, b, img)
 }
 
 func (c *checks) producerIDs(b *broker, first, n int64) { c.pids.block(c.s, b, first, n) }
 
-func (c *checks) leaderElected(r *replica, epoch int32) {
-	c.leaders.elected(c.s, r, epoch)
-	c.lost.elected(c.s, r)
+func (c *checks) roleTaken(r *replica, epoch int32, leads bool) {
+	c.leaders.role(c.s, r.b.id, r.tp, epoch, leads)
+	if leads {
+		c.leaders.elected(c.s, r.view(), epoch)
+		c.lost.elected(c.s, r.view())
+	}
 }
 
-func (c *checks) hwAdvanced(r *replica, from, to int64) {
-	c.hws.advanced(c.s, r, from, to)
-	c.offsets.committed(c.s, r, from, to)
+func (c *checks) hwObserved(r *replica, from, to int64) {
+	c.hws.observed(c.s, r.String(), from, to)
+	if to > from {
+		c.offsets.committed(c.s, r.view(), from, to)
+	}
 }
-
-func (c *checks) hwLowered(r *replica, from, to int64) { c.hws.lowered(c.s, r, from, to) }
 
 func (c *checks) served(r *replica, offset int64, resp consumeResp) {
-	c.hws.served(c.s, r, offset, resp)
+	c.hws.served(c.s, r.view(), offset, resp)
 }
 
-func (c *checks) acked(p *producerClient, k tp, base int64, epoch int32, values [][]byte) {
+func (c *checks) acked(p *producerClient, k tp, base, last int64, epoch int32, values [][]byte) {
 	if p.acks == -1 {
 		c.s.stats.AckedAll++
+		c.order.acked(c.s, k, p.firstSent, c.s.now, base, last, fmt.Sprintf("producer %d", p.id))
 	} else {
 		c.s.stats.AckedOne++
 	}
@@ -74,10 +103,16 @@ func (c *checks) acked(p *producerClient, k tp, base int64, epoch int32, values 
 }
 
 func (c *checks) polled(cl *consumerClient, k tp, pos int64, batches [][]byte) {
-	recs := decode(c.s, batches)
+	var recs []batchtest.Record
+	var each [][]batchtest.Record
+	for _, b := range batches {
+		rs := decode(c.s, [][]byte{b})
+		each = append(each, rs)
+		recs = append(recs, rs...)
+	}
 	c.s.stats.Reads += len(recs)
-	c.polls.polled(c.s, cl, k, recs)
-	c.skips.polled(c.s, cl, k, pos, recs)
+	c.polls.polled(c.s, cl.id, k, pos, each)
+	c.skips.polled(c.s, cl.id, k, pos, recs)
 	c.offsets.read(c.s, cl, k, recs)
 	c.dups.read(c.s, k, recs)
 	var next int64 = pos
@@ -94,8 +129,8 @@ func (c *checks) final() {
 	for _, b := range c.s.brokers {
 		for _, r := range sortedReplicas(b.replicas) {
 			if r.p.Role().Local {
-				c.lost.elected(c.s, r)
-				c.dups.log(c.s, r)
+				c.lost.elected(c.s, r.view())
+				c.dups.log(c.s, r.view())
 			}
 		}
 	}

@@ -48,6 +48,7 @@ type producerClient struct {
 	seq       int32
 	values    [][]byte // the batch in flight
 	data      []byte
+	firstSent int64 // when the batch in flight was first sent
 	finished  bool
 	abandoned bool
 }
@@ -85,6 +86,7 @@ func (p *producerClient) step() {
 			p.values = append(p.values, []byte(fmt.Sprintf("p%d-e%d-b%d-r%d", p.id, p.epoch, p.sent, i)))
 		}
 		p.build()
+		p.firstSent = s.now
 	}
 	leader := t.Partitions[p.part].Leader
 	if leader == cluster.NoLeader {
@@ -104,7 +106,7 @@ func (p *producerClient) step() {
 		case !ok:
 			p.wake(20)
 		case r.err == nil:
-			s.checks.acked(p, k, r.base, r.epoch, p.values)
+			s.checks.acked(p, k, r.base, r.last, r.epoch, p.values)
 			p.sent++
 			p.seq += int32(len(p.values))
 			p.data = nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/google/uuid"
 
 	"github.com/minikafka/minikafka/engine"
 )
@@ -85,10 +86,11 @@ type disk struct {
 	full    bool                 // partition appends fail with errDiskFull
 	fail    bool                 // the next sync fails with errDiskIO
 	stats   *Stats
+	id      uuid.UUID // the partitions' directory id (a broker's log.dir.id)
 }
 
-func newDisk(stats *Stats) *disk {
-	d := &disk{mem: vfs.NewCrashableMem(), logs: map[string]*logState{}, stats: stats}
+func newDisk(stats *Stats, rng *rand.Rand) *disk {
+	d := &disk{mem: vfs.NewCrashableMem(), logs: map[string]*logState{}, stats: stats, id: newID(rng)}
 	_ = d.mem.MkdirAll("/", 0o755)
 	return d
 }
@@ -142,6 +144,15 @@ func (d *disk) crash(rng *rand.Rand, unsyncedPct, tornPct int) {
 		d.stats.LostBatches += unsynced - keep
 	}
 	d.full, d.fail = false, false
+}
+
+// lose is a disk replaced after a crash: the partitions' data directory
+// is gone (the quorum's, on another disk, is kept), and the new one has an
+// id of its own.
+func (d *disk) lose(rng *rand.Rand) {
+	_ = d.mem.RemoveAll(dataDir)
+	d.moveLogs(dataDir, "")
+	d.id = newID(rng)
 }
 
 // open recovers the log in dir: a torn tail is cut, and what is kept is
@@ -287,6 +298,15 @@ func (c *crashLog) Close() error {
 	c.l.synced = len(c.l.batches)
 	c.closed = true
 	return nil
+}
+
+// newID is a random id from rng.
+func newID(rng *rand.Rand) uuid.UUID {
+	var id uuid.UUID
+	for i := range id {
+		id[i] = byte(rng.Uint32())
+	}
+	return id
 }
 
 func sortedKeys[V any](m map[string]V) []string {

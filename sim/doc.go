@@ -1,15 +1,20 @@
 // Package sim is mini-kafka's deterministic cluster simulator, after
-// TigerBeetle's VOPR: N brokers (1 to 5, every one a controller voter, as
-// in the product) run in one goroutine on a simulated clock, driving the
-// project's own code — quorum.Node (etcd raft), cluster.Store and
-// Metadata.Apply, cluster.ControllerCore and the decisions of
-// cluster.Settings, and each broker's partition layer, broker/partition
-// (a partition.Manager per incarnation in Manual mode, with the
-// replication package's Leader and Follower, producer state, epoch cache,
-// checkpoints and recovery inside it) — with faults, from one seed. What
-// the simulator writes itself is what the broker's shell does around
-// those: the network, the disk's crash model, the timers, the fetcher, the
-// reconciler and the waits.
+// TigerBeetle's VOPR: N brokers (1 to 5, every one a controller voter) run
+// in one goroutine on a simulated clock, driving the project's own code —
+// quorum.Node (etcd raft), cluster.Store and Metadata.Apply,
+// cluster.ControllerCore and the decisions of cluster.Settings, the
+// broker's node shell (package broker/node: the lifecycle and producer id
+// blocks, the reconciler, the replica fetchers and a leader's answer to
+// its followers' fetches, AlterPartition, the controller's operation
+// queue, where controller requests go) and each broker's partition layer,
+// broker/partition (a partition.Manager per incarnation in Manual mode,
+// with the replication package's Leader and Follower, producer state,
+// epoch cache, checkpoints and recovery inside it) — with faults, from one
+// seed. What the simulator writes itself is what the broker's goroutines,
+// sockets and timers do around those: the drivers (broker.go, rpc.go,
+// lifecycle.go, reconcile.go, fetch.go), the network, the disk's crash
+// model, the clock, the clients and the checkers. It holds no decision of
+// the product's.
 //
 // # The loop
 //
@@ -21,12 +26,13 @@
 // clock (Manager.Tick every 50ms). The messages are the product's:
 // raftpb.Message between quorum nodes, the kmsg requests and responses of
 // the controller APIs (BrokerRegistration, BrokerHeartbeat, AlterPartition,
-// AllocateProducerIDs, CreateTopics, DeleteTopics), and the replication
-// package's FetchRequest with the stored batch bytes in the answers
-// (Partition.ServeFollower at the leader, Partition.HandleFetch at the
-// follower). A run has a safety phase with faults, then a liveness phase
-// that heals everything and must, within a bound, give every partition a
-// leader and a full ISR and let every producer finish.
+// AllocateProducerIDs, CreateTopics, DeleteTopics), and Kafka's Fetch of
+// the replica fetchers, answered by node.ServeFollower at the leader. A
+// run has a safety phase with faults, then a liveness phase that heals
+// everything and must, within a bound, give every partition a leader and a
+// full ISR and let every producer finish (a partition that disk
+// replacements left with no ISR or ELR member is offline for good, as in
+// Kafka, and asked nothing of).
 //
 // # Faults
 //
@@ -38,8 +44,11 @@
 // crashes (power loss: the disk keeps what was synced and a seeded share of
 // the rest, the last write maybe torn) and restarts through the same
 // recovery code the broker runs (partition.OpenManager on what the disk
-// kept); a sync that fails (the broker halts), a full disk, slow syncs;
-// controlled shutdowns; a broker lost for good (scenarios).
+// kept), some of them with the partitions' disk replaced (it comes back
+// empty, under a new directory id); a sync that fails (the broker halts),
+// a full disk, slow syncs; metadata stalls (a broker's raft messages held
+// while its data links flow, so its image lags); controlled shutdowns; a
+// broker lost for good (scenarios).
 //
 // # Checkers
 //
@@ -47,7 +56,8 @@
 // duplicate, inconsistent-offsets (also: replicas byte-identical below the
 // high watermark), nonmonotonic-poll, poll-skip; two-leaders (one leader
 // per partition per epoch), epoch-regression, hw-regression,
-// read-above-hw, duplicate-producer-id, and liveness; and "partition":
+// read-above-hw, duplicate-producer-id, epoch-ahead (a log holding an
+// epoch above its replica's role), and liveness; and "partition":
 // an error of the partition layer that the broker could only log (a role
 // it cannot take, a partition it cannot open or remove). The checkers read
 // the partitions through their API (ReadLog for the stored bytes).
@@ -67,10 +77,10 @@
 // # Mutations
 //
 // Each named scenario (scenarios.go) passes on the real build and must
-// fail with its protection off. The replication switches are reachable
-// only in a build with the mutations tag (replication/mutations_export.go,
-// sim/mutations_on.go, through the partitions' Replication.ConfigureLeader
-// and ConfigureFollower seams); unclean election and ELR are product settings.
-// TestMutations runs the tagged test binary as a subprocess, so
-// `go test ./...` covers it.
+// fail with its protection off. The switches exist only in a build with
+// the mutations tag: replication's (replication/mutations_on.go, handed to
+// every Leader and Follower through the partitions' ConfigureLeader and
+// ConfigureFollower seams) and the controller's (cluster.Settings.Mutate);
+// unclean election is a product setting. TestMutations runs the tagged test
+// binary as a subprocess, so `go test ./...` covers it.
 package sim

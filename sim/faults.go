@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -48,7 +49,7 @@ func (s *Sim) scheduleFaults() {
 	every(o.PartitionEvery, "fault-partition", s.net.partition)
 	every(o.DiskEvery, "fault-disk", s.diskFault)
 	if o.ControlledStop {
-		every(2000, "fault-shutdown", func() {
+		every(cmp.Or(o.ShutdownEvery, 2000), "fault-shutdown", func() {
 			b := s.brokers[s.faults.IntN(len(s.brokers))]
 			if b.up && b.life.Epoch() != 0 {
 				s.stats.Faults["shutdown-requested"]++
@@ -57,6 +58,7 @@ func (s *Sim) scheduleFaults() {
 		})
 	}
 	every(o.StallEvery, "fault-stall", s.net.stallLinks)
+	every(o.MetadataStallEvery, "fault-metadata-stall", s.net.stallMetadata)
 }
 
 func (s *Sim) crashOne() {
@@ -79,7 +81,11 @@ func (s *Sim) diskFault() {
 		return
 	}
 	gen := b.gen
-	switch s.faults.IntN(3) {
+	kind := s.faults.IntN(3)
+	if s.opts.SlowDisks {
+		kind = 2
+	}
+	switch kind {
 	case 0:
 		s.stats.Faults["disk-sync-error"]++
 		s.tracef("b%d: the next sync fails", b.id)
@@ -108,6 +114,9 @@ func (s *Sim) converged() bool { return s.notConverged() == "" }
 
 func (s *Sim) notConverged() string {
 	for _, c := range s.clients {
+		if p, ok := c.(*producerClient); ok && s.lostForGood(p.topic, p.part) {
+			continue
+		}
 		if !c.done() {
 			return c.describe()
 		}
@@ -144,6 +153,9 @@ func (s *Sim) notConverged() string {
 			if s.opts.LostBroker > 0 && slices.Contains(p.Replicas, s.opts.LostBroker) {
 				want--
 			}
+			if s.lostForGood(t.Name, int32(pi)) {
+				continue
+			}
 			if p.Leader == cluster.NoLeader || len(without(p.ISR, s.opts.LostBroker)) != want {
 				return fmt.Sprintf("%s-%d leader %d epoch %d isr %v replicas %v;%s", t.Name, pi, p.Leader, p.LeaderEpoch, p.ISR, p.Replicas, s.describeReplicas(tp{t.ID, int32(pi)}))
 			}
@@ -154,6 +166,28 @@ func (s *Sim) notConverged() string {
 		}
 	}
 	return ""
+}
+
+// lostForGood reports whether a partition is offline for good after disk
+// replacements: no leader, and no replica in its ISR or ELR, so only an
+// unclean election (an operator's) can bring it back, as in Kafka. The
+// liveness phase asks nothing of it.
+func (s *Sim) lostForGood(topic string, part int32) bool {
+	if s.stats.Faults["disk-lost"] == 0 {
+		return false
+	}
+	for _, b := range s.brokers {
+		if !b.up {
+			continue
+		}
+		t, ok := b.store.Image().Topic(topic)
+		if !ok || int(part) >= len(t.Partitions) {
+			return false
+		}
+		p := t.Partitions[part]
+		return p.Leader == cluster.NoLeader && len(p.ISR) == 0 && len(p.ELR) == 0
+	}
+	return false
 }
 
 // describeReplicas says what each broker's replica of k is doing.

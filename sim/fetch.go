@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -148,6 +149,10 @@ func (fs *fetchSession) ended(flight int, resp *kmsg.FetchResponse, err error) {
 	fs.f.Handle(b.s.time(), resp, fs.sent, discard)
 	for _, r := range sortedReplicas(b.replicas) {
 		r.observe()
+		if _, ok := fs.sent[r.tp.key()]; ok {
+			last, _ := r.p.EndOffsetForEpoch(math.MaxInt32)
+			b.s.checks.epochs.ahead(b.s, r.view(), last)
+		}
 	}
 	fs.syncing, fs.until = true, b.s.now+node.SyncAwait.Milliseconds()
 	b.later(node.SyncAwait.Milliseconds(), "fetch-sync-wait", fs.step)

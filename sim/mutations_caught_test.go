@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-var flagMutationSeeds = flag.Int("sim.mutation.seeds", 300, "sim: seeds a scenario's mutation has to be caught within")
+var flagMutationSeeds = flag.Int("sim.mutation.seeds", 2000, "sim: seeds a scenario's mutation has to be caught within")
 
 // TestMutationsCaught runs each named scenario with its protection off:
 // the checkers must catch it within -sim.mutation.seeds schedules. It runs
@@ -21,20 +21,6 @@ func TestMutationsCaught(t *testing.T) {
 					t.Logf("%s (%s) caught after %d schedules: %s\n  replay: %s", sc.Name, sc.Mutation, seed, r.Violations[0], r.Replay())
 					return
 				}
-			}
-			if sc.CaughtBy != 0 {
-				// Rarely caught (sc.Rarely): replay the schedule known to
-				// catch it, which the real build must pass.
-				if r := Run(ScenarioOptions(sc, sc.CaughtBy, false)); r.Failed() {
-					t.Fatalf("%s: seed %d fails on the real build: %s", sc.Name, sc.CaughtBy, r.Violations[0])
-				}
-				r := Run(ScenarioOptions(sc, sc.CaughtBy, true))
-				if !r.Failed() {
-					t.Fatalf("%s: %s off, and seed %d, known to catch it, broke no property", sc.Name, sc.Mutation, sc.CaughtBy)
-				}
-				t.Logf("%s (%s) not caught in the first %d schedules (%s); seed %d catches it: %s", sc.Name, sc.Mutation,
-					*flagMutationSeeds, sc.Rarely, sc.CaughtBy, r.Violations[0])
-				return
 			}
 			t.Errorf("%s: %s off, and %d schedules broke no property", sc.Name, sc.Mutation, *flagMutationSeeds)
 		})

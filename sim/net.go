@@ -22,16 +22,20 @@ const clientBase = 100
 type link struct{ from, to int32 }
 
 type network struct {
-	s      *Sim
-	rng    *rand.Rand
-	clog   map[link]bool
-	stall  map[link]int64 // until when a link holds what is sent on it
-	nodes  []int32        // every node id, sorted
-	healed bool           // the liveness phase: no drops, no duplicates
+	s     *Sim
+	rng   *rand.Rand
+	clog  map[link]bool
+	stall map[link]int64 // until when a link holds what is sent on it
+	// metaStall holds only the metadata a link carries (raft messages):
+	// one connection of a pair congested, the others flowing, so that a
+	// broker's metadata lags while it fetches and is fetched from.
+	metaStall map[link]int64
+	nodes     []int32 // every node id, sorted
+	healed    bool    // the liveness phase: no drops, no duplicates
 }
 
 func newNetwork(s *Sim, rng *rand.Rand) *network {
-	return &network{s: s, rng: rng, clog: map[link]bool{}, stall: map[link]int64{}}
+	return &network{s: s, rng: rng, clog: map[link]bool{}, stall: map[link]int64{}, metaStall: map[link]int64{}}
 }
 
 func (n *network) clogged(from, to int32) bool { return n.clog[link{from, to}] }
@@ -53,6 +57,9 @@ func (n *network) send(from, to int32, kind string, deliver func()) bool {
 		n.s.stats.Duplicated++
 	}
 	hold := max(n.stall[link{from, to}]-n.s.now, 0)
+	if kind == "raft" {
+		hold = max(hold, n.metaStall[link{from, to}]-n.s.now)
+	}
 	for range copies {
 		d := hold + o.DelayMin + n.rng.Int64N(o.DelayMax-o.DelayMin+1)
 		n.s.stats.Messages++
@@ -144,6 +151,25 @@ func (n *network) stallLinks() {
 	}
 }
 
+// stallMetadata holds the metadata to and from one broker for a while:
+// its image lags while its data links flow.
+func (n *network) stallMetadata() {
+	ids := n.brokerIDs()
+	if len(ids) < 2 {
+		return
+	}
+	b := ids[n.rng.IntN(len(ids))]
+	until := n.s.now + 300 + n.rng.Int64N(2500)
+	n.s.stats.Faults["metadata-stall"]++
+	n.s.tracef("metadata stall b%d until %d", b, until)
+	for _, o := range ids {
+		if o != b {
+			n.metaStall[link{b, o}] = max(n.metaStall[link{b, o}], until)
+			n.metaStall[link{o, b}] = max(n.metaStall[link{o, b}], until)
+		}
+	}
+}
+
 // randomSide is a non-empty proper subset of ids.
 func (n *network) randomSide(ids []int32) []int32 {
 	for {
@@ -191,6 +217,7 @@ func (n *network) swizzle(ids []int32) {
 func (n *network) healAll() {
 	clear(n.clog)
 	clear(n.stall)
+	clear(n.metaStall)
 }
 
 func (l link) String() string { return fmt.Sprintf("%d->%d", l.from, l.to) }

@@ -23,8 +23,9 @@ type Options struct {
 	AcksAllPct     int // share of producers with acks=all (the others acks=1)
 	BatchesEach    int // batches each producer sends
 	Consumers      int
-	TopicChurn     bool // create and delete extra topics while running
-	ControlledStop bool // controlled shutdowns among the faults
+	TopicChurn     bool  // create and delete extra topics while running
+	ControlledStop bool  // controlled shutdowns among the faults
+	ShutdownEvery  int64 // their mean ticks apart (0: 2000)
 	// Network, per message.
 	DropPct, DupPct int
 	DelayMin        int64 // ticks
@@ -34,11 +35,18 @@ type Options struct {
 	CrashEvery     int64
 	PartitionEvery int64
 	StallEvery     int64 // links that hold messages and deliver them late
-	DiskEvery      int64 // a disk fault: sync error, full disk, slow syncs
+	// MetadataStallEvery: a broker's raft messages held while its other
+	// links flow (scenarios).
+	MetadataStallEvery int64
+	DiskEvery          int64 // a disk fault: sync error, full disk, slow syncs
+	SlowDisks          bool  // every disk fault is slow syncs (scenarios)
 	// Crash model: the share of unsynced data a power loss keeps, and how
 	// often the last write kept is torn.
 	UnsyncedKeepPct int
 	TornPct         int
+	// LoseDiskPct is the share of crashes after which the broker's
+	// partition disk is replaced: it comes back with no partition data.
+	LoseDiskPct int
 	// SnapshotBytes is the partitions' Config.SnapshotBytes: how much a
 	// partition appends between two producer state snapshots (0: the
 	// product's default, which these runs never reach).
@@ -124,6 +132,18 @@ func (o Options) String() string {
 	fmt.Fprintf(&b, " drop=%d%% dup=%d%% delay=%d-%dms crash-every=%d partition-every=%d stall-every=%d disk-every=%d unsynced-kept=%d%% torn=%d%% snapshot-bytes=%d safety=%dms liveness<=%dms",
 		o.DropPct, o.DupPct, o.DelayMin, o.DelayMax, o.CrashEvery, o.PartitionEvery, o.StallEvery, o.DiskEvery, o.UnsyncedKeepPct, o.TornPct,
 		o.SnapshotBytes, o.SafetyTicks, o.LivenessTicks)
+	if o.LoseDiskPct > 0 {
+		fmt.Fprintf(&b, " lose-disk=%d%%", o.LoseDiskPct)
+	}
+	if o.MetadataStallEvery > 0 {
+		fmt.Fprintf(&b, " metadata-stall-every=%d", o.MetadataStallEvery)
+	}
+	if o.SlowDisks {
+		b.WriteString(" slow-disks=true")
+	}
+	if o.ShutdownEvery > 0 {
+		fmt.Fprintf(&b, " shutdown-every=%d", o.ShutdownEvery)
+	}
 	if o.LostBroker > 0 {
 		fmt.Fprintf(&b, " lost-broker=%d", o.LostBroker)
 	}

@@ -35,10 +35,11 @@ func (b *broker) reconcile() {
 		if !changed {
 			continue
 		}
-		if part.Role().Local {
+		role := part.Role()
+		if role.Local {
 			b.s.tracef("b%d leads %s epoch %d isr %v elr %v end %d hw %d", b.id, k, w.State.LeaderEpoch, w.State.ISR, w.State.ELR, part.EndOffset(), part.HighWatermark())
-			b.s.checks.leaderElected(r, w.State.LeaderEpoch)
 		}
+		b.s.checks.roleTaken(r, role.LeaderEpoch, role.Local)
 		b.follow(part, w.State.Leader)
 		if !b.up || b.s.stopped {
 			return

@@ -102,16 +102,9 @@ func (r *replica) role() partition.Role {
 // that moved up (the batches it passed are committed), or went back (a
 // truncation below it: never, under sync=always).
 func (r *replica) observe() {
-	hw := r.p.HighWatermark()
-	switch {
-	case hw > r.hw:
-		from := r.hw
-		r.hw = hw
-		r.b.s.checks.hwAdvanced(r, from, hw)
-	case hw < r.hw:
-		r.b.s.checks.hwLowered(r, r.hw, hw)
-		r.hw = hw
-	}
+	from, to := r.hw, r.p.HighWatermark()
+	r.hw = to
+	r.b.s.checks.hwObserved(r, from, to)
 }
 
 // settle does, after an event at this broker, what its goroutines would do
@@ -160,12 +153,12 @@ func (r *replica) requestSync() {
 	})
 }
 
-// storedBatches are the batches of r's log from the one holding from to
-// the last that ends at or below to, as stored.
-func storedBatches(r *replica, from, to int64) []engine.Batch {
+// storedBatches are the batches of log from the one holding from to the
+// last that ends at or below to, as stored.
+func storedBatches(log logReader, from, to int64) []engine.Batch {
 	var out []engine.Batch
-	for off := max(from, r.p.StartOffset()); off < min(to, r.p.EndOffset()); {
-		bs, err := r.p.ReadLog(off, fetchMaxBytes)
+	for off := max(from, log.StartOffset()); off < min(to, log.EndOffset()); {
+		bs, err := log.ReadLog(off, fetchMaxBytes)
 		if err != nil || len(bs) == 0 {
 			break
 		}

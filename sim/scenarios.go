@@ -20,11 +20,6 @@ type Scenario struct {
 	Why      string
 	Mutation string // the protection it needs
 	Tune     func(*Options)
-	// Rarely: why the first schedules seldom catch the mutation (the
-	// layers behind the protection hold); CaughtBy is then a schedule
-	// known to catch it, which TestMutations replays instead.
-	Rarely   string
-	CaughtBy uint64
 }
 
 // Scenarios are the named regression cases.
@@ -50,7 +45,8 @@ var Scenarios = []Scenario{
 		Why: "followers lose their unsynced tail in a power loss after the HW counted it",
 		Tune: func(o *Options) {
 			o.Brokers, o.ReplicationFactor, o.MinISR = 3, 3, 2
-			o.AcksAllPct, o.CrashEvery, o.PartitionEvery, o.UnsyncedKeepPct, o.DiskEvery = 100, 400, 0, 0, 600
+			o.AcksAllPct, o.CrashEvery, o.PartitionEvery, o.UnsyncedKeepPct, o.DiskEvery = 100, 400, 0, 0, 300
+			o.SlowDisks = true // a follower's sync that outlasts its fetcher's wait for it
 		},
 	},
 	{
@@ -74,15 +70,30 @@ var Scenarios = []Scenario{
 		Name: "stale-epoch", Mutation: "no-epoch-fencing",
 		Why: "a leader of an old epoch serves followers of a newer one (KIP-320 off)",
 		Tune: func(o *Options) {
-			o.Brokers, o.ReplicationFactor, o.MinISR = 5, 3, 2
-			o.AcksAllPct, o.CrashEvery, o.PartitionEvery, o.DropPct, o.StallEvery = 100, 0, 400, 1, 300
+			// Leaderships that go away and come back (controlled shutdowns,
+			// then preferred leaders restored) while a follower's metadata
+			// lags: it fetches from a leader of a newer epoch than it knows.
+			o.Brokers, o.ReplicationFactor, o.MinISR = 3, 3, 1
+			o.AcksAllPct, o.CrashEvery, o.PartitionEvery, o.StallEvery = 50, 0, 0, 0
+			o.Topics, o.Partitions, o.Producers, o.BatchesEach = 1, 1, 3, 40
+			o.ControlledStop, o.ShutdownEvery, o.MetadataStallEvery = true, 500, 300
 		},
-		Rarely: "masked by the layers behind it: a fetch of another leader epoch is still checked by its " +
-			"LastFetchedEpoch (a diverging epoch), an answer by the follower's fetch offset and batch-epoch order, and " +
-			"an answer to an earlier role's fetch is dropped by the partition; with stalls delivering fetches seconds " +
-			"late, about one schedule in several thousand of this scenario gets a follower to take a newer epoch's batches while " +
-			"it follows an older one, which the partition's own epoch check then finds when the stale role makes it leader",
-		CaughtBy: 8902,
+	},
+	{
+		Name: "min-isr", Mutation: "ignore-min-isr",
+		Why: "the high watermark advances while the ISR is below min.insync.replicas; its last member dies and an ELR member without the record leads",
+		Tune: func(o *Options) {
+			o.Brokers, o.ReplicationFactor, o.MinISR = 3, 3, 2
+			o.AcksAllPct, o.CrashEvery, o.PartitionEvery, o.UnsyncedKeepPct = 100, 500, 500, 0
+		},
+	},
+	{
+		Name: "kip-966-unclean-shutdown", Mutation: cluster.MutationUncleanShutdownInELR,
+		Why: "an ELR member back from an unclean shutdown with less than it had stays eligible and is elected",
+		Tune: func(o *Options) {
+			o.Brokers, o.ReplicationFactor, o.MinISR = 3, 3, 2
+			o.AcksAllPct, o.CrashEvery, o.PartitionEvery, o.UnsyncedKeepPct, o.LoseDiskPct = 100, 400, 700, 0, 50
+		},
 	},
 }
 

@@ -62,6 +62,11 @@ type LifecycleConfig struct {
 	ClusterID   string
 	Incarnation uuid.UUID
 	Rack        string
+	// DurableAcks: this broker acknowledges only what it has synced
+	// (sync=always), as the feature it registers with says.
+	DurableAcks bool
+	// LogDir is the id of its data directory, made with the directory.
+	LogDir uuid.UUID
 	// PreviousEpoch is the broker epoch this node had when it last shut
 	// down cleanly, -1 when its last stop was not clean (a crash, a kill):
 	// the controller then removes it from every ELR (KIP-966), since it
@@ -178,12 +183,18 @@ func (l *Lifecycle) registration() *kmsg.BrokerRegistrationRequest {
 	req.SetVersion(req.MaxVersion())
 	req.BrokerID, req.ClusterID, req.IncarnationID = l.cfg.NodeID, l.cfg.ClusterID, l.cfg.Incarnation
 	req.PreviousBrokerEpoch = l.cfg.PreviousEpoch
+	req.LogDirs = [][16]byte{l.cfg.LogDir}
 	lst := kmsg.NewBrokerRegistrationRequestListener()
 	lst.Name, lst.Host, lst.Port = cluster.ListenerName, l.host, uint16(l.port)
 	req.Listeners = append(req.Listeners, lst)
 	if l.cfg.Rack != "" {
 		rack := l.cfg.Rack
 		req.Rack = &rack
+	}
+	if l.cfg.DurableAcks {
+		f := kmsg.NewBrokerRegistrationRequestFeature()
+		f.Name, f.MinSupportedVersion, f.MaxSupportedVersion = cluster.FeatureDurableAcks, 1, 1
+		req.Features = append(req.Features, f)
 	}
 	return req
 }

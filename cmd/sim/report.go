@@ -96,7 +96,7 @@ func writeReport(path string, s summary, caught []catch, load [2]string) error {
 		for _, c := range caught {
 			rate := fmt.Sprintf("%d of %d", c.caught, c.rateOf)
 			if c.schedules == 0 {
-				fmt.Fprintf(&b, "| %s | %s | not caught in %d | %s | %.2f | — (%s) | |\n", c.sc.Name, c.sc.Mutation, s.schedules, rate, c.simHours, c.sc.Rarely)
+				fmt.Fprintf(&b, "| %s | %s | not caught in %d | %s | %.2f | — | |\n", c.sc.Name, c.sc.Mutation, s.schedules, rate, c.simHours)
 				continue
 			}
 			fmt.Fprintf(&b, "| %s | %s | %d | %s | %.4f | %s | `%s` |\n", c.sc.Name, c.sc.Mutation, c.schedules, rate, c.simHours,
