@@ -12,6 +12,7 @@ import (
 	"github.com/minikafka/minikafka/broker/partition"
 	"github.com/minikafka/minikafka/cluster"
 	"github.com/minikafka/minikafka/cluster/quorum"
+	"github.com/minikafka/minikafka/engine"
 )
 
 // A simulated broker runs what a broker process runs, on the simulator's
@@ -36,6 +37,7 @@ const (
 	ctlAttemptMs    = 400
 	proposalLimitMs = 1500 // a proposal not applied by then is given up
 	lagTimeMs       = 400
+	syncIntervalMs  = 100 // sync=interval's period
 )
 
 type broker struct {
@@ -51,12 +53,15 @@ type broker struct {
 	prevEpoch int64
 	slowSync  bool
 
-	// The controller quorum and the metadata.
-	node     *quorum.Node
-	store    *cluster.Store
-	leaderID uint64
-	term     uint64
-	applied  uint64 // the image offset last reconciled
+	// The controller quorum and the metadata (or, for a broker that is
+	// not a voter, the follower of the voters' log).
+	raft       *quorum.Node // nil for a broker that is not a voter
+	store      *cluster.Store
+	meta       *node.MetadataFollower
+	metaParked []*parkedMeta // followers' metadata fetches waiting here
+	leaderID   uint64
+	term       uint64
+	applied    uint64 // the image offset last reconciled
 
 	// The product's shell, one per incarnation.
 	ops      *node.OpQueue
@@ -93,13 +98,17 @@ func (b *broker) later(delay int64, kind string, fn func()) {
 	})
 }
 
-func (b *broker) voters() []uint64 {
-	var ids []uint64
-	for i := 1; i <= b.s.opts.Brokers; i++ {
-		ids = append(ids, uint64(i))
+// voters are the controller quorum: brokers 1..Options.Voters.
+func (s *Sim) voters() []int32 {
+	var ids []int32
+	for i := 1; i <= s.opts.voters(); i++ {
+		ids = append(ids, int32(i))
 	}
 	return ids
 }
+
+// voter reports whether the broker is one of the quorum's voters.
+func (b *broker) voter() bool { return int(b.id) <= b.s.opts.voters() }
 
 // start boots a process on what the disk kept: the quorum node recovers
 // from it, the partitions are opened from it as the metadata names them.
@@ -108,18 +117,29 @@ func (b *broker) start() {
 	b.up = true
 	b.s.tracef("b%d start (incarnation %d)", b.id, b.gen)
 	b.store = cluster.NewStore()
-	n, err := quorum.OpenNode(quorum.NodeConfig{
-		NodeID: uint64(b.id), Voters: b.voters(), ClusterID: clusterID, Dir: "/quorum",
-		FS: b.disk.fs(), Engine: EngineName,
-		Rand:          b.s.sub(subSeedRaft + uint64(b.id)*16 + uint64(b.gen)<<32),
-		ElectionTicks: electionTicks, SnapshotEntries: 64, CatchUpEntries: 16,
-		StateMachine: b.store,
-	})
-	if err != nil {
-		b.s.violate("recovery", "b%d: the quorum node does not open on what its disk kept: %v", b.id, err)
-		return
+	b.raft, b.meta = nil, nil
+	if b.voter() {
+		var ids []uint64
+		for _, v := range b.s.voters() {
+			ids = append(ids, uint64(v))
+		}
+		n, err := quorum.OpenNode(quorum.NodeConfig{
+			NodeID: uint64(b.id), Voters: ids, ClusterID: clusterID, Dir: "/quorum",
+			FS: b.disk.fs(), Engine: EngineName,
+			Rand:          b.s.sub(subSeedRaft + uint64(b.id)*16 + uint64(b.gen)<<32),
+			ElectionTicks: electionTicks, SnapshotEntries: 64, CatchUpEntries: 16,
+			StateMachine: b.store,
+		})
+		if err != nil {
+			b.s.violate("recovery", "b%d: the quorum node does not open on what its disk kept: %v", b.id, err)
+			return
+		}
+		b.raft = n
+	} else {
+		// Not a voter: the metadata comes from the voters' log, from the
+		// start at every process start, as the broker's does.
+		b.meta = node.NewMetadataFollower(b.id, b.store, discard)
 	}
-	b.node = n
 	settings := cluster.Settings{MinInsyncReplicas: b.s.opts.MinISR, UncleanLeaderElection: b.s.opts.Unclean, ProducerIDBlock: 10}
 	mutateSettings(&settings, b.s.opts.Mutation)
 	core := cluster.NewControllerCore(cluster.CoreConfig{
@@ -131,19 +151,19 @@ func (b *broker) start() {
 	b.ops = node.NewOpQueue(core, node.OpQueueConfig{ProposalTimeout: proposalLimitMs * time.Millisecond})
 	b.proposal = 0
 	inc := newID(b.rng)
-	b.life = node.NewLifecycle(node.LifecycleConfig{
-		NodeID: b.id, ClusterID: clusterID, Incarnation: inc, DurableAcks: true, LogDir: b.disk.id,
+	lc := node.LifecycleConfig{
+		NodeID: b.id, ClusterID: clusterID, Incarnation: inc, DurableAcks: b.s.opts.Sync == engine.SyncAlways, LogDir: b.disk.id,
 		PreviousEpoch: b.prevEpoch, HeartbeatInterval: heartbeatMs * time.Millisecond,
 		SessionTimeout: sessionTimeoutMs * time.Millisecond,
-	})
+	}
+	if !b.voter() {
+		lc.CheckVoters = b.s.voters()
+	}
+	b.life = node.NewLifecycle(lc)
 	b.life.Start("sim", 9000+b.id)
 	b.prevEpoch = -1 // a crash from now on is an unclean shutdown
 	b.pids = node.NewProducerIDs(b.id)
-	var voters []int32
-	for _, v := range b.voters() {
-		voters = append(voters, int32(v))
-	}
-	b.router = node.NewRouter(b.id, voters)
+	b.router = node.NewRouter(b.id, b.s.voters())
 	b.recon = node.NewReconciler(b.id, core.Settings().MinISR)
 	b.fetchers = node.NewFetchers(b.id)
 	b.sessions = map[*node.Fetcher]*fetchSession{}
@@ -155,8 +175,8 @@ func (b *broker) start() {
 	}
 	b.s.checks.brokerStarted(b)
 	b.process()
-	if b.gen > 1 { // a restart: its peers may count it gone
-		b.sayTo("peer-back", func(t *broker) { t.node.PeerBack(uint64(b.id)) })
+	if b.gen > 1 && b.voter() { // a restart: its peers may count it gone
+		b.sayTo("peer-back", func(t *broker) { t.raft.PeerBack(uint64(b.id)) })
 	}
 	b.later(int64(b.rng.IntN(raftTickMs)), "tick", b.tick)
 }
@@ -168,8 +188,9 @@ func (b *broker) crash(why string) {
 		return
 	}
 	b.s.tracef("b%d crash: %s", b.id, why)
+	b.s.checks.powerLoss(b)
 	b.stop()
-	if b.rng.IntN(2) == 0 {
+	if b.rng.IntN(2) == 0 && b.voter() {
 		b.sayGone() // the process was killed; the host, which lives, closes its connections
 	}
 	b.disk.crash(b.rng, b.s.opts.UnsyncedKeepPct, b.s.opts.TornPct)
@@ -184,7 +205,7 @@ func (b *broker) crash(why string) {
 // close (quorum.Node.PeerGone). A host that loses power says nothing; the
 // peers then wait out an election timeout.
 func (b *broker) sayGone() {
-	b.sayTo("peer-gone", func(t *broker) { t.node.PeerGone(uint64(b.id)) })
+	b.sayTo("peer-gone", func(t *broker) { t.raft.PeerGone(uint64(b.id)) })
 }
 
 // sayTo runs what the other live brokers' transports see of this one's
@@ -192,7 +213,7 @@ func (b *broker) sayGone() {
 // travels like any message, and is lost on a clogged link.
 func (b *broker) sayTo(kind string, see func(t *broker)) {
 	s, from := b.s, b.id
-	for _, to := range s.net.brokerIDs() {
+	for _, to := range s.voters() {
 		if to == from {
 			continue
 		}
@@ -218,7 +239,9 @@ func (b *broker) cleanStop() {
 	epoch := b.life.Epoch()
 	b.stop()
 	b.prevEpoch = epoch
-	b.sayGone()
+	if b.voter() {
+		b.sayGone()
+	}
 	b.s.stats.Faults["controlled-shutdown"]++
 	b.s.at(200+b.s.faults.Int64N(1000), "restart", func() {
 		if !b.up && !b.lost {
@@ -233,9 +256,10 @@ func (b *broker) cleanStop() {
 func (b *broker) stop() {
 	b.replicas = map[tp]*replica{}
 	b.parts = nil
-	if b.node != nil {
-		b.node.Close()
+	if b.raft != nil {
+		b.raft.Close()
 	}
+	b.metaParked = nil
 	b.up = false
 	b.gen++
 	b.s.checks.brokerStopped(b)
@@ -246,12 +270,18 @@ func (b *broker) stop() {
 // the partitions.
 func (b *broker) tick() {
 	b.ticks++
-	b.node.Tick()
+	if b.raft != nil {
+		b.raft.Tick()
+	}
+	b.followMetadata()
 	if out, until := b.ops.Proposing(); out && b.s.time().After(until) {
 		b.outcome(cluster.Outcome{Image: b.store.Image(), Lost: fmt.Errorf("proposal %d not applied within %dms", b.proposal, proposalLimitMs), Now: b.s.time()})
 	}
-	b.ops.Tick(b.s.time(), b.node.Active())
+	b.ops.Tick(b.s.time(), b.active())
 	b.lifecycle()
+	if b.up && b.s.opts.Sync == engine.SyncInterval && b.ticks%(syncIntervalMs/raftTickMs) == 0 {
+		b.disk.syncPartitions() // the engines' interval flushers
+	}
 	if b.up && b.ticks%(tickPartitionsMs/raftTickMs) == 0 {
 		b.parts.Tick(b.s.time())
 		b.settle()
@@ -273,10 +303,11 @@ func (b *broker) process() {
 	defer func() { b.busy = false }()
 	for b.up {
 		b.pumpOps()
-		if !b.node.HasReady() {
+		b.metadataApplied()
+		if b.raft == nil || !b.raft.HasReady() {
 			break
 		}
-		out, err := b.node.Process()
+		out, err := b.raft.Process()
 		if err != nil {
 			b.crash(fmt.Sprintf("the quorum node failed: %v", err))
 			return
@@ -293,14 +324,25 @@ func (b *broker) process() {
 		if out.LeaderChanged && b.proposal != 0 {
 			b.outcome(cluster.Outcome{Image: b.store.Image(), Lost: quorum.ErrNotLeader, Now: b.s.time()})
 		}
-		if img := b.store.Image(); img.Offset() != b.applied {
-			b.applied = img.Offset()
-			b.s.checks.imageApplied(b, img)
-			b.reconcile()
-			b.lifecycle() // the metadata moving may bring a heartbeat
-		}
 	}
 }
+
+// metadataApplied acts on a new image: the checkers see it, the
+// partitions are reconciled with it, the parked metadata fetches answered.
+func (b *broker) metadataApplied() {
+	img := b.store.Image()
+	if img.Offset() == b.applied {
+		return
+	}
+	b.applied = img.Offset()
+	b.s.checks.imageApplied(b, img)
+	b.reconcile()
+	b.lifecycle() // the metadata moving may bring a heartbeat
+	b.wakeMetadataFetches()
+}
+
+// active reports whether this broker is the active controller.
+func (b *broker) active() bool { return b.raft != nil && b.raft.Active() }
 
 func (b *broker) sendRaft(m raftpb.Message) {
 	s, from, gen := b.s, b.id, b.gen
@@ -309,22 +351,25 @@ func (b *broker) sendRaft(m raftpb.Message) {
 	ok := s.net.send(from, to, "raft", func() {
 		t := s.brokers[to-1]
 		if snap && b.up && b.gen == gen {
-			b.node.ReportSnapshot(m.To, raft.SnapshotFinish)
+			b.raft.ReportSnapshot(m.To, raft.SnapshotFinish)
 		}
 		if !t.up {
 			return
 		}
-		_ = t.node.Step(m) // a message for an older term is raft's to ignore
+		_ = t.raft.Step(m) // a message for an older term is raft's to ignore
 		t.process()
 	})
 	if !ok && snap {
-		b.node.ReportSnapshot(m.To, raft.SnapshotFailure)
+		b.raft.ReportSnapshot(m.To, raft.SnapshotFailure)
 	}
 }
 
 func (b *broker) quorumState() cluster.Quorum {
-	q := cluster.Quorum{Active: b.node.Active(), Term: b.term}
-	for _, id := range b.node.Gone() {
+	q := cluster.Quorum{Active: b.active(), Term: b.term}
+	if b.raft == nil {
+		return q
+	}
+	for _, id := range b.raft.Gone() {
 		q.Gone = append(q.Gone, int32(id)) // sim brokers are their own raft ids
 	}
 	return q
@@ -338,7 +383,10 @@ func (b *broker) pumpOps() {
 		if !ok {
 			return
 		}
-		id, err := b.node.Propose(payload)
+		if b.raft == nil {
+			panic("sim: an operation of a broker that is not a voter proposes")
+		}
+		id, err := b.raft.Propose(payload)
 		if err != nil {
 			b.ops.Outcome(cluster.Outcome{Image: b.store.Image(), Lost: err, Now: b.s.time()})
 			continue

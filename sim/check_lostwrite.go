@@ -13,8 +13,14 @@ import (
 // it: the record was committed after that epoch had ended (a broker
 // partitioned from the quorum may apply an election long after newer ones
 // were made). Records of deleted topics are forgotten.
+//
+// Under sync=interval or never an acknowledgement promises the record is
+// in the memory of min.insync.replicas brokers, not on a disk: a batch
+// every holder of which lost power before syncing it is lost as the
+// README says it may be (excused), and the partition's history from its
+// offset may be written again.
 type lostWrites struct {
-	batches map[tp][]ackedBatch
+	batches map[tp][]*ackedBatch
 }
 
 type ackedBatch struct {
@@ -22,21 +28,56 @@ type ackedBatch struct {
 	epoch  int32 // the acknowledging leader's
 	values [][]byte
 	by     string
+	// holders are the brokers whose log held the batch unsynced when it
+	// was acknowledged and still may (non-durable runs only); kept: one
+	// of them synced it, so it cannot be lost; excused: every holder lost
+	// power before syncing it.
+	holders         []int32
+	kept, excused   bool
+	ackTick, lostAt int64
 }
 
-func (l *lostWrites) init() { l.batches = map[tp][]ackedBatch{} }
+func (l *lostWrites) init() {
+	l.batches = map[tp][]*ackedBatch{}
+}
 
-func (l *lostWrites) acked(p *producerClient, k tp, base int64, epoch int32, values [][]byte) {
-	if p.acks != -1 {
-		return
+// acked is an acks=all batch acknowledged; holders are the brokers whose
+// log holds it, unsynced, now (nil under sync=always: it is on disks).
+func (l *lostWrites) acked(s *Sim, by int32, k tp, base int64, epoch int32, values [][]byte, holders []int32) {
+	l.batches[k] = append(l.batches[k], &ackedBatch{base: base, epoch: epoch, values: values, by: fmt.Sprintf("producer %d", by),
+		holders: holders, kept: holders == nil, ackTick: s.now})
+}
+
+// powerLoss is broker b losing power: synced(k, end) says whether its log
+// of k had synced everything below end. It returns the partitions whose
+// batches were all lost this way, with the first such offset.
+func (l *lostWrites) powerLoss(s *Sim, b int32, synced func(k tp, end int64) bool) map[tp]int64 {
+	lost := map[tp]int64{}
+	for _, k := range sortedTPs(l.batches) {
+		for _, a := range l.batches[k] {
+			if a.kept || a.excused || !slices.Contains(a.holders, b) {
+				continue
+			}
+			if synced(k, a.base+int64(len(a.values))) {
+				a.kept = true
+				continue
+			}
+			a.holders = slices.DeleteFunc(a.holders, func(h int32) bool { return h == b })
+			if len(a.holders) == 0 {
+				a.excused, a.lostAt = true, s.now
+				if off, ok := lost[k]; !ok || a.base < off {
+					lost[k] = a.base
+				}
+			}
+		}
 	}
-	l.batches[k] = append(l.batches[k], ackedBatch{base: base, epoch: epoch, values: values, by: fmt.Sprintf("producer %d", p.id)})
+	return lost
 }
 
 func (l *lostWrites) elected(s *Sim, r view) {
 	epoch := r.epoch
 	for _, a := range l.batches[r.tp] {
-		if a.epoch > epoch {
+		if a.epoch > epoch || a.excused {
 			continue
 		}
 		for i, v := range a.values {
@@ -66,4 +107,18 @@ func valueAt(s *Sim, r view, off int64) ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+func sortedTPs[V any](m map[tp]V) []tp {
+	out := make([]tp, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b tp) int {
+		if c := slices.Compare(a.topic[:], b.topic[:]); c != 0 {
+			return c
+		}
+		return int(a.part - b.part)
+	})
+	return out
 }

@@ -1,5 +1,7 @@
 package sim
 
+import "slices"
+
 // realtimeOrder looks for realtime-order: two acks=all writes to one
 // partition whose offsets contradict real time. A write first sent after
 // another was acknowledged must land after it; landing before it means the
@@ -16,6 +18,12 @@ type ackAt struct {
 }
 
 func (o *realtimeOrder) init() { o.acks = map[tp][]ackAt{} }
+
+// forget drops the acknowledgements of k at or above offset from: lost
+// with every copy unsynced (sync=interval or never).
+func (o *realtimeOrder) forget(k tp, from int64) {
+	o.acks[k] = slices.DeleteFunc(o.acks[k], func(a ackAt) bool { return a.last >= from })
+}
 
 // acked is a write by, first sent at tick sent, acknowledged now at
 // offsets [base, last].

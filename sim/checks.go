@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/minikafka/minikafka/broker/batch/batchtest"
@@ -73,6 +74,15 @@ func (c *checks) imageApplied(b *broker, img *cluster.Metadata) {
 
 func (c *checks) producerIDs(b *broker, first, n int64) { c.pids.block(c.s, b, first, n) }
 
+// opened is a replica of k opened: whether it came back short of its
+// checkpointed high watermark, which the product reports (counted; the
+// checkpoint lags, so a loss need not show).
+func (c *checks) opened(k tp, short int64) {
+	if short > 0 {
+		c.s.stats.Faults["log-short-of-hw"]++
+	}
+}
+
 func (c *checks) roleTaken(r *replica, epoch int32, leads bool) {
 	c.leaders.role(c.s, r.b.id, r.tp, epoch, leads)
 	if leads {
@@ -82,7 +92,7 @@ func (c *checks) roleTaken(r *replica, epoch int32, leads bool) {
 }
 
 func (c *checks) hwObserved(r *replica, from, to int64) {
-	c.hws.observed(c.s, r.String(), from, to)
+	c.hws.observed(c.s, r.String(), r.tp, from, to)
 	if to > from {
 		c.offsets.committed(c.s, r.view(), from, to)
 	}
@@ -98,8 +108,51 @@ func (c *checks) acked(p *producerClient, k tp, base, last int64, epoch int32, v
 		c.order.acked(c.s, k, p.firstSent, c.s.now, base, last, fmt.Sprintf("producer %d", p.id))
 	} else {
 		c.s.stats.AckedOne++
+		return
 	}
-	c.lost.acked(p, k, base, epoch, values)
+	c.lost.acked(c.s, p.id, k, base, epoch, values, c.holders(k, base, last, values[0]))
+}
+
+// holders are the live brokers whose log holds the batch at base
+// unsynced, under a sync policy that acknowledges from memory; nil when
+// the policy is always or a copy is synced already.
+func (c *checks) holders(k tp, base, last int64, first []byte) []int32 {
+	if c.s.opts.Sync == engine.SyncAlways {
+		return nil
+	}
+	holders := []int32{}
+	for _, b := range c.s.brokers {
+		r := b.replicas[k]
+		if !b.up || r == nil {
+			continue
+		}
+		if v, ok := valueAt(c.s, r.view(), base); !ok || !bytes.Equal(v, first) {
+			continue
+		}
+		if b.disk.synced(k, last+1) {
+			return nil
+		}
+		holders = append(holders, b.id)
+	}
+	return holders
+}
+
+// powerLoss is broker b losing power: acknowledged batches whose every
+// holder has now lost them unsynced are excused, and the history of their
+// partitions from there may be written again.
+func (c *checks) powerLoss(b *broker) {
+	for k, off := range c.lost.powerLoss(c.s, b.id, b.disk.synced) {
+		c.s.stats.Faults["acked-lost-unsynced"]++
+		c.s.tracef("acknowledged batches of %s from offset %d lost with every copy unsynced", k, off)
+		c.offsets.forget(k, off)
+		for _, br := range c.s.brokers {
+			if r := br.replicas[k]; r != nil && br.up {
+				r.hw = min(r.hw, off) // what commits there next is recorded anew
+			}
+		}
+		c.order.forget(k, off)
+		c.hws.lostFrom(k, off)
+	}
 }
 
 func (c *checks) polled(cl *consumerClient, k tp, pos int64, batches [][]byte) {

@@ -80,14 +80,28 @@ func recs(offsets ...int64) []batchtest.Record {
 
 func TestCheckLostWrite(t *testing.T) {
 	s := testSim()
-	p := &producerClient{id: 101, acks: -1}
-	s.checks.lost.acked(p, k1, 1, 2, [][]byte{[]byte("b")})
+	s.checks.lost.acked(s, 101, k1, 1, 2, [][]byte{[]byte("b")}, nil)
 	s.checks.lost.elected(s, view{broker: 1, tp: k1, epoch: 2, log: logOf(t, "a", "b")})
 	require.Empty(t, reported(s))
 	s.checks.lost.elected(s, view{broker: 1, tp: k1, epoch: 1, log: logOf(t, "a")})
 	require.Empty(t, reported(s), "a leader of an epoch before the acknowledgement need not have it")
 	s.checks.lost.elected(s, view{broker: 2, tp: k1, epoch: 3, log: logOf(t, "a", "x")})
 	require.Equal(t, "lost-write", reported(s))
+
+	// Under sync=never: lost with every copy unsynced is excused, kept by
+	// one synced copy is not.
+	s = testSim()
+	k2 := tp{topic: uuid.UUID{2}}
+	s.checks.lost.acked(s, 101, k1, 1, 2, [][]byte{[]byte("b")}, []int32{1, 2})
+	s.checks.lost.acked(s, 101, k2, 1, 2, [][]byte{[]byte("b")}, []int32{1, 2})
+	unsynced := func(tp, int64) bool { return false }
+	syncedK2 := func(k tp, _ int64) bool { return k == k2 }
+	require.Empty(t, s.checks.lost.powerLoss(s, 1, unsynced), "broker 2 still has them")
+	require.Equal(t, map[tp]int64{k1: 1}, s.checks.lost.powerLoss(s, 2, syncedK2))
+	s.checks.lost.elected(s, view{broker: 3, tp: k1, epoch: 3, log: logOf(t, "a")})
+	require.Empty(t, reported(s), "excused")
+	s.checks.lost.elected(s, view{broker: 3, tp: k2, epoch: 3, log: logOf(t, "a")})
+	require.Equal(t, "lost-write", reported(s), "broker 2 had synced it")
 }
 
 func TestCheckDuplicate(t *testing.T) {
@@ -204,9 +218,10 @@ func TestCheckMetadata(t *testing.T) {
 
 func TestCheckHighWatermark(t *testing.T) {
 	s := testSim()
-	s.checks.hws.observed(s, "b1 t-0", 3, 5)
+	s.checks.hws.observed(s, "b1 t-0", k1, 3, 5)
 	require.Empty(t, reported(s))
-	s.checks.hws.observed(s, "b1 t-0", 5, 4)
+	s.checks.hws.lostFrom(tp{topic: uuid.UUID{2}}, 0)
+	s.checks.hws.observed(s, "b1 t-0", k1, 5, 4)
 	require.Equal(t, "hw-regression", reported(s))
 
 	s = testSim()

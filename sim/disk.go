@@ -146,6 +146,27 @@ func (d *disk) crash(rng *rand.Rand, unsyncedPct, tornPct int) {
 	d.full, d.fail = false, false
 }
 
+// synced reports whether the partition log of k holds everything below
+// end synced (the log of a partition set aside for deletion counts too).
+func (d *disk) synced(k tp, end int64) bool {
+	name := "/" + k.key().Dir() + "/log"
+	for _, dir := range sortedKeys(d.logs) {
+		if strings.HasPrefix(dir, dataDir+"/") && strings.HasSuffix(dir, name) {
+			return d.logs[dir].syncedEnd() >= end
+		}
+	}
+	return false
+}
+
+// syncPartitions syncs every partition log: sync=interval's flusher.
+func (d *disk) syncPartitions() {
+	for _, c := range d.handles {
+		if c.partition && !c.closed {
+			c.l.synced = len(c.l.batches)
+		}
+	}
+}
+
 // lose is a disk replaced after a crash: the partitions' data directory
 // is gone (the quorum's, on another disk, is kept), and the new one has an
 // id of its own.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/minikafka/minikafka/cluster"
+	"github.com/minikafka/minikafka/engine"
 )
 
 // Faults of the safety phase, each kind at its own rate (Options): broker
@@ -168,12 +169,14 @@ func (s *Sim) notConverged() string {
 	return ""
 }
 
-// lostForGood reports whether a partition is offline for good after disk
-// replacements: no leader, and no replica in its ISR or ELR, so only an
-// unclean election (an operator's) can bring it back, as in Kafka. The
-// liveness phase asks nothing of it.
+// lostForGood reports whether a partition is offline for good after its
+// replicas lost what they had (disk replacements, or, under sync=interval
+// and never, unclean shutdowns, which take a broker out of every ELR): no
+// leader, and no replica in its ISR or ELR, so only an unclean election
+// (an operator's) can bring it back, as in Kafka. The liveness phase asks
+// nothing of it.
 func (s *Sim) lostForGood(topic string, part int32) bool {
-	if s.stats.Faults["disk-lost"] == 0 {
+	if s.stats.Faults["disk-lost"] == 0 && s.opts.Sync == engine.SyncAlways {
 		return false
 	}
 	for _, b := range s.brokers {

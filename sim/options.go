@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+
+	"github.com/minikafka/minikafka/engine"
 )
 
 // Options are everything a run does, derived from its seed (swarm testing:
@@ -12,7 +14,10 @@ import (
 // report, so a run can be read without replaying it.
 type Options struct {
 	Seed    uint64
-	Brokers int // 1..5, every one a controller voter
+	Brokers int // 1..5
+	// Voters are brokers 1..Voters, the controller quorum; the others
+	// follow its metadata log (0: every broker).
+	Voters int
 	// Replication and the topics the producers write.
 	ReplicationFactor int
 	MinISR            int
@@ -44,6 +49,9 @@ type Options struct {
 	// often the last write kept is torn.
 	UnsyncedKeepPct int
 	TornPct         int
+	// Sync is the partitions' sync policy (-sync): always, or interval
+	// and never, which acknowledge from memory.
+	Sync engine.SyncPolicy
 	// LoseDiskPct is the share of crashes after which the broker's
 	// partition disk is replaced: it comes back with no partition data.
 	LoseDiskPct int
@@ -123,6 +131,13 @@ func Derive(seed uint64, p Profile) Options {
 	return o
 }
 
+func (o Options) voters() int {
+	if o.Voters <= 0 || o.Voters > o.Brokers {
+		return o.Brokers
+	}
+	return o.Voters
+}
+
 // String is the options as one line of key=value.
 func (o Options) String() string {
 	var b strings.Builder
@@ -132,6 +147,12 @@ func (o Options) String() string {
 	fmt.Fprintf(&b, " drop=%d%% dup=%d%% delay=%d-%dms crash-every=%d partition-every=%d stall-every=%d disk-every=%d unsynced-kept=%d%% torn=%d%% snapshot-bytes=%d safety=%dms liveness<=%dms",
 		o.DropPct, o.DupPct, o.DelayMin, o.DelayMax, o.CrashEvery, o.PartitionEvery, o.StallEvery, o.DiskEvery, o.UnsyncedKeepPct, o.TornPct,
 		o.SnapshotBytes, o.SafetyTicks, o.LivenessTicks)
+	if o.Sync != engine.SyncAlways {
+		fmt.Fprintf(&b, " sync=%s", o.Sync)
+	}
+	if o.voters() < o.Brokers {
+		fmt.Fprintf(&b, " voters=%d", o.voters())
+	}
 	if o.LoseDiskPct > 0 {
 		fmt.Fprintf(&b, " lose-disk=%d%%", o.LoseDiskPct)
 	}

@@ -30,6 +30,7 @@ func (b *broker) reconcile() {
 		if r == nil || r.p != part {
 			r = newReplica(b, k, part)
 			b.replicas[k] = r
+			b.s.checks.opened(k, part.ShortOfHighWatermark())
 		}
 		r.observe()
 		if !changed {

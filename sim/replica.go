@@ -67,7 +67,7 @@ func (b *broker) openPartitions() error {
 	o := b.s.opts
 	m, err := partition.OpenManager(partition.Config{
 		Dir: dataDir, Engine: EngineName, Manual: true, Clock: simClock{b.s},
-		EngineOptions: engine.Options{FS: b.disk.fs(), Sync: engine.SyncAlways},
+		EngineOptions: engine.Options{FS: b.disk.fs(), Sync: o.Sync},
 		SnapshotBytes: o.SnapshotBytes,
 		Replication: partition.Replication{
 			ProposeISR: b.proposeISR, LagTime: lagTimeMs * time.Millisecond,

@@ -42,16 +42,14 @@ func (s *Sim) up(id int32) bool {
 }
 
 // callController sends a controller API request from node from to broker
-// to, whose controller queue serves it; done gets the response or nil.
+// to, whose controller listener serves it; done gets the response or nil.
 func (s *Sim) callController(from, to int32, req kmsg.Request, done func(kmsg.Response)) {
-	s.rpc(from, to, "ctl-"+kmsg.NameForKey(req.Key()), ctlAttemptMs, func(reply func(any)) {
-		c := s.brokers[to-1]
-		c.ops.Submit(c.ops.HandleJob(req, func(resp kmsg.Response, err error) {
-			if err == nil {
-				reply(resp)
-			}
-		}))
-		c.process()
+	timeout := int64(ctlAttemptMs)
+	if f, ok := req.(*kmsg.FetchRequest); ok {
+		timeout += int64(f.MaxWaitMillis) // a long poll
+	}
+	s.rpc(from, to, "ctl-"+kmsg.NameForKey(req.Key()), timeout, func(reply func(any)) {
+		s.brokers[to-1].serveController(req, func(resp kmsg.Response) { reply(resp) })
 	}, func(resp any) {
 		r, _ := resp.(kmsg.Response)
 		done(r)
@@ -71,7 +69,7 @@ func (b *broker) call(c node.Call, done func(kmsg.Response, error)) {
 	var attempt func()
 	attempt = func() {
 		to := c.To
-		if to == node.ToController && b.node.Active() {
+		if to == node.ToController && b.active() {
 			to = b.id // the active controller is this node: in process
 		} else if to == node.ToController {
 			var ok bool

@@ -41,3 +41,16 @@ func TestScenarios(t *testing.T) {
 		})
 	}
 }
+
+// TestNonVoters: brokers that are not voters follow the metadata log,
+// register, lead and follow: a schedule without faults converges, which
+// needs every broker registered, unfenced and holding its replicas.
+func TestNonVoters(t *testing.T) {
+	o := Derive(3, ProfileCI)
+	o.Brokers, o.Voters, o.ReplicationFactor, o.MinISR = 5, 2, 3, 2
+	o.CrashEvery, o.PartitionEvery, o.StallEvery, o.DiskEvery, o.DropPct, o.DupPct = 0, 0, 0, 0, 0, 0
+	o.Topics, o.Partitions = 2, 2
+	if r := Run(o); r.Failed() {
+		t.Fatal(FormatFailure(r, 60))
+	}
+}

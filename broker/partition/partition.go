@@ -65,9 +65,12 @@ type Partition struct {
 	cfg      atomic.Pointer[topicConfig] // the topic's configs may change
 	internal bool                        // an internal topic: never trimmed by retention
 	always   bool                        // SyncAlways: the HW waits for an fsync
-	clock    clock.Clock
-	logger   *slog.Logger
-	failed   func(error) // Config.OnLogFailure, or nil
+	// shortOfHW is how many committed offsets the log lacked when it was
+	// opened (its saved high watermark above its end), 0 normally.
+	shortOfHW int64
+	clock     clock.Clock
+	logger    *slog.Logger
+	failed    func(error) // Config.OnLogFailure, or nil
 
 	// mu orders appends: the idempotence check, the offset assignment, the
 	// engine append and the producer state update happen under it.
@@ -351,6 +354,11 @@ func (p *Partition) ReadLog(offset int64, maxBytes int) ([]engine.Batch, error) 
 	}
 	return bs, nil
 }
+
+// ShortOfHighWatermark is how many offsets below its saved high watermark
+// the log lacked when it was opened: committed records lost (0 normally;
+// possible only under sync=interval or never).
+func (p *Partition) ShortOfHighWatermark() int64 { return p.shortOfHW }
 
 // DurableEnd is how far the log is known durable: under SyncAlways what the
 // last Sync (or the background loop) made durable, the log end otherwise.

@@ -71,6 +71,13 @@ func (p *Partition) loadHW(end int64, saved map[Key]int64) int64 {
 	if found {
 		p.savedHW = hw // what the file holds: it need not be written again
 	}
+	if found && hw > end {
+		// Committed records the log no longer holds: under sync=interval or
+		// never a power loss takes what was not synced, committed or not.
+		p.shortOfHW = hw - end
+		p.logger.Warn("the log came back shorter than its high watermark: committed records were lost",
+			"partition", p.key.String(), "hw", hw, "end", end, "missing", hw-end)
+	}
 	return max(min(hw, end), p.log.StartOffset())
 }
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/minikafka/minikafka/engine"
 	"github.com/minikafka/minikafka/sim"
 )
 
@@ -31,6 +32,8 @@ func main() {
 	seed := flag.Uint64("seed", 0, "replay this seed only")
 	long := flag.Bool("long", false, "the long profile: longer schedules with more work")
 	brokers := flag.Int("brokers", 0, "override the broker count (1..5)")
+	syncPolicy := flag.String("sync", "", "override the partitions' sync policy: always, interval, never")
+	voters := flag.Int("voters", 0, "override the controller voters (brokers 1..N; the others follow the metadata log)")
 	faults := flag.String("faults", "", "fault kinds to keep, comma separated: crash,partition,stall,disk,shutdown,net (empty: as the seed draws; none: no faults)")
 	eng := flag.String("engine", "memory", "the storage under the simulation: memory (the crash-model log over memory)")
 	scenario := flag.String("scenario", "", "tune the options for a named scenario: "+scenarioNames())
@@ -56,6 +59,16 @@ func main() {
 				fatalf("-scenario %s: none such (%s)", *scenario, scenarioNames())
 			}
 			o = sim.ScenarioOptions(sc, s, false)
+		}
+		if *syncPolicy != "" {
+			p, err := engine.ParseSyncPolicy(*syncPolicy)
+			if err != nil {
+				fatalf("-sync: %v", err)
+			}
+			o.Sync = p
+		}
+		if *voters > 0 {
+			o.Voters = *voters
 		}
 		if *brokers > 0 {
 			o.Brokers = *brokers
