@@ -284,6 +284,9 @@ func (b *broker) tick() {
 	}
 	if b.up && b.ticks%(tickPartitionsMs/raftTickMs) == 0 {
 		b.parts.Tick(b.s.time())
+		if b.s.opts.RetentionBytes > 0 {
+			_ = b.parts.EnforceRetention() // the manager's background loop's; errors show in the partitions
+		}
 		b.settle()
 	}
 	b.process()

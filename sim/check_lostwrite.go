@@ -12,7 +12,8 @@ import (
 // whose stale metadata makes it the leader of an older epoch need not have
 // it: the record was committed after that epoch had ended (a broker
 // partitioned from the quorum may apply an election long after newer ones
-// were made). Records of deleted topics are forgotten.
+// were made). Records of deleted topics are forgotten, and those below a
+// log start that retention or DeleteRecords moved.
 //
 // Under sync=interval or never an acknowledgement promises the record is
 // in the memory of min.insync.replicas brokers, not on a disk: a batch
@@ -82,6 +83,9 @@ func (l *lostWrites) elected(s *Sim, r view) {
 		}
 		for i, v := range a.values {
 			off := a.base + int64(i)
+			if off < r.log.StartOffset() {
+				continue // retention or DeleteRecords took it, as asked
+			}
 			got, ok := valueAt(s, r, off)
 			if !ok || !slices.Equal(got, v) {
 				s.violate("lost-write", "%s acknowledged %q at %s offset %d (acks=all); broker %d leads epoch %d with %q there (log [%d, %d))",

@@ -3,6 +3,8 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -196,6 +198,17 @@ func (c *consumerClient) step() {
 		reply(s.brokers[leader-1].serveConsume(k, pos))
 	}, func(resp any) {
 		r, ok := resp.(consumeResp)
+		if ok && errors.Is(r.err, kerr.OffsetOutOfRange) && pos == c.pos {
+			// auto.offset.reset=earliest: the log start moved past the
+			// position (retention, DeleteRecords), or the log lost what it
+			// had (sync=never): start over from the log's start.
+			s.tracef("consumer %d resets %s from %d to %d", c.id, k, pos, r.logStart)
+			s.stats.Faults["consumer-reset"]++
+			c.pos = r.logStart
+			s.checks.polls.seek(c.id, k, c.pos)
+			again(10)
+			return
+		}
 		if !ok || r.err != nil || pos != c.pos {
 			again(30)
 			return
@@ -224,7 +237,7 @@ func (a *admin) step() {
 	to := 1 + int32(s.work.IntN(s.opts.Brokers))
 	if len(a.pending) > 0 {
 		name := a.pending[0]
-		req := createTopics(name, int32(s.opts.Partitions), int16(s.opts.ReplicationFactor))
+		req := createTopics(name, int32(s.opts.Partitions), int16(s.opts.ReplicationFactor), s.opts.topicConfigs())
 		s.callController(a.id, to, req, func(r kmsgResponse) {
 			if created(r, name) {
 				s.tracef("admin created %s", name)
@@ -250,7 +263,7 @@ func (a *admin) step() {
 	}
 	a.n++
 	name := fmt.Sprintf("churn-%d", a.n)
-	s.callController(a.id, to, createTopics(name, 1, int16(s.opts.ReplicationFactor)), func(r kmsgResponse) {
+	s.callController(a.id, to, createTopics(name, 1, int16(s.opts.ReplicationFactor), nil), func(r kmsgResponse) {
 		if created(r, name) {
 			a.churn = append(a.churn, name)
 		}
@@ -290,10 +303,15 @@ func (s *Sim) startWorkload() {
 
 type kmsgResponse = kmsg.Response
 
-func createTopics(name string, partitions int32, rf int16) *kmsg.CreateTopicsRequest {
+func createTopics(name string, partitions int32, rf int16, configs map[string]string) *kmsg.CreateTopicsRequest {
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, rf
+	for _, k := range slices.Sorted(maps.Keys(configs)) {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = k, kmsg.StringPtr(configs[k])
+		rt.Configs = append(rt.Configs, c)
+	}
 	req.Topics = append(req.Topics, rt)
 	return req
 }

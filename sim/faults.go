@@ -59,7 +59,39 @@ func (s *Sim) scheduleFaults() {
 		})
 	}
 	every(o.StallEvery, "fault-stall", s.net.stallLinks)
+	every(o.DeleteRecordsEvery, "delete-records", s.deleteRecords)
 	every(o.MetadataStallEvery, "fault-metadata-stall", s.net.stallMetadata)
+}
+
+// deleteRecords moves the log start of a workload partition, at its
+// leader, to a random offset below its high watermark, as a DeleteRecords
+// request does; followers follow it through their fetches.
+func (s *Sim) deleteRecords() {
+	name := fmt.Sprintf("t%d", s.faults.IntN(s.opts.Topics))
+	part := int32(s.faults.IntN(s.opts.Partitions))
+	for _, b := range s.brokers {
+		if !b.up {
+			continue
+		}
+		t, ok := b.store.Image().Topic(name)
+		if !ok || int(part) >= len(t.Partitions) {
+			return
+		}
+		r := b.replicas[tp{t.ID, part}]
+		if r == nil || !r.role().Local {
+			continue
+		}
+		hw, start := r.p.HighWatermark(), r.p.StartOffset()
+		if hw <= start {
+			return
+		}
+		to := start + 1 + s.faults.Int64N(hw-start)
+		if err := r.p.DeleteBefore(to); err == nil {
+			s.stats.Faults["delete-records"]++
+			s.tracef("b%d %s: log start moved to %d", b.id, r.tp, to)
+		}
+		return
+	}
 }
 
 func (s *Sim) crashOne() {

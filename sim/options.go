@@ -3,8 +3,10 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 
+	"github.com/minikafka/minikafka/cluster"
 	"github.com/minikafka/minikafka/engine"
 )
 
@@ -52,6 +54,12 @@ type Options struct {
 	// Sync is the partitions' sync policy (-sync): always, or interval
 	// and never, which acknowledge from memory.
 	Sync engine.SyncPolicy
+	// RetentionBytes is the workload topics' retention.bytes (0: none): the
+	// log start moves as they grow.
+	RetentionBytes int64
+	// DeleteRecordsEvery: the mean ticks between two moves of a
+	// partition's log start by its leader, as DeleteRecords does (0: never).
+	DeleteRecordsEvery int64
 	// LoseDiskPct is the share of crashes after which the broker's
 	// partition disk is replaced: it comes back with no partition data.
 	LoseDiskPct int
@@ -131,6 +139,13 @@ func Derive(seed uint64, p Profile) Options {
 	return o
 }
 
+func (o Options) topicConfigs() map[string]string {
+	if o.RetentionBytes <= 0 {
+		return nil
+	}
+	return map[string]string{cluster.ConfigRetentionBytes: strconv.FormatInt(o.RetentionBytes, 10)}
+}
+
 func (o Options) voters() int {
 	if o.Voters <= 0 || o.Voters > o.Brokers {
 		return o.Brokers
@@ -149,6 +164,12 @@ func (o Options) String() string {
 		o.SnapshotBytes, o.SafetyTicks, o.LivenessTicks)
 	if o.Sync != engine.SyncAlways {
 		fmt.Fprintf(&b, " sync=%s", o.Sync)
+	}
+	if o.RetentionBytes > 0 {
+		fmt.Fprintf(&b, " retention-bytes=%d", o.RetentionBytes)
+	}
+	if o.DeleteRecordsEvery > 0 {
+		fmt.Fprintf(&b, " delete-records-every=%d", o.DeleteRecordsEvery)
 	}
 	if o.voters() < o.Brokers {
 		fmt.Fprintf(&b, " voters=%d", o.voters())

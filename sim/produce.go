@@ -109,6 +109,7 @@ func (b *broker) serveConsume(t tp, offset int64) consumeResp {
 	resp := consumeResp{hw: rd.HighWatermark, logStart: rd.LogStartOffset}
 	if err != nil {
 		resp.err = kafkaErr(err)
+		resp.hw, resp.logStart = r.p.HighWatermark(), r.p.StartOffset()
 		return resp
 	}
 	if len(rd.Records) == 0 {

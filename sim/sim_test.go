@@ -54,3 +54,21 @@ func TestNonVoters(t *testing.T) {
 		t.Fatal(FormatFailure(r, 60))
 	}
 }
+
+// TestLogStartMoves: retention and DeleteRecords move the log start under
+// producers and consumers, which reset to it; nothing is lost but what
+// they take.
+func TestLogStartMoves(t *testing.T) {
+	for seed := uint64(1); seed <= 30; seed++ {
+		o := Derive(seed, ProfileCI)
+		o.RetentionBytes, o.DeleteRecordsEvery, o.Consumers = 600, 300, 2
+		r := Run(o)
+		if r.Failed() {
+			t.Fatal(FormatFailure(r, 60))
+		}
+		if r.Stats.Faults["delete-records"] > 0 && r.Stats.Faults["consumer-reset"] > 0 {
+			return
+		}
+	}
+	t.Fatal("no schedule moved a log start under a consumer")
+}

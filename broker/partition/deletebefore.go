@@ -3,6 +3,7 @@ package partition
 import (
 	"fmt"
 
+	"github.com/minikafka/minikafka/replication"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -20,21 +21,62 @@ func (p *Partition) DeleteBefore(offset int64) error {
 	if p.gone.Load() {
 		return p.closedErr()
 	}
+	moved, err := p.deleteBefore(offset)
+	if moved {
+		p.logStartMoved(offset)
+	}
+	return err
+}
+
+// deleteBefore is DeleteBefore's move of the log itself; moved reports
+// that the start moved.
+func (p *Partition) deleteBefore(offset int64) (moved bool, _ error) {
 	// Under the time index's lock: retention and ListOffsets never see the
 	// start move in the middle of a scan.
 	ti := &p.ti
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
 	if offset <= p.log.StartOffset() {
-		return nil
+		return false, nil
 	}
 	if hw := p.wm.get(); offset > hw {
-		return p.wrap(fmt.Errorf("delete before %d: above the high watermark %d: %w", offset, hw, kerr.OffsetOutOfRange))
+		return false, p.wrap(fmt.Errorf("delete before %d: above the high watermark %d: %w", offset, hw, kerr.OffsetOutOfRange))
 	}
 	if err := p.log.DeleteBefore(offset); err != nil {
-		return p.storageErr("delete before", err)
+		return false, p.storageErr("delete before", err)
 	}
 	ti.reset() // rebuilt from the new start on its next use
 	p.logger.Info("log start moved", "start", offset)
-	return nil
+	return true, nil
+}
+
+// logStartMoved tells the role's state machine that the log start moved
+// to start under it (DeleteRecords, retention): a leader answers followers
+// from the log it has (OFFSET_OUT_OF_RANGE below its start, which resets
+// a follower left behind), and either role's epoch cache drops what lies
+// before it.
+//
+// The producers' state must outlive the batches it was read from: when no
+// snapshot holds it at or past the new start, one is asked for (a restart
+// would otherwise rebuild it from a log that no longer has them, and take
+// an idempotent producer's retry of a deleted batch as new).
+func (p *Partition) logStartMoved(start int64) {
+	p.mu.Lock()
+	if p.snapSaved < start {
+		p.sinceSnap = p.snapEvery
+		select {
+		case p.kick <- struct{}{}:
+		default:
+		}
+	}
+	p.mu.Unlock()
+	p.repMu.Lock()
+	defer p.repMu.Unlock()
+	ev := replication.LogStartMoved{Start: start}
+	switch {
+	case p.role.leader != nil:
+		p.applyLocked(p.role.leader.Step(ev))
+	case p.role.follower != nil:
+		p.applyLocked(p.role.follower.Step(ev))
+	}
 }

@@ -45,11 +45,15 @@ var decompressor = kgo.DefaultDecompressor()
 // findRecord returns the offset and timestamp of the first record of batch
 // b that satisfies match. Only this lookup decodes records: it reads each
 // record's length, attributes, timestamp delta and offset delta.
+//
+// Records below the log start (a batch the start falls inside) are not
+// answered: the first such record's offset is the start.
 func (p *Partition) findRecord(b []byte, h batch.Header, match func(int64) bool) (int64, int64, error) {
+	start := p.log.StartOffset()
 	if h.Attributes.LogAppendTime() {
 		// Every record carries the batch's max timestamp.
 		if match(h.MaxTimestamp) {
-			return h.BaseOffset, h.MaxTimestamp, nil
+			return max(h.BaseOffset, start), h.MaxTimestamp, nil
 		}
 		return -1, -1, nil
 	}
@@ -75,11 +79,11 @@ func (p *Partition) findRecord(b []byte, h batch.Header, match func(int64) bool)
 		if j <= 0 {
 			break
 		}
-		if rts := h.FirstTimestamp + tsDelta; match(rts) {
+		if rts := h.FirstTimestamp + tsDelta; match(rts) && h.BaseOffset+offDelta >= start {
 			return h.BaseOffset + offDelta, rts, nil
 		}
 	}
 	// The producer's maxTimestamp disagrees with its records (or the records
 	// do not decode): answer with the batch, as a time index would.
-	return h.BaseOffset, h.MaxTimestamp, nil
+	return max(h.BaseOffset, start), h.MaxTimestamp, nil
 }

@@ -131,3 +131,20 @@ func TestListOffsetOnlyCommitted(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), off, "latest is the high watermark, not the log end")
 }
+
+// TestListOffsetAfterAMidBatchLogStart: a log start inside a batch (a
+// DeleteRecords offset) leaves the time index a batch that begins below
+// it; it covers that batch whole instead of reading it again for good.
+func TestListOffsetAfterAMidBatchLogStart(t *testing.T) {
+	m := open(t, memory.Name, t.TempDir(), engine.Options{})
+	p := onePartition(t, m, "t")
+	for i := range 3 {
+		app, err := p.Append(batchtest.Make(t, batchtest.Spec{Values: [][]byte{{1}, {2}, {3}}, Timestamp: int64(1000 * (i + 1))}))
+		require.NoError(t, err)
+		require.NoError(t, p.WaitHighWatermark(ctxT(t), app.LastOffset+1))
+	}
+	require.NoError(t, p.DeleteBefore(7)) // inside the last batch
+	off, _, err := p.ListOffset(2500)
+	require.NoError(t, err)
+	require.Equal(t, int64(7), off, "the first record at or after the timestamp that the log still holds")
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/minikafka/minikafka/broker/batch/batchtest"
 	"github.com/minikafka/minikafka/broker/partition"
@@ -177,4 +178,37 @@ func TestFollowerRefusesACorruptBatch(t *testing.T) {
 	require.Equal(t, fr.FetchOffset, again.FetchOffset, "the same offset is fetched again")
 	require.NoError(t, p.follow.HandleFetch(partition.FetchResult{Request: again, HighWatermark: rd.HighWatermark, Records: rd.Records}))
 	require.Equal(t, int64(2), p.follow.EndOffset(), "the good copy is stored")
+}
+
+// TestFollowerBehindTheLogStartResets: a leader whose log start moved past
+// what a follower has (DeleteRecords) answers its fetch OFFSET_OUT_OF_RANGE
+// with the new start, and the follower starts over there and catches up;
+// before the leader's replication state knew of the move, it read below its
+// log's start and the follower backed off for good.
+func TestFollowerBehindTheLogStartResets(t *testing.T) {
+	p := newPair(t, segment.Name, engine.SyncAlways)
+	for range 3 {
+		_, err := p.leader.Append(batchtest.Plain(t, 2))
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool {
+		p.round()
+		return p.leader.HighWatermark() == 6
+	}, 5*time.Second, time.Millisecond)
+	// The follower falls behind: a new leader's log start passes its end.
+	p2 := newPair(t, segment.Name, engine.SyncAlways)
+	p.follow = p2.follow
+	require.NoError(t, p.leader.DeleteBefore(4))
+	fr, ok := p.follow.NextFetch()
+	require.True(t, ok)
+	_, err := p.leader.ServeFollower(replication.FollowerFetch{
+		Replica: 2, BrokerEpoch: 2, CurrentLeaderEpoch: fr.CurrentLeaderEpoch,
+		FetchOffset: fr.FetchOffset, LastFetchedEpoch: fr.LastFetchedEpoch, Now: time.Now(),
+	}, 1<<20)
+	require.ErrorIs(t, err, kerr.OffsetOutOfRange)
+	require.Eventually(t, func() bool {
+		p.round()
+		return p.follow.StartOffset() == 4 && p.follow.EndOffset() == 6
+	}, 5*time.Second, time.Millisecond, "the follower restarts at the leader's log start and catches up")
+	require.Equal(t, readAll(t, p.leader, 4), readAll(t, p.follow, 4))
 }

@@ -22,15 +22,25 @@ const DefaultRetentionCheckInterval = 5 * time.Minute
 // not, and deleting old records of __consumer_offsets would lose offsets of
 // groups that did not commit for a while.
 func (p *Partition) enforceRetention(now time.Time) (int64, error) {
+	removed, start, err := p.retain(now)
+	if removed > 0 {
+		p.logStartMoved(start) // after the time index's lock is released
+	}
+	return removed, err
+}
+
+// retain moves the log start as the topic's retention says; it returns the
+// offsets removed and the new start.
+func (p *Partition) retain(now time.Time) (int64, int64, error) {
 	cfg := p.cfg.Load()
 	if p.internal || (cfg.retentionMs < 0 && cfg.retentionBytes < 0) || p.gone.Load() {
-		return 0, nil
+		return 0, 0, nil
 	}
 	ti := &p.ti
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
 	if err := ti.catchUp(p); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	target, cum := ti.start, ti.cumStart
 	if cfg.retentionMs >= 0 {
@@ -39,7 +49,7 @@ func (p *Partition) enforceRetention(now time.Time) (int64, error) {
 			return h.MaxTimestamp >= cutoff
 		})
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if off > target {
 			target, cum = off, c
@@ -51,20 +61,21 @@ func (p *Partition) enforceRetention(now time.Time) (int64, error) {
 			return c >= need
 		})
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if off > target {
 			target, cum = off, c
 		}
 	}
 	if target <= ti.start {
-		return 0, nil
+		return 0, 0, nil
 	}
+
 	if err := p.log.DeleteBefore(target); err != nil {
-		return 0, p.storageErr("retention", err)
+		return 0, 0, p.storageErr("retention", err)
 	}
 	removed := target - ti.start
 	ti.moveStart(target, cum)
 	p.logger.Info("retention moved the log start", "start", target, "removed_offsets", removed)
-	return removed, nil
+	return removed, target, nil
 }

@@ -65,9 +65,11 @@ func (ti *timeIndex) catchUp(p *Partition) error {
 			if b.NextOffset() > hw {
 				return nil
 			}
-			if b.BaseOffset < ti.covered {
-				continue
+			if b.NextOffset() <= ti.covered {
+				continue // a batch the last read already covered
 			}
+			// A batch holding covered but starting below it (a log start
+			// inside a batch, as DeleteRecords may leave) is covered whole.
 			h, err := batch.ParseHeader(b.Data)
 			if err != nil {
 				return p.storageErr("time index", fmt.Errorf("batch at %d: %w", b.BaseOffset, err))
