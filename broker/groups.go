@@ -253,7 +253,8 @@ func (l offsetsLog) DeleteBefore(ctx context.Context, offset int64) error {
 	if err := l.p.WaitHighWatermark(ctx, offset); err != nil {
 		return err
 	}
-	return l.p.DeleteBefore(offset)
+	_, err := l.p.DeleteBefore(offset)
+	return err
 }
 
 // clientOf is who sent r, as DescribeGroups shows members: the client id

@@ -86,9 +86,9 @@ func (s *Sim) deleteRecords() {
 			return
 		}
 		to := start + 1 + s.faults.Int64N(hw-start)
-		if err := r.p.DeleteBefore(to); err == nil {
+		if start, err := r.p.DeleteBefore(to); err == nil {
 			s.stats.Faults["delete-records"]++
-			s.tracef("b%d %s: log start moved to %d", b.id, r.tp, to)
+			s.tracef("b%d %s: log start moved to %d (asked %d)", b.id, r.tp, start, to)
 		}
 		return
 	}

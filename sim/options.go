@@ -130,7 +130,26 @@ func Derive(seed uint64, p Profile) Options {
 	o.SafetyTicks = 2000 + int64(r.IntN(2000))
 	o.LivenessTicks = 20000
 	o.SnapshotBytes = []int64{0, 512, 4096}[r.IntN(3)]
-	o.StallEvery = []int64{0, 0, 1000, 2500}[r.IntN(4)] // drawn last: it came last
+	o.StallEvery = []int64{0, 0, 1000, 2500}[r.IntN(4)]
+	// Drawn after the others, so that adding them left those draws alone:
+	// the product's configuration space.
+	o.Sync = []engine.SyncPolicy{engine.SyncAlways, engine.SyncAlways, engine.SyncAlways, engine.SyncAlways,
+		engine.SyncAlways, engine.SyncInterval, engine.SyncNever}[r.IntN(7)]
+	if o.Brokers >= 3 && r.IntN(3) == 0 {
+		o.Voters = 1 + r.IntN(o.Brokers-1) // some brokers follow the metadata log
+	}
+	if r.IntN(4) == 0 {
+		o.RetentionBytes = 600 + int64(r.IntN(2400))
+	}
+	if r.IntN(4) == 0 {
+		o.DeleteRecordsEvery = 500 + int64(r.IntN(1000))
+	}
+	if r.IntN(6) == 0 {
+		o.LoseDiskPct = 30
+	}
+	if r.IntN(5) == 0 {
+		o.MetadataStallEvery = 1500
+	}
 	if p == ProfileLong {
 		o.SafetyTicks = 5000 + int64(r.IntN(10000))
 		o.BatchesEach *= 4

@@ -94,7 +94,10 @@ func (s *Sim) sub(stream uint64) *rand.Rand {
 // Run runs one schedule: the cluster starts, the workload and the faults
 // run for the safety phase, then everything is healed and the liveness
 // phase runs until the cluster has converged, or its bound passes.
-func Run(o Options) Result {
+func Run(o Options) Result { return runSim(o).result() }
+
+// runSim runs one schedule and returns the simulation as it ended.
+func runSim(o Options) *Sim {
 	o.applySettings()
 	s := &Sim{opts: o, trace: fnv.New64a(), stats: Stats{Faults: map[string]int{}}}
 	s.net = newNetwork(s, s.sub(subSeedNet))
@@ -136,7 +139,11 @@ func Run(o Options) Result {
 		s.checks.final()
 	}
 	s.stats.Ticks = s.now
-	r := Result{Options: o, Violations: s.checks.violations, Stats: s.stats, TraceHash: s.trace.Sum64()}
+	return s
+}
+
+func (s *Sim) result() Result {
+	r := Result{Options: s.opts, Violations: s.checks.violations, Stats: s.stats, TraceHash: s.trace.Sum64()}
 	if r.Failed() {
 		r.Trace = s.log
 	}

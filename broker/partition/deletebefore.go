@@ -7,47 +7,63 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// DeleteBefore moves the log start to offset, as Kafka's DeleteRecords does:
-// reads below it fail with kerr.OffsetOutOfRange from then on, and the new
-// start is durable when it returns. An offset at or below the log start
-// does nothing; one above the high watermark is refused with
-// kerr.OffsetOutOfRange (uncommitted records are never deleted).
+// DeleteBefore moves the log start to offset, as Kafka's DeleteRecords does,
+// or, when offset falls inside a batch, to that batch's first offset: a
+// batch is what replicas store and ship whole, and a follower that starts
+// over at its leader's log start must be able to append the batch it
+// fetches there. It returns the start it moved to. Reads below it fail
+// with kerr.OffsetOutOfRange from then on, and the new start is durable
+// when it returns. An offset at or below the log start does nothing; one
+// above the high watermark is refused with kerr.OffsetOutOfRange
+// (uncommitted records are never deleted).
 //
 // It works on every topic, internal ones included: retention never trims
 // __consumer_offsets, and this is how its owner (the group coordinator,
 // which compacts it by rewriting the live records at the log end) drops the
 // prefix it no longer needs.
-func (p *Partition) DeleteBefore(offset int64) error {
+func (p *Partition) DeleteBefore(offset int64) (int64, error) {
 	if p.gone.Load() {
-		return p.closedErr()
+		return 0, p.closedErr()
 	}
-	moved, err := p.deleteBefore(offset)
+	start, moved, err := p.deleteBefore(offset)
 	if moved {
-		p.logStartMoved(offset)
+		p.logStartMoved(start)
 	}
-	return err
+	return start, err
 }
 
-// deleteBefore is DeleteBefore's move of the log itself; moved reports
-// that the start moved.
-func (p *Partition) deleteBefore(offset int64) (moved bool, _ error) {
+// deleteBefore is DeleteBefore's move of the log itself, to start; moved
+// reports that the start moved.
+func (p *Partition) deleteBefore(offset int64) (start int64, moved bool, _ error) {
 	// Under the time index's lock: retention and ListOffsets never see the
 	// start move in the middle of a scan.
 	ti := &p.ti
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
 	if offset <= p.log.StartOffset() {
-		return false, nil
+		return p.log.StartOffset(), false, nil
 	}
 	if hw := p.wm.get(); offset > hw {
-		return false, p.wrap(fmt.Errorf("delete before %d: above the high watermark %d: %w", offset, hw, kerr.OffsetOutOfRange))
+		return p.log.StartOffset(), false, p.wrap(fmt.Errorf("delete before %d: above the high watermark %d: %w", offset, hw, kerr.OffsetOutOfRange))
+	}
+	if offset < p.log.EndOffset() {
+		bs, err := p.log.Read(offset, 1)
+		if err != nil {
+			return p.log.StartOffset(), false, p.storageErr("delete before", err)
+		}
+		if len(bs) > 0 {
+			offset = bs[0].BaseOffset // the batch holding offset stays whole
+		}
+		if offset <= p.log.StartOffset() {
+			return p.log.StartOffset(), false, nil
+		}
 	}
 	if err := p.log.DeleteBefore(offset); err != nil {
-		return false, p.storageErr("delete before", err)
+		return p.log.StartOffset(), false, p.storageErr("delete before", err)
 	}
 	ti.reset() // rebuilt from the new start on its next use
 	p.logger.Info("log start moved", "start", offset)
-	return true, nil
+	return offset, true, nil
 }
 
 // logStartMoved tells the role's state machine that the log start moved

@@ -29,9 +29,11 @@ func TestDeleteBeforeMovesInternalLogStart(t *testing.T) {
 			keep := appendAt(t, p, ms, 3)    // 2-4
 			last := appendAt(t, p, ms+10, 1) // 5
 
-			require.NoError(t, p.DeleteBefore(keep))
+			start, err := p.DeleteBefore(keep)
+			require.NoError(t, err)
+			assert.Equal(t, keep, start)
 			assert.Equal(t, keep, p.StartOffset())
-			_, err := p.Read(0, 1<<20)
+			_, err = p.Read(0, 1<<20)
 			assert.ErrorIs(t, err, kerr.OffsetOutOfRange, "below the new start")
 			assert.Len(t, readAll(t, p, keep), 4)
 			off, _, err := p.ListOffset(partition.TimestampEarliest)
@@ -44,16 +46,19 @@ func TestDeleteBeforeMovesInternalLogStart(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, last, off)
 
-			require.NoError(t, p.DeleteBefore(1), "below the start: nothing to do")
-			assert.Equal(t, keep, p.StartOffset())
-			assert.ErrorIs(t, p.DeleteBefore(p.EndOffset()+1), kerr.OffsetOutOfRange, "past the high watermark")
+			start, err = p.DeleteBefore(1)
+			require.NoError(t, err, "below the start: nothing to do")
+			assert.Equal(t, keep, start)
+			_, err = p.DeleteBefore(p.EndOffset() + 1)
+			assert.ErrorIs(t, err, kerr.OffsetOutOfRange, "past the high watermark")
 			assert.Equal(t, keep, p.StartOffset())
 
 			if eng == memory.Name {
 				return
 			}
 			require.NoError(t, m.Close())
-			assert.ErrorIs(t, p.DeleteBefore(last), kerr.NotLeaderForPartition, "closed")
+			_, err = p.DeleteBefore(last)
+			assert.ErrorIs(t, err, kerr.NotLeaderForPartition, "closed")
 			m2 := retentionManager(t, eng, dir, clk)
 			p2, err := m2.Partition("__consumer_offsets", 0)
 			require.NoError(t, err)
@@ -80,8 +85,26 @@ func TestDeleteBeforeSparesUncommitted(t *testing.T) {
 	_, err = p.Append(batchtest.Make(t, batchtest.Spec{Values: batchtest.Values("x", 2), Timestamp: 0}))
 	require.NoError(t, err)
 
-	assert.ErrorIs(t, p.DeleteBefore(4), kerr.OffsetOutOfRange)
-	require.NoError(t, p.DeleteBefore(2), "up to the high watermark")
+	_, err = p.DeleteBefore(4)
+	assert.ErrorIs(t, err, kerr.OffsetOutOfRange)
+	_, err = p.DeleteBefore(2)
+	require.NoError(t, err, "up to the high watermark")
 	assert.Equal(t, int64(2), p.StartOffset())
 	assert.Equal(t, int64(4), p.EndOffset())
+}
+
+// TestDeleteBeforeKeepsBatchesWhole: an offset inside a batch moves the
+// start to the batch's first offset, which replicas can store.
+func TestDeleteBeforeKeepsBatchesWhole(t *testing.T) {
+	m := open(t, memory.Name, t.TempDir(), engine.Options{})
+	p := onePartition(t, m, "t")
+	for range 2 {
+		app, err := p.Append(batchtest.Plain(t, 3))
+		require.NoError(t, err)
+		require.NoError(t, p.WaitHighWatermark(ctxT(t), app.LastOffset+1))
+	}
+	start, err := p.DeleteBefore(4)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), start)
+	require.Equal(t, int64(3), p.StartOffset())
 }

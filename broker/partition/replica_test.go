@@ -198,10 +198,11 @@ func TestFollowerBehindTheLogStartResets(t *testing.T) {
 	// The follower falls behind: a new leader's log start passes its end.
 	p2 := newPair(t, segment.Name, engine.SyncAlways)
 	p.follow = p2.follow
-	require.NoError(t, p.leader.DeleteBefore(4))
+	_, err := p.leader.DeleteBefore(4)
+	require.NoError(t, err)
 	fr, ok := p.follow.NextFetch()
 	require.True(t, ok)
-	_, err := p.leader.ServeFollower(replication.FollowerFetch{
+	_, err = p.leader.ServeFollower(replication.FollowerFetch{
 		Replica: 2, BrokerEpoch: 2, CurrentLeaderEpoch: fr.CurrentLeaderEpoch,
 		FetchOffset: fr.FetchOffset, LastFetchedEpoch: fr.LastFetchedEpoch, Now: time.Now(),
 	}, 1<<20)
