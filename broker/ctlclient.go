@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,14 +49,22 @@ func (c *controllerClient) call(ctx context.Context, nc node.Call) (kmsg.Respons
 	if nc.To != node.ToController {
 		return c.send(ctx, nc.To, nc.Req)
 	}
-	return c.request(ctx, nc.Req)
+	return c.requestEach(ctx, nc.Req, cmp.Or(nc.Attempt, attemptTimeout))
 }
+
+// attemptTimeout bounds one try of a controller request at one voter.
+const attemptTimeout = 5 * time.Second
 
 // request sends req to the active controller and returns its response,
 // trying until ctx ends.
 func (c *controllerClient) request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	return c.requestEach(ctx, req, attemptTimeout)
+}
+
+// requestEach is request with each try bounded by attempt.
+func (c *controllerClient) requestEach(ctx context.Context, req kmsg.Request, attempt time.Duration) (kmsg.Response, error) {
 	for {
-		resp, err := c.once(ctx, req)
+		resp, err := c.once(ctx, req, attempt)
 		if err == nil && !node.NotController(resp) {
 			return resp, nil
 		}
@@ -69,7 +78,7 @@ func (c *controllerClient) request(ctx context.Context, req kmsg.Request) (kmsg.
 	}
 }
 
-func (c *controllerClient) once(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+func (c *controllerClient) once(ctx context.Context, req kmsg.Request, attempt time.Duration) (kmsg.Response, error) {
 	s := c.s
 	if s.quorumActive() {
 		if dq, ok := req.(*kmsg.DescribeQuorumRequest); ok {
@@ -89,9 +98,9 @@ func (c *controllerClient) once(ctx context.Context, req kmsg.Request) (kmsg.Res
 	if !ok {
 		return nil, errNoController
 	}
-	attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
+	actx, cancel := withTimeout(ctx, s.cfg.Clock, attempt)
 	defer cancel()
-	resp, err := c.send(attempt, target, req)
+	resp, err := c.send(actx, target, req)
 	c.mu.Lock()
 	c.router.Answered(target, resp, err)
 	c.mu.Unlock()

@@ -81,6 +81,11 @@ type Options struct {
 	Mutation string
 	// Scenario names the regression scenario that tuned these options.
 	Scenario string
+	// Profile is the run lengths Derive drew them for.
+	Profile Profile
+	// Flags are the command-line overrides (cmd/sim's) applied after
+	// Derive, which a replay repeats.
+	Flags string
 }
 
 // Profile is a preset of run lengths.
@@ -97,7 +102,7 @@ const (
 // Derive draws a run's options from its seed.
 func Derive(seed uint64, p Profile) Options {
 	r := rand.New(rand.NewPCG(seed, subSeedOptions))
-	o := Options{Seed: seed}
+	o := Options{Seed: seed, Profile: p}
 	o.Brokers = 1 + r.IntN(5)
 	if r.IntN(3) > 0 && o.Brokers < 3 { // most runs replicate
 		o.Brokers = 3

@@ -72,6 +72,12 @@ func (r Result) Replay() string {
 		cmd = "go run -tags mutations ./cmd/sim"
 	}
 	cmd += fmt.Sprintf(" -seed %d", o.Seed)
+	if o.Profile == ProfileLong {
+		cmd += " -long"
+	}
+	if o.Flags != "" {
+		cmd += " " + o.Flags
+	}
 	if o.Scenario != "" {
 		cmd += " -scenario " + o.Scenario
 	}

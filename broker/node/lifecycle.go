@@ -156,7 +156,7 @@ func (l *Lifecycle) Next(now time.Time, metadataOffset int64) (Call, bool) {
 			return l.describeQuorum(), true
 		}
 		l.asked = false
-		return Call{Req: l.registration(), To: ToController, Timeout: registerTimeout}, true
+		return Call{Req: l.registration(), To: ToController, Timeout: registerTimeout, Attempt: l.attempt()}, true
 	}
 	due := !now.Before(l.nextAt) ||
 		// A fenced broker whose last heartbeat predates its metadata
@@ -175,8 +175,14 @@ func (l *Lifecycle) Next(now time.Time, metadataOffset int64) (Call, bool) {
 	req.BrokerID, req.BrokerEpoch = l.cfg.NodeID, l.epoch
 	req.CurrentMetadataOffset = metadataOffset
 	req.WantShutdown = l.shutdown
-	return Call{Req: req, To: ToController, Timeout: max(l.cfg.SessionTimeout, time.Second)}, true
+	return Call{Req: req, To: ToController, Timeout: max(l.cfg.SessionTimeout, time.Second), Attempt: l.attempt()}, true
 }
+
+// attempt bounds one try of a lifecycle call at one voter: two heartbeat
+// intervals, so that a broker whose controller died reaches the new one
+// within the grace it gives every broker before fencing it
+// (cluster.DefaultFailoverGrace: three heartbeats).
+func (l *Lifecycle) attempt() time.Duration { return max(2*l.cfg.HeartbeatInterval, 100*time.Millisecond) }
 
 func (l *Lifecycle) registration() *kmsg.BrokerRegistrationRequest {
 	req := kmsg.NewPtrBrokerRegistrationRequest()

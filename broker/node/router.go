@@ -10,11 +10,15 @@ import (
 // Call is a controller API request a piece of the shell wants sent. To is
 // ToController (the active controller, found through the Router) or a
 // voter's node id (a request only that voter must answer); Timeout bounds
-// the wait for the answer.
+// the wait for the answer. Attempt, when set, bounds each try at one
+// voter: a controller that died or was cut off answers nothing, and a
+// call that must reach the next one soon (a heartbeat, inside the new
+// controller's grace) moves on after it.
 type Call struct {
 	Req     kmsg.Request
 	To      int32
 	Timeout time.Duration
+	Attempt time.Duration
 }
 
 // ToController sends a Call to the active controller.

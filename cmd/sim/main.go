@@ -77,6 +77,7 @@ func main() {
 		}
 		applyFaults(&o, *faults)
 		o.Mutation = *mutation
+		o.Flags = overrides()
 		return o
 	}
 	if *seed != 0 {
@@ -232,4 +233,17 @@ func sortedKeys(m map[string]int) []string {
 func fatalf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "sim: "+format+"\n", args...)
 	os.Exit(2)
+}
+
+// overrides are the flags given that change a schedule's options, as a
+// replay must repeat them.
+func overrides() string {
+	var out []string
+	flag.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "brokers", "voters", "sync", "faults":
+			out = append(out, "-"+f.Name+" "+f.Value.String())
+		}
+	})
+	return strings.Join(out, " ")
 }
