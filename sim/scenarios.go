@@ -1,6 +1,9 @@
 package sim
 
-import "github.com/minikafka/minikafka/cluster"
+import (
+	"github.com/minikafka/minikafka/cluster"
+	"github.com/minikafka/minikafka/engine"
+)
 
 // Named regression scenarios: the failures others shipped (CLUSTER.md),
 // each a family of schedules tuned to provoke it, and the protection whose
@@ -101,6 +104,10 @@ var Scenarios = []Scenario{
 // mutation on when mutate is set.
 func ScenarioOptions(sc Scenario, seed uint64, mutate bool) Options {
 	o := Derive(seed, ProfileCI)
+	// A scenario's schedule is the protection's: the configuration space
+	// the seeds draw (sync policies, non-voters, retention, replaced disks,
+	// metadata stalls) only where its Tune asks for it.
+	o.Sync, o.Voters, o.RetentionBytes, o.DeleteRecordsEvery, o.LoseDiskPct, o.MetadataStallEvery = engine.SyncAlways, 0, 0, 0, 0, 0
 	sc.Tune(&o)
 	o.Scenario = sc.Name
 	if mutate {
