@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minikafka/minikafka/bench/netlab"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -51,6 +52,9 @@ func TestCompose(t *testing.T) {
 	if err != nil {
 		t.Skip("kcat is not installed (.ci/run installs it)")
 	}
+	release, err := netlab.Exclusive() // not beside a lab of real hosts
+	require.NoError(t, err)
+	defer release()
 	for _, p := range composePorts {
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err != nil {
@@ -80,12 +84,21 @@ func TestCompose(t *testing.T) {
 	require.NoError(t, err)
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	require.Eventually(t, func() bool {
+	var last string
+	if !assert.Eventually(t, func() bool {
 		short, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		m, err := adm.BrokerMetadata(short)
+		last = fmt.Sprintf("brokers %v, err %v", m.Brokers, err)
 		return err == nil && len(m.Brokers) == 3
-	}, 2*time.Minute, 100*time.Millisecond, "the compose cluster lists three brokers")
+	}, 2*time.Minute, 100*time.Millisecond, "the compose cluster lists three brokers") {
+		t.Logf("the last metadata: %s", last)
+		logs := exec.Command(up[0], append(up[1:], "logs", "--tail", "40")...)
+		logs.Env = append(os.Environ(), env...)
+		out, _ := logs.CombinedOutput()
+		ps, _ := exec.Command("docker", "ps", "-a").CombinedOutput()
+		t.Fatalf("the brokers' logs:\n%s\n%s", out, ps)
+	}
 
 	prod := exec.CommandContext(ctx, kcat, "-b", "localhost:9092", "-P", "-t", "demo", "-K:", "-X", "acks=all")
 	prod.Stdin = strings.NewReader("k1:hello\nk2:world\n")

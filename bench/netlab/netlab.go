@@ -37,6 +37,7 @@ type Lab struct {
 
 	mu       sync.Mutex
 	isolated map[int]bool
+	release  func() // the machine-wide lock (Exclusive), held until Close
 }
 
 // New makes n hosts at 10.199.S.1 to 10.199.S.n (S random per lab, the
@@ -48,13 +49,18 @@ func New(n int) (*Lab, error) {
 	if _, err := exec.LookPath("ip"); err != nil {
 		return nil, fmt.Errorf("%w: they need iproute2's ip", ErrUnavailable)
 	}
-	l := &Lab{subnet: 10 + rand.IntN(240), isolated: map[int]bool{}}
+	release, err := Exclusive()
+	if err != nil {
+		return nil, err
+	}
+	l := &Lab{subnet: 10 + rand.IntN(240), isolated: map[int]bool{}, release: release}
 	l.tag = fmt.Sprintf("%d%d", os.Getpid()%10000, rand.IntN(100))
 	l.bridge = "mkbr" + l.tag
 	if err := l.ip("link", "add", l.bridge, "type", "bridge"); err != nil {
+		release()
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	err := l.build(n)
+	err = l.build(n)
 	if err != nil {
 		l.Close()
 		return nil, err
@@ -179,6 +185,7 @@ func (l *Lab) forward(op string) error {
 // Close removes the namespaces (their veths go with them), the bridge and
 // its forwarding rule.
 func (l *Lab) Close() error {
+	defer l.release()
 	errs := []error{l.forward("-D")}
 	for _, ns := range l.ns {
 		errs = append(errs, l.ip("netns", "del", ns))
