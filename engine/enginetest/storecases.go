@@ -182,8 +182,12 @@ func testStoreDeleteUnderLoad(t *testing.T, d engine.Driver, dir string) {
 				if !assert.NoError(t, es[n].Sync(context.Background(), b.NextOffset()), "contract: syncs of other logs go on during a Delete") {
 					return
 				}
-				if _, err := es[n].Read(rng.Int64N(es[n].EndOffset()), 2000); !assert.NoError(t, err, "contract: reads of other logs go on during a Delete") {
-					return
+				// An engine that lost this log's batches has no offset to
+				// read; the check after the loop reports the loss.
+				if end := es[n].EndOffset(); end > 0 {
+					if _, err := es[n].Read(rng.Int64N(end), 2000); !assert.NoError(t, err, "contract: reads of other logs go on during a Delete") {
+						return
+					}
 				}
 			}
 		})

@@ -27,7 +27,10 @@ func confluentPython(t *testing.T) string {
 // controller and keeps that id until its metadata changes: a broker that
 // named the active controller sent it, after the kill, to the one node that
 // was dead, and every attempt timed out "waiting for controller" (30 s in
-// two runs of two) while the quorum had a new leader within 50 ms.
+// two runs of two) while the quorum had a new leader within 50 ms. A request
+// written to the killed broker's socket before the client saw it close fails
+// at once with _TRANSPORT, as it would against Kafka; the script retries
+// that as a user's program does (testdata/admin_create.py).
 func TestAdminClientAfterControllerKill(t *testing.T) {
 	py := confluentPython(t)
 	c := startCluster(t, 3, "segment")
