@@ -116,7 +116,7 @@ func (c *Child) waitReady(ctx context.Context, limit time.Duration, addrCh <-cha
 				return errors.New("printed no address")
 			}
 		case <-c.done:
-			return fmt.Errorf("exited before printing its address: %v", c.err)
+			return fmt.Errorf("exited with no address printed: %v", c.err)
 		case <-ctx.Done():
 			return fmt.Errorf("no address within %v", limit)
 		}
