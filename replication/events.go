@@ -85,7 +85,10 @@ type FollowerFetch struct {
 	// LastFetchedEpoch is the epoch of the follower's last batch, -1 when its
 	// log is empty: checked against the leader's EpochCache.
 	LastFetchedEpoch int32
-	Now              time.Time
+	// LogStartOffset is the follower's log start (Fetch v5+), -1 when not
+	// sent: what DeleteRecords waits on (Leader.LowWatermark).
+	LogStartOffset int64
+	Now            time.Time
 }
 
 // LocalAppended says the leader's log end moved to End (a produce was
@@ -97,7 +100,8 @@ type LocalAppended struct{ End int64 }
 // roles take it.
 type LocalDurable struct{ End int64 }
 
-// LogStartMoved says the local log start moved to Start (retention). Both
+// LogStartMoved says the local log start moved to Start (retention,
+// DeleteRecords). Both
 // roles take it. The shell moves a log start only below the high watermark.
 type LogStartMoved struct{ Start int64 }
 

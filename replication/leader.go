@@ -102,6 +102,9 @@ type follower struct {
 	// lastFetchLeaderEnd is the leader's durable end at the last fetch.
 	lastFetchLeaderEnd int64
 	lastCaughtUp       time.Time
+	// logStart is the log start the follower last fetched with, -1
+	// until it sends one in this leader epoch.
+	logStart int64
 }
 
 // NewLeader builds the leader of a partition from cfg. The actions it
@@ -132,7 +135,7 @@ func NewLeader(cfg LeaderConfig) (*Leader, []Action, error) {
 		if id == l.self {
 			continue
 		}
-		f := follower{id: id, brokerEpoch: -1, fetchOffset: -1, lastFetchLeaderEnd: -1}
+		f := follower{id: id, brokerEpoch: -1, fetchOffset: -1, lastFetchLeaderEnd: -1, logStart: -1}
 		if slices.Contains(l.isr, id) {
 			// As Kafka: an ISR member gets a full LagTime from the election
 			// to show up; the others have never caught up in this epoch.
@@ -281,6 +284,31 @@ func (l *Leader) updateFollower(f *follower, ev FollowerFetch) {
 	if ev.BrokerEpoch >= 0 {
 		f.brokerEpoch = ev.BrokerEpoch
 	}
+	if ev.LogStartOffset >= 0 {
+		f.logStart = ev.LogStartOffset
+	}
+}
+
+// LowWatermark is the lowest log start over the maximal ISR, leader
+// included (-1 while a member has not fetched with one in this epoch):
+// DeleteRecords answers once it reaches the offset asked for (KIP-107),
+// so that any replica that may be elected has dropped what was deleted.
+// Kafka takes every replica on a live broker; here, as for the HW, the
+// replicas that bound it are the ISR's: a follower outside it is not
+// electable, and it follows the leader's log start at its next fetch.
+func (l *Leader) LowWatermark() int64 {
+	low := l.logStart
+	for _, id := range l.hwMembers() {
+		if id == l.self {
+			continue
+		}
+		off := int64(-1)
+		if f := l.follower(id); f != nil {
+			off = f.logStart
+		}
+		low = min(low, off)
+	}
+	return low
 }
 
 // hwMembers are the replicas whose positions bound the HW: the maximal ISR

@@ -28,6 +28,8 @@ type LeaderStatus struct {
 	Followers       []FollowerProgress
 	UnderReplicated bool // ISR smaller than the replicas
 	UnderMinISR     bool // ISR smaller than MinISR: acks=all is refused, the HW frozen
+	// LowWatermark is Leader.LowWatermark.
+	LowWatermark int64
 }
 
 // FollowerProgress is the leader's view of one follower.
@@ -35,7 +37,9 @@ type FollowerProgress struct {
 	ID          int32
 	BrokerEpoch int64 // as last fetched with, -1 unknown
 	FetchOffset int64 // -1 until it fetches in this leader epoch
-	InISR       bool
+	// LogStart is the log start it last fetched with, -1 until known.
+	LogStart int64
+	InISR    bool
 	// LagOffsets is how far the follower is behind the leader's durable end.
 	LagOffsets int64
 	// TimeLag is how long since the follower was last caught up.
@@ -53,6 +57,7 @@ func (l *Leader) Status(now time.Time) LeaderStatus {
 		PendingRefused:  l.refused,
 		UnderReplicated: len(l.isr) < len(l.replicas),
 		UnderMinISR:     l.underMinISR(),
+		LowWatermark:    l.LowWatermark(),
 	}
 	if l.pending != nil {
 		p := l.pending.clone()
@@ -60,7 +65,7 @@ func (l *Leader) Status(now time.Time) LeaderStatus {
 	}
 	for _, f := range l.followers {
 		fs := FollowerProgress{
-			ID: f.id, BrokerEpoch: f.brokerEpoch, FetchOffset: f.fetchOffset, InISR: slices.Contains(l.isr, f.id),
+			ID: f.id, BrokerEpoch: f.brokerEpoch, FetchOffset: f.fetchOffset, LogStart: f.logStart, InISR: slices.Contains(l.isr, f.id),
 			LagOffsets: l.durable - max(f.fetchOffset, l.logStart), TimeLag: now.Sub(f.lastCaughtUp),
 			LastFetch: f.lastFetch, LastCaughtUp: f.lastCaughtUp,
 		}

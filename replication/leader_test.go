@@ -369,9 +369,47 @@ func TestLeaderStatus(t *testing.T) {
 	require.True(t, s.UnderReplicated)
 	require.False(t, s.UnderMinISR)
 	require.Equal(t, []FollowerProgress{
-		{ID: 2, BrokerEpoch: 12, FetchOffset: 7, InISR: true, LagOffsets: 3, TimeLag: 100 * time.Millisecond, LastFetch: at(30), LastCaughtUp: at(0)},
-		{ID: 3, BrokerEpoch: -1, FetchOffset: -1, LagOffsets: 10, TimeLag: at(100).Sub(time.Time{})},
+		{ID: 2, BrokerEpoch: 12, FetchOffset: 7, LogStart: 0, InISR: true, LagOffsets: 3, TimeLag: 100 * time.Millisecond, LastFetch: at(30), LastCaughtUp: at(0)},
+		{ID: 3, BrokerEpoch: -1, FetchOffset: -1, LogStart: -1, LagOffsets: 10, TimeLag: at(100).Sub(time.Time{})},
 	}, s.Followers)
+	require.Equal(t, int64(0), s.LowWatermark, "3, outside the ISR, does not hold it")
+}
+
+// TestLeaderLowWatermark: DeleteRecords' condition, the lowest log start
+// over the maximal ISR, follows the followers' fetches and the ISR's
+// changes; a follower outside the ISR does not hold it.
+func TestLeaderLowWatermark(t *testing.T) {
+	l, _ := newTestLeader(t, func(c *LeaderConfig) { c.HW = 10 })
+	withStart := func(replica int32, offset, start int64, ms int) FollowerFetch {
+		ev := fetchOf(replica, offset, 5, ms)
+		ev.LogStartOffset = start
+		return ev
+	}
+	require.Equal(t, int64(-1), l.LowWatermark(), "the followers have not fetched")
+	l.Step(withStart(2, 10, 0, 1))
+	l.Step(withStart(3, 10, 0, 1))
+	require.Equal(t, int64(0), l.LowWatermark())
+	l.Step(LogStartMoved{Start: 6})
+	require.Equal(t, int64(0), l.LowWatermark(), "the followers have not moved yet")
+	l.Step(withStart(2, 10, 6, 2))
+	require.Equal(t, int64(0), l.LowWatermark(), "3 still holds it")
+	l.Step(withStart(3, 10, 6, 3))
+	require.Equal(t, int64(6), l.LowWatermark())
+	l.Step(fetchOf(3, 10, 5, 4)) // LogStartOffset 0 is a log start too
+	l.Step(FollowerFetch{Replica: 3, BrokerEpoch: 13, CurrentLeaderEpoch: 5, FetchOffset: 10, LastFetchedEpoch: 5, LogStartOffset: -1, Now: at(5)})
+	require.Equal(t, int64(0), l.LowWatermark(), "-1 (not sent) keeps what 3 last said")
+
+	// 3 stops fetching and leaves the ISR: it no longer holds the low
+	// watermark once its removal commits.
+	l.Step(LocalAppended{End: 20})
+	l.Step(LocalDurable{End: 20})
+	l.Step(withStart(2, 20, 6, 200))
+	p, ok := find[ProposeISR](l.Step(Tick{Now: at(200)}))
+	require.True(t, ok, "3 lags")
+	require.Equal(t, int64(0), l.LowWatermark(), "a member being removed holds it until the removal commits")
+	l.Step(AlterPartitionResult{Seq: p.Seq, LeaderEpoch: 5, PartitionEpoch: 8, ISR: []int32{1, 2}, Now: at(201)})
+	require.Equal(t, int64(6), l.LowWatermark())
+	require.Equal(t, int64(6), l.Status(at(201)).LowWatermark)
 }
 
 func TestLeaderLogStartMoved(t *testing.T) {

@@ -105,7 +105,8 @@ func ServeFollower(resp *kmsg.FetchResponse, targets []Target, replica int32, br
 		limit := max(min(int(t.Req.PartitionMaxBytes), room), 1)
 		rd, err := t.Part.ServeFollower(replication.FollowerFetch{
 			Replica: replica, BrokerEpoch: brokerEpoch, CurrentLeaderEpoch: t.Req.CurrentLeaderEpoch,
-			FetchOffset: t.Req.FetchOffset, LastFetchedEpoch: t.Req.LastFetchedEpoch, Now: now,
+			FetchOffset: t.Req.FetchOffset, LastFetchedEpoch: t.Req.LastFetchedEpoch,
+			LogStartOffset: t.Req.LogStartOffset, Now: now,
 		}, limit)
 		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = rd.HighWatermark, rd.HighWatermark, rd.LogStartOffset
 		if err != nil {
@@ -142,10 +143,11 @@ func AnswerFollowerNow(req *kmsg.FetchRequest, got int, news bool) bool {
 }
 
 // FollowerDataReady reports whether some partition of a parked follower
-// fetch has data past the offset it asked for: the long poll ends.
+// fetch has data past the offset it asked for, or a log start past the
+// follower's: the long poll ends.
 func FollowerDataReady(targets []Target) bool {
 	return slices.ContainsFunc(targets, func(t Target) bool {
-		return t.Err == nil && t.Part != nil && t.Part.FollowerDataReady(t.Req.FetchOffset)
+		return t.Err == nil && t.Part != nil && t.Part.FollowerDataReady(t.Req.FetchOffset, t.Req.LogStartOffset)
 	})
 }
 

@@ -114,6 +114,10 @@ type Partition struct {
 	// fetchable wakes followers' fetches parked at this leader when the
 	// durable end moves or the role changes; its value is unused.
 	fetchable watermark
+	// starts wakes DeleteRecords waiters (WaitLowWatermark) when the
+	// leader's low watermark moved or the role changed; its value is the
+	// low watermark last seen (noteLowLocked).
+	starts    watermark
 	sinceSnap int64 // bytes appended since the last producer snapshot
 	// snapSaved is the log end at which the newest producer snapshot on
 	// disk is the producer state in memory (-1: none is), so that closing a
@@ -174,6 +178,7 @@ func openPartition(m *Manager, spec Spec, id engine.LogID, log engine.LogEngine)
 	}
 	p.durable.init(end)
 	p.fetchable.init(0)
+	p.starts.init(-1)
 	p.wm.init(p.loadHW(end, m.savedHWs))
 	if err := p.loadEpochs(); err != nil {
 		log.Close()
@@ -484,6 +489,7 @@ func (p *Partition) close() error {
 	p.wm.close(p.closedErr())
 	p.durable.close(p.closedErr())
 	p.fetchable.close(p.closedErr())
+	p.starts.close(p.closedErr())
 	if err != nil {
 		return fmt.Errorf("partition %s-%d: close: %w", p.topic, p.index, err)
 	}

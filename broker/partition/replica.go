@@ -175,6 +175,7 @@ func (p *Partition) endLeadership() {
 	close(p.tenure.gone)
 	p.tenure = nil
 	p.wm.poke()
+	p.starts.poke()
 }
 
 // applyLocked performs a state machine's actions; the caller holds repMu,
@@ -219,6 +220,7 @@ func (p *Partition) applyLocked(acts []replication.Action) error {
 			// Done by the caller, which holds the bytes and the answer.
 		}
 	}
+	p.noteLowLocked()
 	return outcome
 }
 
@@ -406,11 +408,15 @@ func (p *Partition) WatchFollowerData(c chan<- struct{}) (stop func()) {
 	return p.fetchable.watch(c)
 }
 
-// FollowerDataReady reports whether a follower at offset has something to
-// fetch (this leader's durable end passed it), or is to be answered at
-// once (the role changed, the partition closed).
-func (p *Partition) FollowerDataReady(offset int64) bool {
-	return p.gone.Load() || p.durable.get() > offset || !p.Role().Local
+// FollowerDataReady reports whether a follower at offset whose log starts
+// at logStart (-1: not said) has something to fetch (this leader's durable
+// end passed it), or is to be answered at once: the role changed, the
+// partition closed, or this leader's log start passed the follower's
+// (DeleteRecords waits for the follower to learn it, which a long poll
+// on a quiet partition would delay by its whole wait).
+func (p *Partition) FollowerDataReady(offset, logStart int64) bool {
+	return p.gone.Load() || p.durable.get() > offset || !p.Role().Local ||
+		(logStart >= 0 && p.log.StartOffset() > logStart)
 }
 
 // Concat joins the whole batches of bs that end at or below end into one

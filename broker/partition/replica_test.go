@@ -50,7 +50,7 @@ func (p *pair) round() bool {
 	}
 	rd, err := p.leader.ServeFollower(replication.FollowerFetch{
 		Replica: 2, BrokerEpoch: 2, CurrentLeaderEpoch: fr.CurrentLeaderEpoch,
-		FetchOffset: fr.FetchOffset, LastFetchedEpoch: fr.LastFetchedEpoch, Now: time.Now(),
+		FetchOffset: fr.FetchOffset, LastFetchedEpoch: fr.LastFetchedEpoch, LogStartOffset: fr.LogStartOffset, Now: time.Now(),
 	}, 1<<20)
 	res := partition.FetchResult{Request: fr, HighWatermark: rd.HighWatermark, LogStartOffset: rd.LogStartOffset, Diverging: rd.Diverging, Records: rd.Records}
 	if err != nil {

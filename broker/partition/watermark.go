@@ -71,6 +71,18 @@ func (w *watermark) advance(to int64) {
 	w.renew()
 }
 
+// set moves the value to v, up or down, waking every waiter if it changed:
+// for a value that is not a high watermark (Partition.starts).
+func (w *watermark) set(v int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if v == w.hw || w.err != nil {
+		return
+	}
+	w.hw = v
+	w.renew()
+}
+
 // poke wakes every waiter without a change of value, so that they check
 // their other conditions (the ISR, the role).
 func (w *watermark) poke() {
