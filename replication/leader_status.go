@@ -80,6 +80,9 @@ func (l *Leader) Status(now time.Time) LeaderStatus {
 // HW is the high watermark.
 func (l *Leader) HW() int64 { return l.hw }
 
+// LogStart is the leader's log start, as its fetch answers give it.
+func (l *Leader) LogStart() int64 { return l.logStart }
+
 // ISR is the committed ISR.
 func (l *Leader) ISR() []int32 { return slices.Clone(l.isr) }
 

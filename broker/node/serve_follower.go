@@ -21,9 +21,11 @@ import (
 // fetch counts toward the ISR and the high watermark. A long poll waits
 // for the leader's durable end to pass a follower's fetch offset (new
 // appends wake it, the high watermark moving does not), but an answer with
-// news for the follower (an error, a diverging epoch) goes at once: a
+// news for the follower goes at once: an error or a diverging epoch (a
 // follower that asked a moment before this broker learnt it leads would
-// otherwise wait out the poll, then its backoff, then the next poll.
+// otherwise wait out the poll, then its backoff, then the next poll), or a
+// log start past the one it fetched with (DeleteRecords waits for the
+// follower to take it: ~5 ms instead of the 500 ms poll).
 
 // Target is one partition a Fetch names, resolved.
 type Target struct {
@@ -115,6 +117,9 @@ func ServeFollower(resp *kmsg.FetchResponse, targets []Target, replica int32, br
 			if sp.ErrorCode == kerr.KafkaStorageError.Code {
 				failed = append(failed, Failed{t, err})
 			}
+		}
+		if rp := t.Req; rp.LogStartOffset >= 0 && rd.LogStartOffset > rp.LogStartOffset {
+			news = true // a new log start: DeleteRecords waits for the follower to take it
 		}
 		if d := rd.Diverging; d != nil {
 			news = true

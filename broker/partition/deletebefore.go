@@ -92,6 +92,7 @@ func (p *Partition) logStartMoved(start int64) {
 	switch {
 	case p.role.leader != nil:
 		p.applyLocked(p.role.leader.Step(ev))
+		p.fetchable.poke() // parked followers' fetches answer with the new start
 	case p.role.follower != nil:
 		p.applyLocked(p.role.follower.Step(ev))
 	}

@@ -62,6 +62,9 @@ func TestDeleteRecordsWaitsForTheISR(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Equal(t, int64(0), low, "the follower still starts at 0")
 	require.Equal(t, int64(2), p.leader.StartOffset(), "the batch holding 3 stays whole: the leader's log starts at 2")
+	require.True(t, p.leader.FollowerDataReady(6, 0), "a parked fetch of a follower that starts at 0 is answered at once")
+	require.False(t, p.leader.FollowerDataReady(6, 2), "nor one that has the start")
+	require.False(t, p.leader.FollowerDataReady(6, -1), "nor one that did not say its start")
 
 	r := p.deleteWhileReplicating(3)
 	require.NoError(t, r.err)

@@ -415,8 +415,20 @@ func (p *Partition) WatchFollowerData(c chan<- struct{}) (stop func()) {
 // (DeleteRecords waits for the follower to learn it, which a long poll
 // on a quiet partition would delay by its whole wait).
 func (p *Partition) FollowerDataReady(offset, logStart int64) bool {
-	return p.gone.Load() || p.durable.get() > offset || !p.Role().Local ||
-		(logStart >= 0 && p.log.StartOffset() > logStart)
+	return p.gone.Load() || p.durable.get() > offset || !p.Role().Local || p.StartPassed(logStart)
+}
+
+// StartPassed reports whether this leader's log start, as its answers to
+// followers give it, is past logStart, a follower's (-1: not said): the
+// follower has news to learn.
+func (p *Partition) StartPassed(logStart int64) bool {
+	if logStart < 0 {
+		return false
+	}
+	p.repMu.Lock()
+	defer p.repMu.Unlock()
+	l := p.role.leader
+	return l != nil && l.LogStart() > logStart
 }
 
 // Concat joins the whole batches of bs that end at or below end into one
