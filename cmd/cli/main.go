@@ -8,6 +8,7 @@
 //	produce TOPIC [-key K] [VALUE...]   values as arguments, else one per stdin line
 //	consume TOPIC [-from-beginning] [-n N] [-keys] [-partition P]
 //	topics create NAME [-partitions N] | list | describe NAME | delete NAME
+//	delete-records TOPIC -offset N [-partition P]   move the log start
 //	meta                                brokers, controller, topics
 //
 // Keyed records are routed with Kafka's murmur2 partitioner, so a key lands on
@@ -155,23 +156,32 @@ func runAdmin(ctx context.Context, e *env, noun string, verbs []adminVerb, args 
 		last := len(names) - 1
 		return usageErr("%s %q: want %s or %s", noun, fs.Arg(0), strings.Join(names[:last], ", "), names[last])
 	}
-	// A broker waits for the active controller up to an admin request's
-	// own timeout (kadm's default is 15 s) and then answers NOT_CONTROLLER,
-	// which franz-go retries for up to 30 s more. Both stay inside -timeout,
-	// so that a lost quorum is reported as what it is, not as our own
-	// deadline.
-	cl, ctx, done, err := e.session(ctx, kgo.RetryTimeout(e.timeout/2))
+	adm, ctx, done, err := e.adminSession(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	adm := kadm.NewClient(cl)
-	adm.SetTimeoutMillis(int32(max(e.timeout*2/5, time.Second).Milliseconds()))
 	err = verbs[i].run(ctx, e, adm, fs.Args()[1:])
 	if errors.Is(err, kerr.NotController) {
 		err = fmt.Errorf("%w (no active controller: are a majority of the -controllers voters up?)", err)
 	}
 	return err
+}
+
+// adminSession is an admin client and a context for one admin command.
+// A broker waits for the active controller (or, for DeleteRecords, for the
+// replicas) up to an admin request's own timeout (kadm's default is 15 s)
+// and then answers NOT_CONTROLLER or REQUEST_TIMED_OUT, which franz-go
+// retries for up to 30 s more. Both stay inside -timeout, so that a lost
+// quorum is reported as what it is, not as our own deadline.
+func (e *env) adminSession(ctx context.Context) (*kadm.Client, context.Context, func(), error) {
+	cl, ctx, done, err := e.session(ctx, kgo.RetryTimeout(e.timeout/2))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	adm := kadm.NewClient(cl)
+	adm.SetTimeoutMillis(int32(max(e.timeout*2/5, time.Second).Milliseconds()))
+	return adm, ctx, done, nil
 }
 
 // run executes the command line args (without the program name) and returns
