@@ -239,6 +239,13 @@ type Options struct {
 	// the disk. Nil removes the file at once. Engines that drop whole files
 	// (segment's DeleteBefore) use it; others ignore it.
 	Discard func(path string)
+	// Inline asks for an engine that starts no goroutine of its own: a Sync
+	// makes its fsyncs on the calling goroutine, and under SyncInterval
+	// nothing is flushed until the caller calls Flush (the engine is then a
+	// Flusher). A deterministic simulator, which runs every broker on one
+	// goroutine, needs it. An engine without Capabilities.Inline refuses it
+	// with ErrUnsupported.
+	Inline bool
 	// DeleteRate is how fast, in bytes per second, a store that paces its
 	// own reclaiming of a deleted log's space (pebble's) does it; 0 means
 	// the engine's default, negative unpaced. Stores that hand files to

@@ -5,6 +5,7 @@ package engine
 // they are missing, as database/sql does with its driver extensions.
 //
 //   - BufferReader: reads into memory the caller lends (segment).
+//   - Flusher: the interval flush of an engine opened Inline (segment).
 
 // BufferReader is Read for a caller that reuses its memory, as a read(2) loop
 // reuses its buffer. A fresh buffer per Read costs an allocation, its zeroing
@@ -18,4 +19,12 @@ type BufferReader interface {
 	// guarantee of Read holds (whole batches, at least one, checksums
 	// verified, ErrCorrupt never returned as data, the same errors).
 	ReadInto(buf []byte, offset int64, maxBytes int) ([]Batch, []byte, error)
+}
+
+// Flusher is the interval flusher of an engine opened with Options.Inline,
+// run by its caller: Flush writes and syncs everything appended so far, as
+// one round of the engine's own flusher would. Under SyncAlways a Sync
+// already does this; under SyncNever nothing calls it but Close.
+type Flusher interface {
+	Flush() error
 }

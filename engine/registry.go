@@ -19,6 +19,9 @@ type Capabilities struct {
 	// group commit for all its logs, so a Sync of any log makes every
 	// append made before it to any log of the store durable.
 	SharedCommit bool
+	// Inline: the engine honours Options.Inline (no goroutine of its own;
+	// it is a Flusher).
+	Inline bool
 }
 
 // OpenFunc opens (or creates) the engine's log in dir.
@@ -75,6 +78,9 @@ func Open(name, dir string, opts Options) (LogEngine, error) {
 	}
 	if opts.CustomFS() && !d.Caps.CustomFS {
 		return nil, fmt.Errorf("engine %s: custom filesystem: %w", name, ErrUnsupported)
+	}
+	if opts.Inline && !d.Caps.Inline {
+		return nil, fmt.Errorf("engine %s: inline (no goroutines): %w", name, ErrUnsupported)
 	}
 	return d.Open(dir, opts)
 }

@@ -148,6 +148,9 @@ func (d Driver) OpenStoreIn(dir string, opts Options) (Store, error) {
 	if opts.CustomFS() && !d.Caps.CustomFS {
 		return nil, fmt.Errorf("engine %s: custom filesystem: %w", d.Name, ErrUnsupported)
 	}
+	if opts.Inline && !d.Caps.Inline {
+		return nil, fmt.Errorf("engine %s: inline (no goroutines): %w", d.Name, ErrUnsupported)
+	}
 	if d.OpenStore != nil {
 		return d.OpenStore(dir, opts)
 	}

@@ -182,6 +182,14 @@
 // another checkpoint interval of the active segment since its last
 // checkpoint appends a checkpoint record, last of all.
 //
+// Opened with Options.Inline (the simulator's way, which runs every broker
+// on one goroutine), there is no flusher: every Append runs, on the
+// caller's goroutine, the round a kicked flusher would (the frame written
+// to the file unsynced, a sealed segment synced), a Sync under SyncAlways
+// runs a syncing round, and under SyncInterval the caller runs the
+// interval's rounds with Flush. What a power loss finds in the files is
+// then what it could find behind the flusher.
+//
 // # Reading
 //
 // Read finds the segment by base offset, looks up its index and reads with

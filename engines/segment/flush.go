@@ -54,6 +54,10 @@ func (e *Engine) Sync(ctx context.Context, end int64) error {
 		e.sm.mu.Unlock()
 		return nil
 	}
+	if e.opts.Inline {
+		e.sm.mu.Unlock()
+		return e.Flush()
+	}
 	r := e.sm.next
 	if r == nil {
 		r = &syncRound{done: make(chan struct{})}
@@ -70,7 +74,22 @@ func (e *Engine) Sync(ctx context.Context, end int64) error {
 	}
 }
 
+// Flush implements engine.Flusher: one round of the flusher, on the
+// caller's goroutine, that writes and syncs everything appended before it.
+// It is how an engine opened Inline flushes under SyncInterval; any engine
+// may be flushed so.
+func (e *Engine) Flush() error {
+	if e.closed.Load() {
+		return engine.ErrClosed
+	}
+	e.flushRound(true)
+	return e.failed()
+}
+
 func (e *Engine) kickFlusher() {
+	if e.opts.Inline {
+		return // nobody to kick: the caller's Sync or Flush writes
+	}
 	select {
 	case e.kick <- struct{}{}:
 	default:
@@ -105,6 +124,10 @@ func (e *Engine) flushLoop(t clock.Timer) {
 // the engine's clock.
 func (e *Engine) startFlusher() {
 	e.sm.meter = engine.NewSyncMeter(e.opts)
+	if e.opts.Inline {
+		close(e.flusherDone) // no flusher: Close has none to wait for
+		return
+	}
 	var t clock.Timer
 	if e.opts.Sync == engine.SyncInterval {
 		t = e.opts.Clock.NewTimer(e.opts.SyncInterval)
