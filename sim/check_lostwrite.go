@@ -49,17 +49,17 @@ func (l *lostWrites) acked(s *Sim, by int32, k tp, base int64, epoch int32, valu
 		holders: holders, kept: holders == nil, ackTick: s.now})
 }
 
-// powerLoss is broker b losing power: synced(k, end) says whether its log
-// of k had synced everything below end. It returns the partitions whose
+// powerLoss is broker b losing power: synced(k, base, end, first) says
+// whether its log of k held the batch at base, up to end, synced. It returns the partitions whose
 // batches were all lost this way, with the first such offset.
-func (l *lostWrites) powerLoss(s *Sim, b int32, synced func(k tp, end int64) bool) map[tp]int64 {
+func (l *lostWrites) powerLoss(s *Sim, b int32, synced func(k tp, base, end int64, first []byte) bool) map[tp]int64 {
 	lost := map[tp]int64{}
 	for _, k := range sortedTPs(l.batches) {
 		for _, a := range l.batches[k] {
 			if a.kept || a.excused || !slices.Contains(a.holders, b) {
 				continue
 			}
-			if synced(k, a.base+int64(len(a.values))) {
+			if synced(k, a.base, a.base+int64(len(a.values)), a.values[0]) {
 				a.kept = true
 				continue
 			}

@@ -129,7 +129,7 @@ func (c *checks) holders(k tp, base, last int64, first []byte) []int32 {
 		if v, ok := valueAt(c.s, r.view(), base); !ok || !bytes.Equal(v, first) {
 			continue
 		}
-		if b.disk.synced(k, last+1) {
+		if c.holdsSynced(b, k, base, last+1, first) {
 			return nil
 		}
 		holders = append(holders, b.id)
@@ -137,11 +137,35 @@ func (c *checks) holders(k tp, base, last int64, first []byte) []int32 {
 	return holders
 }
 
+// holdsSynced reports whether broker b's log of k holds durably the batch
+// at base (first: its first value) up to end, a copy no power loss takes.
+// By value, not by offset: a log truncated and written again since holds
+// other records at the same offsets.
+func (c *checks) holdsSynced(b *broker, k tp, base, end int64, first []byte) bool {
+	r := b.replicas[k]
+	if r == nil {
+		return false
+	}
+	l, ok := b.disk.partitionLog(r.p.LogID())
+	return ok && l.holds(c.s, b.id, k, base, end, first)
+}
+
+// holds reports whether l holds durably the batch at base, up to end,
+// whose first value is first.
+func (l durableLog) holds(s *Sim, broker int32, k tp, base, end int64, first []byte) bool {
+	if l.synced < end {
+		return false
+	}
+	v, ok := valueAt(s, view{broker: broker, tp: k, log: l.log}, base)
+	return ok && bytes.Equal(v, first)
+}
+
 // powerLoss is broker b losing power: acknowledged batches whose every
 // holder has now lost them unsynced are excused, and the history of their
 // partitions from there may be written again.
 func (c *checks) powerLoss(b *broker) {
-	for k, off := range c.lost.powerLoss(c.s, b.id, b.disk.synced) {
+	held := func(k tp, base, end int64, first []byte) bool { return c.holdsSynced(b, k, base, end, first) }
+	for k, off := range c.lost.powerLoss(c.s, b.id, held) {
 		c.s.stats.Faults["acked-lost-unsynced"]++
 		c.s.tracef("acknowledged batches of %s from offset %d lost with every copy unsynced", k, off)
 		c.offsets.forget(k, off)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/minikafka/minikafka/broker/batch"
@@ -94,14 +95,26 @@ func TestCheckLostWrite(t *testing.T) {
 	k2 := tp{topic: uuid.UUID{2}}
 	s.checks.lost.acked(s, 101, k1, 1, 2, [][]byte{[]byte("b")}, []int32{1, 2})
 	s.checks.lost.acked(s, 101, k2, 1, 2, [][]byte{[]byte("b")}, []int32{1, 2})
-	unsynced := func(tp, int64) bool { return false }
-	syncedK2 := func(k tp, _ int64) bool { return k == k2 }
+	unsynced := func(tp, int64, int64, []byte) bool { return false }
+	syncedK2 := func(k tp, _, _ int64, _ []byte) bool { return k == k2 }
 	require.Empty(t, s.checks.lost.powerLoss(s, 1, unsynced), "broker 2 still has them")
 	require.Equal(t, map[tp]int64{k1: 1}, s.checks.lost.powerLoss(s, 2, syncedK2))
 	s.checks.lost.elected(s, view{broker: 3, tp: k1, epoch: 3, log: logOf(t, "a")})
 	require.Empty(t, reported(s), "excused")
 	s.checks.lost.elected(s, view{broker: 3, tp: k2, epoch: 3, log: logOf(t, "a")})
 	require.Equal(t, "lost-write", reported(s), "broker 2 had synced it")
+}
+
+// TestDurableCopyByValue: a synced copy counts only if it holds the
+// acknowledged records, not other records at their offsets (a log
+// truncated and written again).
+func TestDurableCopyByValue(t *testing.T) {
+	s := testSim()
+	l := durableLog{log: logOf(t, "a", "b"), synced: 2}
+	assert.True(t, l.holds(s, 1, k1, 1, 2, []byte("b")))
+	assert.False(t, l.holds(s, 1, k1, 1, 2, []byte("x")), "other records at the same offsets")
+	assert.False(t, durableLog{log: logOf(t, "a", "b"), synced: 1}.holds(s, 1, k1, 1, 2, []byte("b")), "held, but not yet synced")
+	assert.False(t, l.holds(s, 1, k1, 2, 3, []byte("c")), "past the log's end")
 }
 
 func TestCheckDuplicate(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -83,14 +84,18 @@ type disk struct {
 	mem     *vfs.MemFS
 	logs    map[string]*logState // by directory
 	handles []*crashLog          // handles of the running incarnation: a crash closes them
-	full    bool                 // partition appends fail with errDiskFull
-	fail    bool                 // the next sync fails with errDiskIO
-	stats   *Stats
-	id      uuid.UUID // the partitions' directory id (a broker's log.dir.id)
+	segs    map[string]*segLog   // the running incarnation's segment logs, by directory
+	// crashedEnds are the segment logs' ends at the last power loss, to
+	// count what their recovery cut.
+	crashedEnds map[string]int64
+	full        bool // partition appends fail with errDiskFull
+	fail        bool // the next sync fails with errDiskIO
+	stats       *Stats
+	id          uuid.UUID // the partitions' directory id (a broker's log.dir.id)
 }
 
 func newDisk(stats *Stats, rng *rand.Rand) *disk {
-	d := &disk{mem: vfs.NewCrashableMem(), logs: map[string]*logState{}, stats: stats, id: newID(rng)}
+	d := &disk{mem: vfs.NewCrashableMem(), logs: map[string]*logState{}, segs: map[string]*segLog{}, stats: stats, id: newID(rng)}
 	_ = d.mem.MkdirAll("/", 0o755)
 	return d
 }
@@ -128,7 +133,17 @@ func (d *disk) crash(rng *rand.Rand, unsyncedPct, tornPct int) {
 		c.closed = true // the process is gone: nothing more reaches the disk through it
 	}
 	d.handles = nil
-	d.mem = d.mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: unsyncedPct, RNG: rng})
+	d.crashedEnds = map[string]int64{}
+	for dir, l := range d.segs { // the outcome does not depend on the order
+		d.crashedEnds[dir] = l.Engine.EndOffset()
+	}
+	d.segs = map[string]*segLog{} // the process is gone; the clone below is what segment recovers
+	// pebble's CrashClone keeps a share of unsynced blocks drawn in map
+	// order, which would not replay: it keeps exactly what was synced, and
+	// keepUnsynced adds the unsynced tails' prefixes in name order.
+	old := d.mem
+	d.mem = old.CrashClone(vfs.CrashCloneCfg{})
+	d.keepUnsynced(old, "/", rng, unsyncedPct, tornPct)
 	for _, dir := range sortedKeys(d.logs) {
 		l := d.logs[dir]
 		unsynced := len(l.batches) - l.synced
@@ -146,16 +161,37 @@ func (d *disk) crash(rng *rand.Rand, unsyncedPct, tornPct int) {
 	d.full, d.fail = false, false
 }
 
-// synced reports whether the partition log of k holds everything below
-// end synced (the log of a partition set aside for deletion counts too).
-func (d *disk) synced(k tp, end int64) bool {
-	name := "/" + k.key().Dir() + "/log"
-	for _, dir := range sortedKeys(d.logs) {
-		if strings.HasPrefix(dir, dataDir+"/") && strings.HasSuffix(dir, name) {
-			return d.logs[dir].syncedEnd() >= end
-		}
+// durableLog is a partition's log on a disk and the end below which it is
+// durable.
+type durableLog struct {
+	log    logReader
+	synced int64
+}
+
+// partitionLog is the log of store id id on the disk's partition store
+// (partition.Partition.LogID), for the checkers.
+func (d *disk) partitionLog(id engine.LogID) (durableLog, bool) {
+	dir := dataDir + "/store/" + id.String()
+	if l, ok := d.segs[dir]; ok {
+		return durableLog{l, l.synced}, true
 	}
-	return false
+	if l, ok := d.logs[dir]; ok {
+		return durableLog{stateReader{l}, l.syncedEnd()}, true
+	}
+	return durableLog{}, false
+}
+
+// stateReader reads a crash-model log as the checkers read a replica's.
+type stateReader struct{ l *logState }
+
+func (r stateReader) StartOffset() int64 { return r.l.start }
+func (r stateReader) EndOffset() int64   { return r.l.end() }
+func (r stateReader) ReadLog(offset int64, maxBytes int) ([]engine.Batch, error) {
+	if err := engine.CheckReadOffset(offset, r.l.start, r.l.end()); err != nil {
+		return nil, err
+	}
+	i := sort.Search(len(r.l.batches), func(i int) bool { return r.l.batches[i].NextOffset() > offset })
+	return engine.CopyBatches(r.l.batches, i, maxBytes), nil
 }
 
 // syncPartitions syncs every partition log: sync=interval's flusher.
@@ -165,6 +201,66 @@ func (d *disk) syncPartitions() {
 			c.l.synced = len(c.l.batches)
 		}
 	}
+	for _, dir := range sortedKeys(d.segs) {
+		if l := d.segs[dir]; l.partition {
+			_ = l.Flush() // a closed log has nothing to flush; a failed one halts at its next Sync or Append
+		}
+	}
+}
+
+// keepUnsynced walks dir of the crashed disk old in name order and gives
+// each file the clone kept a prefix of what old held past its synced
+// length, with probability unsyncedPct: whole 4 KiB blocks, or, torn, any
+// number of bytes. Files are written in order, so what a power loss keeps
+// of an appended tail is a prefix of it; a file or name never synced stays
+// lost, as in the clone.
+func (d *disk) keepUnsynced(old *vfs.MemFS, dir string, rng *rand.Rand, unsyncedPct, tornPct int) {
+	names, err := d.mem.List(dir)
+	if err != nil {
+		return
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		path := d.mem.PathJoin(dir, n)
+		st, err := d.mem.Stat(path)
+		if err != nil {
+			continue
+		}
+		if st.IsDir() {
+			d.keepUnsynced(old, path, rng, unsyncedPct, tornPct)
+			continue
+		}
+		cur, err := readAll(old, path)
+		if err != nil || int64(len(cur)) <= st.Size() || rng.IntN(100) >= unsyncedPct {
+			continue
+		}
+		tail := cur[st.Size():]
+		keep := rng.IntN(len(tail) + 1)
+		if rng.IntN(100) >= tornPct {
+			keep -= keep % 4096
+		}
+		if keep == 0 {
+			continue
+		}
+		f, err := d.mem.OpenReadWrite(path, vfs.WriteCategoryUnspecified)
+		if err != nil {
+			continue
+		}
+		if _, err := f.WriteAt(tail[:keep], st.Size()); err == nil {
+			_ = f.Sync()
+			d.stats.Faults["unsynced-file-tail-kept"]++
+		}
+		_ = f.Close()
+	}
+}
+
+func readAll(fs vfs.FS, path string) ([]byte, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 // lose is a disk replaced after a crash: the partitions' data directory
@@ -173,6 +269,7 @@ func (d *disk) syncPartitions() {
 func (d *disk) lose(rng *rand.Rand) {
 	_ = d.mem.RemoveAll(dataDir)
 	d.moveLogs(dataDir, "")
+	d.crashedEnds = nil // the new disk's logs are new
 	d.id = newID(rng)
 }
 
@@ -208,6 +305,18 @@ func (d *disk) moveLogs(dir, to string) {
 			d.logs[to+k[len(dir):]] = d.logs[k]
 		}
 		delete(d.logs, k)
+	}
+	moved = moved[:0]
+	for k := range d.segs {
+		if k == dir || strings.HasPrefix(k, dir+"/") {
+			moved = append(moved, k)
+		}
+	}
+	for _, k := range moved {
+		if to != "" {
+			d.segs[to+k[len(dir):]] = d.segs[k]
+		}
+		delete(d.segs, k)
 	}
 }
 

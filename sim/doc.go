@@ -1,5 +1,5 @@
 // Package sim is mini-kafka's deterministic cluster simulator, after
-// TigerBeetle's VOPR: N brokers (1 to 5, every one a controller voter) run
+// TigerBeetle's VOPR: N brokers (1 to 5; the first 1 to N controller voters) run
 // in one goroutine on a simulated clock, driving the project's own code —
 // quorum.Node (etcd raft), cluster.Store and Metadata.Apply,
 // cluster.ControllerCore and the decisions of cluster.Settings, the
@@ -49,6 +49,26 @@
 // a full disk, slow syncs; metadata stalls (a broker's raft messages held
 // while its data links flow, so its image lags); controlled shutdowns; a
 // broker lost for good (scenarios).
+//
+// # Engines and the configuration space
+//
+// The quorum's raft log runs on the crash model (disk.go: a log that keeps
+// its synced batches and a seeded prefix of the rest, the last maybe
+// torn). The partitions run on it too, or, in a quarter of the seeds
+// (-engine segment), on the product's segment engine opened Inline on the
+// broker's crashable MemFS (disk_segment.go): a power loss is then
+// pebble's CrashClone of the files, and segment's own recovery decides
+// what is left. pebble and badger do not run here: both start goroutines
+// of their own (compactions, flushes, value-log GC) that no option turns
+// off, so no schedule on them would replay. Seeds also draw the sync
+// policy (always; interval and never, which acknowledge from memory: an
+// acknowledged batch every holder lost unsynced in power losses is
+// excused, and counted as acked-lost-unsynced), non-voter brokers that
+// follow the metadata log, retention and DeleteRecords moves of the log
+// start with consumers resetting to it, disk replacement and controlled
+// shutdowns. Unclean leader election is on only in scenarios: with it, a
+// lost acknowledged write is what the setting allows, and the checkers
+// would need to tell it from a bug.
 //
 // # Checkers
 //

@@ -26,3 +26,23 @@ func TestMutationsCaught(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryMutationAccounted: every mutation of the build is caught by a
+// scenario or listed as Uncaught with why, never both, never neither.
+func TestEveryMutationAccounted(t *testing.T) {
+	seen := map[string]string{}
+	for _, sc := range Scenarios {
+		seen[sc.Mutation] = "scenario " + sc.Name
+	}
+	for _, u := range Uncaught {
+		if by, ok := seen[u.Mutation]; ok {
+			t.Errorf("%s is listed as uncaught, but %s catches it", u.Mutation, by)
+		}
+		seen[u.Mutation] = "uncaught"
+	}
+	for _, m := range Mutations() {
+		if _, ok := seen[m]; !ok {
+			t.Errorf("mutation %s: no scenario catches it and Uncaught does not say why", m)
+		}
+	}
+}

@@ -54,6 +54,10 @@ type Options struct {
 	// Sync is the partitions' sync policy (-sync): always, or interval
 	// and never, which acknowledge from memory.
 	Sync engine.SyncPolicy
+	// Engine is the partitions' log engine (-engine): "" or EngineModel,
+	// the crash model; EngineSegment, the product's segment engine on the
+	// crashable MemFS (see disk_segment.go).
+	Engine string
 	// RetentionBytes is the workload topics' retention.bytes (0: none): the
 	// log start moves as they grow.
 	RetentionBytes int64
@@ -155,6 +159,9 @@ func Derive(seed uint64, p Profile) Options {
 	if r.IntN(5) == 0 {
 		o.MetadataStallEvery = 1500
 	}
+	if r.IntN(4) == 0 {
+		o.Engine = EngineSegment
+	}
 	if p == ProfileLong {
 		o.SafetyTicks = 5000 + int64(r.IntN(10000))
 		o.BatchesEach *= 4
@@ -168,6 +175,20 @@ func (o Options) topicConfigs() map[string]string {
 		return nil
 	}
 	return map[string]string{cluster.ConfigRetentionBytes: strconv.FormatInt(o.RetentionBytes, 10)}
+}
+
+// The partition engines a run can draw.
+const (
+	EngineModel   = "model"
+	EngineSegment = "segment"
+)
+
+// partitionEngine is the registered engine the partitions open.
+func (o Options) partitionEngine() string {
+	if o.Engine == EngineSegment {
+		return SegmentEngineName
+	}
+	return EngineName
 }
 
 func (o Options) voters() int {
@@ -188,6 +209,9 @@ func (o Options) String() string {
 		o.SnapshotBytes, o.SafetyTicks, o.LivenessTicks)
 	if o.Sync != engine.SyncAlways {
 		fmt.Fprintf(&b, " sync=%s", o.Sync)
+	}
+	if o.Engine != "" && o.Engine != EngineModel {
+		fmt.Fprintf(&b, " engine=%s", o.Engine)
 	}
 	if o.RetentionBytes > 0 {
 		fmt.Fprintf(&b, " retention-bytes=%d", o.RetentionBytes)

@@ -66,7 +66,7 @@ func (c simClock) AfterFunc(time.Duration, func()) clock.Timer {
 func (b *broker) openPartitions() error {
 	o := b.s.opts
 	m, err := partition.OpenManager(partition.Config{
-		Dir: dataDir, Engine: EngineName, Manual: true, Clock: simClock{b.s},
+		Dir: dataDir, Engine: o.partitionEngine(), Manual: true, Clock: simClock{b.s},
 		EngineOptions: engine.Options{FS: b.disk.fs(), Sync: o.Sync},
 		SnapshotBytes: o.SnapshotBytes,
 		Replication: partition.Replication{

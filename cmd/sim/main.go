@@ -35,14 +35,14 @@ func main() {
 	syncPolicy := flag.String("sync", "", "override the partitions' sync policy: always, interval, never")
 	voters := flag.Int("voters", 0, "override the controller voters (brokers 1..N; the others follow the metadata log)")
 	faults := flag.String("faults", "", "fault kinds to keep, comma separated: crash,partition,stall,disk,shutdown,net (empty: as the seed draws; none: no faults)")
-	eng := flag.String("engine", "memory", "the storage under the simulation: memory (the crash-model log over memory)")
+	eng := flag.String("engine", "", "override the partitions' engine: model (the crash-model log) or segment (the product's, on the crashable MemFS)")
 	scenario := flag.String("scenario", "", "tune the options for a named scenario: "+scenarioNames())
 	mutation := flag.String("mutation", "", "switch a protection off (a build with -tags mutations): "+strings.Join(sim.Mutations(), ","))
 	report := flag.String("report", "", "write the figures to this markdown file")
 	flag.Parse()
 
-	if *eng != "memory" {
-		fatalf("-engine %s: only memory (the crash model) drives the simulation so far", *eng)
+	if *eng != "" && *eng != sim.EngineModel && *eng != sim.EngineSegment {
+		fatalf("-engine %s: want %s or %s", *eng, sim.EngineModel, sim.EngineSegment)
 	}
 	if *mutation != "" && !slices.Contains(sim.Mutations(), *mutation) {
 		fatalf("-mutation %s: not in this build (build with -tags mutations): %v", *mutation, sim.Mutations())
@@ -69,6 +69,9 @@ func main() {
 		}
 		if *voters > 0 {
 			o.Voters = *voters
+		}
+		if *eng != "" {
+			o.Engine = *eng
 		}
 		if *brokers > 0 {
 			o.Brokers = *brokers
@@ -241,7 +244,7 @@ func overrides() string {
 	var out []string
 	flag.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "brokers", "voters", "sync", "faults":
+		case "brokers", "voters", "sync", "faults", "engine":
 			out = append(out, "-"+f.Name+" "+f.Value.String())
 		}
 	})

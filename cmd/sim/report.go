@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -101,6 +102,22 @@ func writeReport(path string, s summary, caught []catch, load [2]string) error {
 			}
 			fmt.Fprintf(&b, "| %s | %s | %d | %s | %.4f | %s | `%s` |\n", c.sc.Name, c.sc.Mutation, c.schedules, rate, c.simHours,
 				strings.ReplaceAll(c.violation, "|", "/"), c.replay)
+		}
+	}
+	if len(caught) > 0 {
+		var firsts []int
+		for _, c := range caught {
+			if c.schedules > 0 {
+				firsts = append(firsts, c.schedules)
+			}
+		}
+		slices.Sort(firsts)
+		if len(firsts) > 0 {
+			fmt.Fprintf(&b, "\nCaught: %d of %d scenarios; median schedules to the first catch: %d.\n", len(firsts), len(caught), firsts[len(firsts)/2])
+		}
+		b.WriteString("\n## Mutations no schedule family catches yet\n\n| protection off | what a schedule needs to expose it |\n|---|---|\n")
+		for _, u := range sim.Uncaught {
+			fmt.Fprintf(&b, "| %s | %s |\n", u.Mutation, u.Why)
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
