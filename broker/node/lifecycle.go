@@ -182,7 +182,9 @@ func (l *Lifecycle) Next(now time.Time, metadataOffset int64) (Call, bool) {
 // intervals, so that a broker whose controller died reaches the new one
 // within the grace it gives every broker before fencing it
 // (cluster.DefaultFailoverGrace: three heartbeats).
-func (l *Lifecycle) attempt() time.Duration { return max(2*l.cfg.HeartbeatInterval, 100*time.Millisecond) }
+func (l *Lifecycle) attempt() time.Duration {
+	return max(2*l.cfg.HeartbeatInterval, 100*time.Millisecond)
+}
 
 func (l *Lifecycle) registration() *kmsg.BrokerRegistrationRequest {
 	req := kmsg.NewPtrBrokerRegistrationRequest()
