@@ -4,7 +4,8 @@
 // broker over every registered engine, with every compression codec, and
 // across a broker restart. franz-go's in-memory fake cluster (kfake) runs the
 // same tests as a reference, so a failure that also happens there is the
-// test's, not the broker's.
+// test's, not the broker's. librdkafka's admin DeleteRecords, which no
+// Debian binding exposes, runs as a small C program under testdata.
 //
 // The package has no code outside its tests; interoptest starts the servers.
 package interop
