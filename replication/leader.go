@@ -294,8 +294,11 @@ func (l *Leader) updateFollower(f *follower, ev FollowerFetch) {
 // DeleteRecords answers once it reaches the offset asked for (KIP-107),
 // so that any replica that may be elected has dropped what was deleted.
 // Kafka takes every replica on a live broker; here, as for the HW, the
-// replicas that bound it are the ISR's: a follower outside it is not
-// electable, and it follows the leader's log start at its next fetch.
+// replicas that bound it are the ISR's: a live follower outside it is not
+// electable, and it takes the leader's log start at its next fetch. Like
+// Kafka's, the rule leaves out the ELR (KIP-966), whose members are down:
+// one elected before it fetched from a leader with the new start would
+// lead with its older one.
 func (l *Leader) LowWatermark() int64 {
 	low := l.logStart
 	for _, id := range l.hwMembers() {

@@ -91,5 +91,6 @@ func (p *Partition) lowWatermark(gen uint64) (int64, bool) {
 func (p *Partition) noteLowLocked() {
 	if l := p.role.leader; l != nil {
 		p.starts.set(l.LowWatermark())
+		p.leaderStart.Store(l.LogStart())
 	}
 }

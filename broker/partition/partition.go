@@ -114,11 +114,15 @@ type Partition struct {
 	// fetchable wakes followers' fetches parked at this leader when the
 	// durable end moves or the role changes; its value is unused.
 	fetchable watermark
-	// starts wakes DeleteRecords waiters (WaitLowWatermark) when the
-	// leader's low watermark moved or the role changed; its value is the
-	// low watermark last seen (noteLowLocked).
-	starts    watermark
-	sinceSnap int64 // bytes appended since the last producer snapshot
+	// starts wakes DeleteRecords waiters when the leader's low watermark
+	// moved or the role changed; its value is the low watermark last seen
+	// (noteLowLocked).
+	starts watermark
+	// leaderStart is the log start the leader's answers to followers give,
+	// as of its last step (noteLowLocked): parked follower fetches read it
+	// without the replication lock.
+	leaderStart atomic.Int64
+	sinceSnap   int64 // bytes appended since the last producer snapshot
 	// snapSaved is the log end at which the newest producer snapshot on
 	// disk is the producer state in memory (-1: none is), so that closing a
 	// partition nothing was appended to since writes no file; rebuilds

@@ -420,15 +420,10 @@ func (p *Partition) FollowerDataReady(offset, logStart int64) bool {
 
 // StartPassed reports whether this leader's log start, as its answers to
 // followers give it, is past logStart, a follower's (-1: not said): the
-// follower has news to learn.
+// follower has news to learn. While this broker does not lead, the value
+// is its last leadership's.
 func (p *Partition) StartPassed(logStart int64) bool {
-	if logStart < 0 {
-		return false
-	}
-	p.repMu.Lock()
-	defer p.repMu.Unlock()
-	l := p.role.leader
-	return l != nil && l.LogStart() > logStart
+	return logStart >= 0 && p.leaderStart.Load() > logStart
 }
 
 // Concat joins the whole batches of bs that end at or below end into one
