@@ -282,3 +282,34 @@ func TestDeleteRecordsFollowerStopped(t *testing.T) {
 	}, 30*time.Second, 5*time.Millisecond, "the returning follower drops the prefix and catches up")
 	require.Equal(t, int64(4), kadmDelete(t, c, "s", 4), "with the follower back in the ISR, it answers again")
 }
+
+// TestDeleteRecordsManyLeaders: kadm sends each partition to its leader;
+// with the three partitions led by three brokers, each answers for its
+// own, and -1 takes each partition to its own high watermark.
+func TestDeleteRecordsManyLeaders(t *testing.T) {
+	c := brokertest.StartCluster(t, 3)
+	c.CreateTopic(t, "m", 3, 3, nil)
+	ctx := interoptest.Context(t)
+	cl := c.Client(t, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	leaders := map[int32]bool{}
+	tp, _ := c.Nodes[0].Server.Metadata().Topic("m")
+	for i, p := range tp.Partitions {
+		leaders[p.Leader] = true
+		for range i + 1 { // partition i ends at i+1
+			require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: "m", Partition: int32(i), Value: []byte("v")}).FirstErr())
+		}
+	}
+	require.Len(t, leaders, 3, "one leader per broker")
+	var os kadm.Offsets
+	for i := range 3 {
+		os.Add(kadm.Offset{Topic: "m", Partition: int32(i), At: -1})
+	}
+	rs, err := kadm.NewClient(cl).DeleteRecords(ctx, os)
+	require.NoError(t, err)
+	for i := range int32(3) {
+		r, ok := rs.Lookup("m", i)
+		require.True(t, ok, "partition %d answered", i)
+		require.NoError(t, r.Err, "partition %d", i)
+		assert.Equal(t, int64(i+1), r.LowWatermark, "partition %d", i)
+	}
+}
