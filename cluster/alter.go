@@ -43,6 +43,7 @@ type AlterISR struct {
 //     fetch came from an earlier incarnation, maybe one with an empty disk
 //     (KIP-903).
 func (s Settings) AlterPartition(m *Metadata, r AlterISR) (*Record, Partition, error) {
+	s = s.Dynamic(m) // the cluster-wide dynamic defaults
 	b, ok := m.Broker(r.Broker)
 	if !ok || b.Epoch != r.BrokerEpoch {
 		return nil, Partition{}, fmt.Errorf("AlterPartition from broker %d epoch %d: %w", r.Broker, r.BrokerEpoch, kerr.StaleBrokerEpoch)

@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/google/uuid"
@@ -71,6 +72,8 @@ func (d *Metadata) apply(offset uint64, r Record) error {
 			return fmt.Errorf("producer ids for broker %d epoch %d, which is not registered", p.Broker, p.BrokerEpoch)
 		}
 		d.nextProducerID = p.First + p.Count
+	case r.Config != nil:
+		return d.applyConfig(r.Config)
 	case r.Barrier != nil:
 	default:
 		return errors.New("empty record")
@@ -211,4 +214,48 @@ func checkPartition(p Partition) error {
 		return fmt.Errorf("negative epochs %d, %d", p.LeaderEpoch, p.PartitionEpoch)
 	}
 	return nil
+}
+
+// applyConfig sets or deletes one dynamic config, copying the map it
+// changes: earlier images share the old one.
+func (d *Metadata) applyConfig(c *ConfigChange) error {
+	if err := checkConfig(c.ResourceType, c.Name, c.Value); err != nil {
+		return err
+	}
+	switch c.ResourceType {
+	case ResourceTopic:
+		t, ok := d.topics[c.TopicID]
+		if !ok || t.Name != c.ResourceName {
+			return fmt.Errorf("config %s of unknown topic %q (%s)", c.Name, c.ResourceName, c.TopicID)
+		}
+		nt := *t
+		nt.Configs = withConfig(t.Configs, c.Name, c.Value)
+		d.topics[t.ID] = &nt
+	case ResourceBroker:
+		if c.ResourceName != "" {
+			return fmt.Errorf("config %s of broker %q: only cluster-wide broker configs are kept", c.Name, c.ResourceName)
+		}
+		d.clusterConfigs = withConfig(d.clusterConfigs, c.Name, c.Value)
+	default:
+		return fmt.Errorf("config %s of resource type %d", c.Name, c.ResourceType)
+	}
+	return nil
+}
+
+// withConfig is a copy of m with key set to value, or deleted when value
+// is nil; nil when nothing is left.
+func withConfig(m map[string]string, key string, value *string) map[string]string {
+	out := maps.Clone(m)
+	if value == nil {
+		delete(out, key)
+	} else {
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[key] = *value
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

@@ -312,7 +312,7 @@ var ErrUnsupportedRequest = errors.New("cluster: the controller does not serve t
 
 // Handle starts serving one controller API request: BrokerRegistration,
 // BrokerHeartbeat, AlterPartition, AllocateProducerIDs, CreateTopics,
-// DeleteTopics, CreatePartitions. A Kafka-level problem is an error code in
+// DeleteTopics, CreatePartitions, AlterConfigs, IncrementalAlterConfigs. A Kafka-level problem is an error code in
 // the response; an error is returned only for a request type it does not
 // serve.
 func (c *ControllerCore) Handle(q Quorum, img *Metadata, now time.Time, req kmsg.Request) (*Op, error) {
@@ -332,6 +332,10 @@ func (c *ControllerCore) Handle(q Quorum, img *Metadata, now time.Time, req kmsg
 		c.deleteTopics(o, q, r)
 	case *kmsg.CreatePartitionsRequest:
 		c.createPartitions(o, q, r)
+	case *kmsg.AlterConfigsRequest:
+		c.alterConfigs(o, q, r)
+	case *kmsg.IncrementalAlterConfigsRequest:
+		c.incrementalAlterConfigs(o, q, r)
 	default:
 		return nil, fmt.Errorf("%w: %s", ErrUnsupportedRequest, kmsg.NameForKey(req.Key()))
 	}

@@ -38,7 +38,7 @@ func (c *ControllerCore) createTopics(o *Op, q Quorum, req *kmsg.CreateTopicsReq
 				recs = append(recs, rec)
 				created = append(created, len(resp.Topics))
 			} else {
-				fillCreated(&st, &Topic{Name: rt.Topic, Configs: rec.CreateTopic.Configs, Partitions: rec.CreateTopic.Partitions}, c.cfg.Settings)
+				fillCreated(&st, &Topic{Name: rt.Topic, Configs: rec.CreateTopic.Configs, Partitions: rec.CreateTopic.Partitions}, c.cfg.Settings.Dynamic(img))
 				st.TopicID = [16]byte{}
 			}
 			resp.Topics = append(resp.Topics, st)
@@ -54,7 +54,7 @@ func (c *ControllerCore) createTopics(o *Op, q Quorum, req *kmsg.CreateTopicsReq
 					st.ErrorCode, st.ErrorMessage = code(err), message(err)
 					continue
 				}
-				fillCreated(st, t, c.cfg.Settings)
+				fillCreated(st, t, c.cfg.Settings.Dynamic(o.img))
 				c.log.Info("created topic", "topic", t.Name, "id", t.ID, "partitions", len(t.Partitions), "replication", len(t.Partitions[0].Replicas))
 			}
 			o.finish(resp, nil)

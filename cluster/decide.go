@@ -83,6 +83,7 @@ func (s Settings) Unclean(t *Topic) bool {
 // its leaderships. A repeated request of the same incarnation (a retry)
 // changes nothing.
 func (s Settings) Register(m *Metadata, clusterID string, r RegisterBroker, alive bool) ([]Record, error) {
+	s = s.Dynamic(m) // the cluster-wide dynamic defaults
 	if clusterID != m.ClusterID() {
 		return nil, fmt.Errorf("broker %d is of cluster %q, this is %q: %w", r.ID, clusterID, m.ClusterID(), kerr.InconsistentClusterID)
 	}
@@ -115,7 +116,7 @@ func (s Settings) Register(m *Metadata, clusterID string, r RegisterBroker, aliv
 
 // Fence fences broker id: it leaves every ISR (into the ELR where KIP-966
 // says so), and the partitions it led elect another leader or go offline.
-func (s Settings) Fence(m *Metadata, id int32) []Record { return s.fence(m, id, false) }
+func (s Settings) Fence(m *Metadata, id int32) []Record { return s.Dynamic(m).fence(m, id, false) }
 
 // fence is Fence, taking the broker out of every ELR too when dropELR.
 func (s Settings) fence(m *Metadata, id int32, dropELR bool) []Record {
@@ -133,6 +134,7 @@ func (s Settings) fence(m *Metadata, id int32, dropELR bool) []Record {
 // leave without making a partition lose its only leader, so that it exits
 // leading as little as possible.
 func (s Settings) Shutdown(m *Metadata, id int32) []Record {
+	s = s.Dynamic(m) // the cluster-wide dynamic defaults
 	b, ok := m.Broker(id)
 	if !ok || b.ShuttingDown {
 		return nil
@@ -179,6 +181,7 @@ func (s Settings) leave(m *Metadata, id int32, active func(int32) bool, keepSole
 // it registered, and elects it where a partition has no leader and it is
 // eligible.
 func (s Settings) Unfence(m *Metadata, id int32) []Record {
+	s = s.Dynamic(m) // the cluster-wide dynamic defaults
 	b, ok := m.Broker(id)
 	if !ok || !b.Fenced {
 		return nil
@@ -214,6 +217,7 @@ func (s Settings) electOffline(m *Metadata, active func(int32) bool) []Record {
 // leaders for partitions that have none but could: the controller runs it
 // periodically, so a broker that recovered gets its leaderships back.
 func (s Settings) Rebalance(m *Metadata) []Record {
+	s = s.Dynamic(m) // the cluster-wide dynamic defaults
 	recs := s.electOffline(m, m.isActive)
 	if len(recs) > 0 {
 		return recs // one step at a time: the next run sees these applied
@@ -253,6 +257,7 @@ type NewTopic struct {
 // INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR,
 // INVALID_REPLICA_ASSIGNMENT, INVALID_CONFIG.
 func (s Settings) CreateTopic(m *Metadata, nt NewTopic, rnd *rand.Rand) (Record, error) {
+	s = s.Dynamic(m) // the cluster-wide dynamic defaults
 	if err := ValidTopicName(nt.Name); err != nil {
 		return Record{}, err
 	}

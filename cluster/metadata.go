@@ -85,6 +85,10 @@ type Metadata struct {
 	topics         map[uuid.UUID]*Topic
 	names          map[string]uuid.UUID
 	nextProducerID int64
+	// clusterConfigs are the dynamic cluster-wide broker configs (the
+	// broker resource named ""): defaults that override the controller's
+	// static Settings (see Settings.Dynamic).
+	clusterConfigs map[string]string
 }
 
 // Empty is the image before the first record.
@@ -143,6 +147,10 @@ func (m *Metadata) TopicByID(id uuid.UUID) (*Topic, bool) {
 func (m *Metadata) Topics() []*Topic {
 	return sortedValues(m.topics, func(a, b *Topic) int { return cmp.Compare(a.Name, b.Name) })
 }
+
+// ClusterConfigs are the dynamic cluster-wide broker configs set, by name.
+// Never modify the map.
+func (m *Metadata) ClusterConfigs() map[string]string { return m.clusterConfigs }
 
 // TopicCount is the number of topics.
 func (m *Metadata) TopicCount() int { return len(m.topics) }

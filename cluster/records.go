@@ -32,6 +32,8 @@ type Record struct {
 	ChangePartition *ChangePartition `json:"changePartition,omitempty"`
 	// ProducerIDs hands a block of producer ids to a broker.
 	ProducerIDs *ProducerIDs `json:"producerIds,omitempty"`
+	// Config sets or deletes one dynamic config (Kafka's ConfigRecord).
+	Config *ConfigChange `json:"config,omitempty"`
 	// Barrier changes nothing: a new active controller commits one and waits
 	// for it to be applied, so that it decides on everything before it.
 	Barrier *Barrier `json:"barrier,omitempty"`
@@ -105,6 +107,22 @@ type ProducerIDs struct {
 	Count       int64 `json:"count"`
 }
 
+// ConfigChange sets one config of a resource to Value, or deletes it
+// (Value nil) so that the default applies again. Resources are a topic
+// (ResourceType 2, kmsg.ConfigResourceTypeTopic), named and identified by
+// id, so that a topic created later under the same name is never changed
+// by a record meant for the old one; or the cluster-wide broker defaults
+// (ResourceType 4, ResourceName ""). The value is one the controller
+// validated; Apply checks it again, since partitions parse what the image
+// holds.
+type ConfigChange struct {
+	ResourceType int8      `json:"resourceType"`
+	ResourceName string    `json:"resourceName"`
+	TopicID      uuid.UUID `json:"topicId,omitempty"`
+	Name         string    `json:"name"`
+	Value        *string   `json:"value"`
+}
+
 // Barrier is a record that changes nothing.
 type Barrier struct{}
 
@@ -140,7 +158,7 @@ func (r Record) fields() int {
 		r.Bootstrap != nil, r.RegisterBroker != nil, r.FenceBroker != nil,
 		r.UnfenceBroker != nil, r.ShutdownBroker != nil, r.CreateTopic != nil,
 		r.AddPartitions != nil, r.DeleteTopic != nil, r.ChangePartition != nil,
-		r.ProducerIDs != nil, r.Barrier != nil,
+		r.ProducerIDs != nil, r.Barrier != nil, r.Config != nil,
 	} {
 		if set {
 			n++

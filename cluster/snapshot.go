@@ -13,13 +13,15 @@ type snapshotFile struct {
 	NextProducerID int64     `json:"nextProducerId"`
 	Brokers        []*Broker `json:"brokers"`
 	Topics         []*Topic  `json:"topics"`
+	// ClusterConfigs are the dynamic cluster-wide broker configs.
+	ClusterConfigs map[string]string `json:"clusterConfigs,omitempty"`
 }
 
 // MarshalSnapshot encodes the whole image.
 func (m *Metadata) MarshalSnapshot() ([]byte, error) {
 	b, err := json.Marshal(snapshotFile{
 		Offset: m.offset, ClusterID: m.clusterID, NextProducerID: m.nextProducerID,
-		Brokers: m.Brokers(), Topics: m.Topics(),
+		Brokers: m.Brokers(), Topics: m.Topics(), ClusterConfigs: m.clusterConfigs,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: encode snapshot: %w", err)
@@ -36,6 +38,12 @@ func UnmarshalSnapshot(b []byte) (*Metadata, error) {
 	}
 	m := Empty()
 	m.offset, m.clusterID, m.nextProducerID = f.Offset, f.ClusterID, f.NextProducerID
+	for k, v := range f.ClusterConfigs {
+		if err := checkConfig(ResourceBroker, k, &v); err != nil {
+			return nil, fmt.Errorf("cluster: snapshot: %w", err)
+		}
+	}
+	m.clusterConfigs = f.ClusterConfigs
 	for _, br := range f.Brokers {
 		if _, dup := m.brokers[br.ID]; dup || br == nil {
 			return nil, fmt.Errorf("cluster: snapshot: broker %d twice", br.ID)
@@ -51,6 +59,11 @@ func UnmarshalSnapshot(b []byte) (*Metadata, error) {
 		}
 		if _, dup := m.topics[t.ID]; dup {
 			return nil, fmt.Errorf("cluster: snapshot: topic id %s twice", t.ID)
+		}
+		for k, v := range t.Configs {
+			if err := checkConfig(ResourceTopic, k, &v); err != nil {
+				return nil, fmt.Errorf("cluster: snapshot: topic %q: %w", t.Name, err)
+			}
 		}
 		for i, p := range t.Partitions {
 			if err := checkPartition(p); err != nil {
