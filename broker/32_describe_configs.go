@@ -21,10 +21,12 @@ import (
 //     as Kafka does. Unknown topic: UNKNOWN_TOPIC_OR_PARTITION.
 //   - Broker resources (name "" or our node id): a few read-only static
 //     settings (broker.id, broker.rack, num.partitions,
-//     default.replication.factor, min.insync.replicas,
-//     unclean.leader.election.enable, auto.create.topics.enable,
-//     message.max.bytes, log.dirs). Another broker id (clients ask each
-//     broker for its own): INVALID_REQUEST.
+//     default.replication.factor, auto.create.topics.enable,
+//     message.max.bytes, log.dirs), and min.insync.replicas and
+//     unclean.leader.election.enable, which AlterConfigs may set
+//     cluster-wide: DYNAMIC_DEFAULT_BROKER_CONFIG once set, the static
+//     value before. Another broker id (clients ask each broker for its
+//     own): INVALID_REQUEST.
 //   - Any other resource type: INVALID_REQUEST.
 //   - No synonyms (IncludeSynonyms gets an empty list); documentation null.
 //
@@ -73,19 +75,29 @@ func topicConfigEntries(t *cluster.Topic, set cluster.Settings) []configEntry {
 	return out
 }
 
-func (s *Server) brokerConfigEntries() []configEntry {
+func (s *Server) brokerConfigEntries(img *cluster.Metadata) []configEntry {
 	str := func(v string) *string { return &v }
 	static := kmsg.ConfigSourceStaticBrokerConfig
+	set := s.ctl.Settings().Dynamic(img)
+	// dynamic is a config that the cluster-wide broker resource may set:
+	// static until it is set there.
+	dynamic := func(name, value string, typ kmsg.ConfigType) configEntry {
+		e := configEntry{name, str(value), static, typ, false}
+		if _, ok := img.ClusterConfigs()[name]; ok {
+			e.source = kmsg.ConfigSourceDynamicDefaultBrokerConfig
+		}
+		return e
+	}
 	return []configEntry{
 		{"auto.create.topics.enable", str(strconv.FormatBool(s.cfg.AutoCreate)), static, kmsg.ConfigTypeBoolean, true},
 		{"broker.id", str(strconv.Itoa(int(s.cfg.NodeID))), static, kmsg.ConfigTypeInt, true},
 		{"broker.rack", str(s.cfg.Rack), static, kmsg.ConfigTypeString, true},
-		{"default.replication.factor", str(strconv.Itoa(int(s.ctl.Settings().DefaultReplicationFactor))), static, kmsg.ConfigTypeInt, true},
+		{"default.replication.factor", str(strconv.Itoa(int(set.DefaultReplicationFactor))), static, kmsg.ConfigTypeInt, true},
 		{"log.dirs", str(s.cfg.Dir), static, kmsg.ConfigTypeString, true},
 		{"message.max.bytes", str(cluster.ConfigDefaults[cluster.ConfigMaxMessageBytes]), static, kmsg.ConfigTypeInt, true},
-		{"min.insync.replicas", str(strconv.Itoa(s.ctl.Settings().MinInsyncReplicas)), static, kmsg.ConfigTypeInt, true},
+		dynamic(cluster.ConfigMinInsyncReplicas, strconv.Itoa(set.MinInsyncReplicas), kmsg.ConfigTypeInt),
 		{"num.partitions", str(strconv.Itoa(int(s.cfg.DefaultPartitions))), static, kmsg.ConfigTypeInt, true},
-		{"unclean.leader.election.enable", str(strconv.FormatBool(s.ctl.Settings().UncleanLeaderElection)), static, kmsg.ConfigTypeBoolean, true},
+		dynamic(cluster.ConfigUncleanLeaderElection, strconv.FormatBool(set.UncleanLeaderElection), kmsg.ConfigTypeBoolean),
 	}
 }
 
@@ -117,16 +129,17 @@ func handleDescribeConfigs(r *request) reply {
 func (s *Server) describeResource(rr kmsg.DescribeConfigsRequestResource) ([]configEntry, error) {
 	switch rr.ResourceType {
 	case kmsg.ConfigResourceTypeTopic:
-		t, ok := s.store.Image().Topic(rr.ResourceName)
+		img := s.store.Image()
+		t, ok := img.Topic(rr.ResourceName)
 		if !ok {
 			return nil, fmt.Errorf("%w: %q", kerr.UnknownTopicOrPartition, rr.ResourceName)
 		}
-		return topicConfigEntries(t, s.ctl.Settings()), nil
+		return topicConfigEntries(t, s.ctl.Settings().Dynamic(img)), nil
 	case kmsg.ConfigResourceTypeBroker:
 		if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(s.cfg.NodeID)) {
 			return nil, fmt.Errorf("%w: no broker %q here", kerr.InvalidRequest, rr.ResourceName)
 		}
-		return s.brokerConfigEntries(), nil
+		return s.brokerConfigEntries(s.store.Image()), nil
 	}
 	return nil, fmt.Errorf("%w: resource type %d is not supported", kerr.InvalidRequest, rr.ResourceType)
 }

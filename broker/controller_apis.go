@@ -20,7 +20,8 @@ import (
 //   - AlterPartition (56) v0-3: a leader's ISR changes.
 //   - AllocateProducerIDs (67) v0: blocks of producer ids.
 //   - CreateTopics (19) v0-7, DeleteTopics (20) v0-6, CreatePartitions
-//     (37) v0-3: what brokers forward of their clients' requests.
+//     (37) v0-3, AlterConfigs (33) v0-2, IncrementalAlterConfigs (44)
+//     v0-1: what brokers forward of their clients' requests.
 //
 // Each waits for the controller's commit in the waiting phase.
 
@@ -32,6 +33,8 @@ func init() {
 	registerController(19, 0, 7, handleControllerAPI)
 	registerController(20, 0, 6, handleControllerAPI)
 	registerController(37, 0, 3, handleControllerAPI)
+	registerController(33, 0, 2, handleControllerAPI)
+	registerController(44, 0, 1, handleControllerAPI)
 }
 
 func handleControllerAPI(r *request) reply {

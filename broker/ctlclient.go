@@ -206,6 +206,10 @@ func copyRequest(dst, src kmsg.Request) {
 		*d = *src.(*kmsg.DeleteTopicsRequest)
 	case *kmsg.CreatePartitionsRequest:
 		*d = *src.(*kmsg.CreatePartitionsRequest)
+	case *kmsg.AlterConfigsRequest:
+		*d = *src.(*kmsg.AlterConfigsRequest)
+	case *kmsg.IncrementalAlterConfigsRequest:
+		*d = *src.(*kmsg.IncrementalAlterConfigsRequest)
 	case *kmsg.DescribeQuorumRequest:
 		*d = *src.(*kmsg.DescribeQuorumRequest)
 	case *kmsg.FetchRequest:

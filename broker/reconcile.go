@@ -18,7 +18,7 @@ import (
 
 func (s *Server) reconcileLoop() {
 	defer s.bg.Done()
-	r := node.NewReconciler(s.cfg.NodeID, s.ctl.Settings().MinISR)
+	r := node.NewReconciler(s.cfg.NodeID, s.ctl.Settings().MinISRIn)
 	for {
 		changed := s.store.Changed()
 		s.reconcileBegan.Store(s.cfg.Clock.Now().UnixNano())

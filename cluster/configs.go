@@ -90,6 +90,10 @@ func (s Settings) Dynamic(m *Metadata) Settings {
 	return s
 }
 
+// MinISRIn is t's effective min.insync.replicas in image m: its own, else
+// the cluster-wide dynamic default, else s's.
+func (s Settings) MinISRIn(m *Metadata, t *Topic) int { return s.Dynamic(m).MinISR(t) }
+
 // ConfigOp is one operation of an alteration: kmsg's SET, DELETE, APPEND
 // or SUBTRACT of Value on the config Name.
 type ConfigOp struct {

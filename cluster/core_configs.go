@@ -11,14 +11,7 @@ import (
 // the ones the request lists.
 func (c *ControllerCore) alterConfigs(o *Op, q Quorum, req *kmsg.AlterConfigsRequest) {
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-	var alts []ConfigAlteration
-	for _, rr := range req.Resources {
-		a := ConfigAlteration{Type: rr.ResourceType, Name: rr.ResourceName, Replace: true}
-		for _, rc := range rr.Configs {
-			a.Ops = append(a.Ops, ConfigOp{Name: rc.Name, Op: kmsg.IncrementalAlterConfigOpSet, Value: rc.Value})
-		}
-		alts = append(alts, a)
-	}
+	alts := Alterations(req)
 	c.alter(o, q, alts, req.ValidateOnly, func(errs []error) {
 		for i, rr := range req.Resources {
 			sr := kmsg.NewAlterConfigsResponseResource()
@@ -34,14 +27,7 @@ func (c *ControllerCore) alterConfigs(o *Op, q Quorum, req *kmsg.AlterConfigsReq
 // operations on the configs it has.
 func (c *ControllerCore) incrementalAlterConfigs(o *Op, q Quorum, req *kmsg.IncrementalAlterConfigsRequest) {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	var alts []ConfigAlteration
-	for _, rr := range req.Resources {
-		a := ConfigAlteration{Type: rr.ResourceType, Name: rr.ResourceName}
-		for _, rc := range rr.Configs {
-			a.Ops = append(a.Ops, ConfigOp{Name: rc.Name, Op: rc.Op, Value: rc.Value})
-		}
-		alts = append(alts, a)
-	}
+	alts := Alterations(req)
 	c.alter(o, q, alts, req.ValidateOnly, func(errs []error) {
 		for i, rr := range req.Resources {
 			sr := kmsg.NewIncrementalAlterConfigsResponseResource()
@@ -94,4 +80,38 @@ func (c *ControllerCore) alter(o *Op, q Quorum, alts []ConfigAlteration, validat
 			answer(errs)
 		})
 	})
+}
+
+// Alterations are the resources' alterations of an AlterConfigs or
+// IncrementalAlterConfigs request, in its order (nil for another request).
+func Alterations(req kmsg.Request) []ConfigAlteration {
+	var alts []ConfigAlteration
+	switch r := req.(type) {
+	case *kmsg.AlterConfigsRequest:
+		for _, rr := range r.Resources {
+			a := ConfigAlteration{Type: rr.ResourceType, Name: rr.ResourceName, Replace: true}
+			for _, rc := range rr.Configs {
+				a.Ops = append(a.Ops, ConfigOp{Name: rc.Name, Op: kmsg.IncrementalAlterConfigOpSet, Value: rc.Value})
+			}
+			alts = append(alts, a)
+		}
+	case *kmsg.IncrementalAlterConfigsRequest:
+		for _, rr := range r.Resources {
+			a := ConfigAlteration{Type: rr.ResourceType, Name: rr.ResourceName}
+			for _, rc := range rr.Configs {
+				a.Ops = append(a.Ops, ConfigOp{Name: rc.Name, Op: rc.Op, Value: rc.Value})
+			}
+			alts = append(alts, a)
+		}
+	}
+	return alts
+}
+
+// Settled reports whether m already shows alteration a done: deciding it
+// again would change nothing. Every operation is idempotent, so a broker
+// waits for this on its own image before it answers, and a later request
+// to it sees the change.
+func (s Settings) Settled(m *Metadata, a ConfigAlteration) bool {
+	recs, err := s.AlterConfigs(m, a)
+	return err == nil && len(recs) == 0
 }

@@ -6,6 +6,8 @@ package engine
 //
 //   - BufferReader: reads into memory the caller lends (segment).
 //   - Flusher: the interval flush of an engine opened Inline (segment).
+//   - SegmentResizer: a roll size that changes while the log is open
+//     (segment): a topic's segment.bytes is a dynamic config.
 
 // BufferReader is Read for a caller that reuses its memory, as a read(2) loop
 // reuses its buffer. A fresh buffer per Read costs an allocation, its zeroing
@@ -27,4 +29,13 @@ type BufferReader interface {
 // already does this; under SyncNever nothing calls it but Close.
 type Flusher interface {
 	Flush() error
+}
+
+// SegmentResizer is an engine that keeps segment files whose roll size may
+// change while it is open. SetSegmentBytes applies to the segments rolled
+// from then on (the active one rolls at the next append that would take
+// it past the new size); what is already written stays as it is. Engines
+// without segment files have nothing to resize and do not implement it.
+type SegmentResizer interface {
+	SetSegmentBytes(n int64)
 }

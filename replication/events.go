@@ -134,7 +134,10 @@ type MetadataUpdate struct {
 	// Eligible are the brokers that may join an ISR, unfenced and not
 	// shutting down (KIP-841), each with its registered broker epoch.
 	Eligible []ISRMember
-	Now      time.Time
+	// MinISR is the topic's min.insync.replicas now (it is a dynamic
+	// config); 0 leaves the leader's as it is.
+	MinISR int
+	Now    time.Time
 }
 
 // Follower events.

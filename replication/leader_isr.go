@@ -166,7 +166,8 @@ func retriable(err error) bool {
 
 // metadata takes a committed state of this leader epoch. A newer partition
 // epoch replaces the ISR and settles whatever was in flight; any update
-// refreshes who may join.
+// refreshes who may join and min.insync.replicas (a lower one may let the
+// HW move).
 func (l *Leader) metadata(ev MetadataUpdate) []Action {
 	if ev.LeaderEpoch != l.leaderEpoch || ev.PartitionEpoch < l.partitionEpoch {
 		return nil
@@ -174,8 +175,15 @@ func (l *Leader) metadata(ev MetadataUpdate) []Action {
 	l.eligible = slices.Clone(ev.Eligible)
 	l.elr = slices.Clone(ev.ELR)
 	l.held = nil
+	minChanged := ev.MinISR > 0 && ev.MinISR != l.minISR
+	if ev.MinISR > 0 {
+		l.minISR = ev.MinISR
+	}
 	if ev.PartitionEpoch > l.partitionEpoch {
 		return l.commit(ev.ISR, ev.PartitionEpoch)
+	}
+	if minChanged {
+		return l.maybeAdvanceHW()
 	}
 	return nil
 }

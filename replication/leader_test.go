@@ -419,3 +419,24 @@ func TestLeaderLogStartMoved(t *testing.T) {
 	require.Empty(t, l.Step(LogStartMoved{Start: 2}))
 	require.Equal(t, int64(3), answerOf(t, l.Step(fetchOf(2, 1, -1, 1))).LogStartOffset)
 }
+
+// min.insync.replicas is a dynamic config: a metadata update of the same
+// epochs changes it, for produce checks and for the HW, which a lower one
+// may release.
+func TestLeaderMinISRChangesWithTheMetadata(t *testing.T) {
+	l, _ := newTestLeader(t, func(c *LeaderConfig) { c.ISR = []int32{1} })
+	require.ErrorIs(t, l.CheckProduce(-1), kerr.NotEnoughReplicas)
+	require.Empty(t, l.Step(LocalDurable{End: 10}), "frozen below min.insync.replicas 2")
+	update := MetadataUpdate{LeaderEpoch: 5, PartitionEpoch: 7, ISR: []int32{1},
+		Eligible: []ISRMember{{1, 11}, {2, 12}, {3, 13}}, MinISR: 1, Now: at(1)}
+	require.Equal(t, []Action{AdvanceHW{To: 10}}, l.Step(update), "min.insync.replicas 1 lets the HW move")
+	require.NoError(t, l.CheckProduce(-1))
+	require.False(t, l.Status(at(1)).UnderMinISR)
+
+	update.MinISR = 3
+	require.Empty(t, l.Step(update))
+	require.ErrorIs(t, l.CheckProduce(-1), kerr.NotEnoughReplicas, "raised to 3")
+	update.MinISR = 0
+	require.Empty(t, l.Step(update))
+	require.ErrorIs(t, l.CheckProduce(-1), kerr.NotEnoughReplicas, "0 leaves it as it is")
+}

@@ -164,7 +164,7 @@ func (b *broker) start() {
 	b.prevEpoch = -1 // a crash from now on is an unclean shutdown
 	b.pids = node.NewProducerIDs(b.id)
 	b.router = node.NewRouter(b.id, b.s.voters())
-	b.recon = node.NewReconciler(b.id, core.Settings().MinISR)
+	b.recon = node.NewReconciler(b.id, core.Settings().MinISRIn)
 	b.fetchers = node.NewFetchers(b.id)
 	b.sessions = map[*node.Fetcher]*fetchSession{}
 	b.parked = nil

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -30,7 +31,7 @@ import (
 // One driver goroutine at a time.
 type Reconciler struct {
 	self   int32
-	minISR func(*cluster.Topic) int
+	minISR func(*cluster.Metadata, *cluster.Topic) int
 	last   reconciled
 }
 
@@ -40,11 +41,15 @@ type reconciled struct {
 	lead     bool
 	epoch    int64
 	eligible []replication.ISRMember
+	// defaults are the image's cluster-wide dynamic configs: a topic that
+	// falls back to them changes when they do.
+	defaults map[string]string
 }
 
 // NewReconciler is the reconciler of broker self; minISR is the
-// min.insync.replicas of a topic (cluster.Settings.MinISR).
-func NewReconciler(self int32, minISR func(*cluster.Topic) int) *Reconciler {
+// min.insync.replicas of a topic in an image
+// (cluster.Settings.Dynamic(img).MinISR).
+func NewReconciler(self int32, minISR func(*cluster.Metadata, *cluster.Topic) int) *Reconciler {
 	return &Reconciler{self: self, minISR: minISR}
 }
 
@@ -97,12 +102,14 @@ func (r *Reconciler) Plan(img *cluster.Metadata, st Standing, held []partition.K
 	lead := current && !me.Fenced
 	eligible := Eligible(img)
 	p := Plan{Offset: img.Offset(), Lead: lead, Current: current}
-	p.next = reconciled{topics: make(map[uuid.UUID]*cluster.Topic, img.TopicCount()), lead: lead, epoch: st.Epoch, eligible: eligible}
+	p.next = reconciled{topics: make(map[uuid.UUID]*cluster.Topic, img.TopicCount()), lead: lead, epoch: st.Epoch,
+		eligible: eligible, defaults: img.ClusterConfigs()}
 	last := r.last
+	sameDefaults := maps.Equal(last.defaults, p.next.defaults)
 	wanted := map[partition.Key]bool{}
 	for _, t := range img.Topics() {
 		p.next.topics[t.ID] = t
-		same := last.topics[t.ID] == t && last.lead == lead && last.epoch == st.Epoch && slices.Equal(last.eligible, eligible)
+		same := last.topics[t.ID] == t && last.lead == lead && last.epoch == st.Epoch && slices.Equal(last.eligible, eligible) && sameDefaults
 		for i, part := range t.Partitions {
 			if !slices.Contains(part.Replicas, r.self) {
 				continue
@@ -111,7 +118,7 @@ func (r *Reconciler) Plan(img *cluster.Metadata, st Standing, held []partition.K
 				Self: r.self, BrokerEpoch: st.Epoch, Lead: lead, Leader: part.Leader,
 				LeaderEpoch: part.LeaderEpoch, PartitionEpoch: part.PartitionEpoch,
 				Replicas: part.Replicas, ISR: part.ISR, ELR: part.ELR,
-				MinISR: r.minISR(t), Eligible: eligible, Now: now,
+				MinISR: r.minISR(img, t), Eligible: eligible, Now: now,
 			}}
 			wanted[w.Key()] = true
 			if !same {

@@ -61,7 +61,7 @@ func TestReconcilerPlans(t *testing.T) {
 	e1, e2 := im.register(1), im.register(2)
 	img := im.apply(topic("a", led(1, 1, 2), led(2, 2, 3)), topic("b", led(3, 3)))
 	a, _ := img.Topic("a")
-	r := NewReconciler(2, func(*cluster.Topic) int { return 1 })
+	r := NewReconciler(2, func(*cluster.Metadata, *cluster.Topic) int { return 1 })
 
 	// Not registered yet: its partitions are set up, not led, and nothing
 	// held is removed on an image that may predate it.

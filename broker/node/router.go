@@ -111,6 +111,18 @@ func NotController(resp kmsg.Response) bool {
 				return true
 			}
 		}
+	case *kmsg.AlterConfigsResponse:
+		for _, rr := range r.Resources {
+			if rr.ErrorCode == nc {
+				return true
+			}
+		}
+	case *kmsg.IncrementalAlterConfigsResponse:
+		for _, rr := range r.Resources {
+			if rr.ErrorCode == nc {
+				return true
+			}
+		}
 	}
 	return false
 }

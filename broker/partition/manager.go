@@ -386,7 +386,7 @@ func (m *Manager) Ensure(spec Spec) (*Partition, error) {
 			return nil, err
 		}
 	}
-	p.setConfig(parseTopicConfig(spec.Configs))
+	p.setConfig(parseTopicConfig(spec.Configs), m.cfg.EngineOptions.WithDefaults().SegmentBytes)
 	m.mu.Lock()
 	m.parts[k] = p
 	m.names[spec.Topic] = spec.TopicID

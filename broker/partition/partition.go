@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,6 +64,7 @@ type Partition struct {
 	log      engine.LogEngine
 	logID    engine.LogID                // log's id in the data directory's store
 	cfg      atomic.Pointer[topicConfig] // the topic's configs may change
+	resized  bool                        // setConfig has given the log its segment size (Manager.Ensure serializes it)
 	internal bool                        // an internal topic: never trimmed by retention
 	always   bool                        // SyncAlways: the HW waits for an fsync
 	// shortOfHW is how many committed offsets the log lacked when it was
@@ -205,9 +207,20 @@ func (p *Partition) Topic() string { return p.topic }
 // Key is the partition's topic id and index.
 func (p *Partition) Key() Key { return p.key }
 
-// setConfig applies the topic's (new) configs. The segment size applies to
-// segments rolled from the next open on.
-func (p *Partition) setConfig(cfg topicConfig) { p.cfg.Store(&cfg) }
+// setConfig applies the topic's (new) configs, which are dynamic: the
+// limits and retention read them at each use, and an engine that keeps
+// segment files rolls its next segment at the new segment.bytes (def when
+// the topic sets none: the store's).
+func (p *Partition) setConfig(cfg topicConfig, def int64) {
+	old := p.cfg.Swap(&cfg)
+	if old != nil && old.segmentBytes == cfg.segmentBytes && p.resized {
+		return
+	}
+	if r, ok := engine.As[engine.SegmentResizer](p.log); ok {
+		r.SetSegmentBytes(cmp.Or(cfg.segmentBytes, def))
+	}
+	p.resized = true
+}
 
 // Index is the partition number.
 func (p *Partition) Index() int32 { return p.index }

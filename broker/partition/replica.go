@@ -99,7 +99,7 @@ func (p *Partition) SetState(st ReplicaState) (bool, error) {
 		if l := p.role.leader; l != nil {
 			p.applyLocked(l.Step(replication.MetadataUpdate{
 				LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch,
-				ISR: st.ISR, ELR: st.ELR, Eligible: st.Eligible, Now: st.Now,
+				ISR: st.ISR, ELR: st.ELR, Eligible: st.Eligible, MinISR: st.MinISR, Now: st.Now,
 			}))
 			p.wm.poke() // the ISR may have shrunk below min.insync.replicas
 		}

@@ -383,7 +383,7 @@ func ingestAndScan(b *testing.B, checkpoints bool) (ingest, read time.Duration, 
 		b.Fatal(err)
 	}
 	if !checkpoints {
-		e.ckptBytes = 1 << 62
+		e.ckptBytes.Store(1 << 62)
 	}
 	data := make([]byte, 100_000)
 	start := time.Now()

@@ -54,8 +54,8 @@ type Engine struct {
 	dir           string
 	opts          engine.Options
 	log           *slog.Logger
-	segmentBytes  int64
-	ckptBytes     int64 // the active segment is checkpointed each time this much more of it is durable
+	segmentBytes  atomic.Int64 // SetSegmentBytes changes it
+	ckptBytes     atomic.Int64 // the active segment is checkpointed each time this much more of it is durable
 	maxBatchBytes int   // Options.MaxBatchBytes, at most segmentBytesMax (a frame's length has 4 bytes)
 
 	start   atomic.Int64
@@ -85,6 +85,17 @@ type Engine struct {
 	flusherDone chan struct{}
 }
 
+var _ engine.SegmentResizer = (*Engine)(nil)
+
+// SetSegmentBytes sets the roll size (clamped as Options.SegmentBytes is):
+// the active segment rolls at the next append that would take it past the
+// new size, and every segment after it has the new size.
+func (e *Engine) SetSegmentBytes(n int64) {
+	n = min(max(n, segmentBytesMin), segmentBytesMax)
+	e.segmentBytes.Store(n)
+	e.ckptBytes.Store(checkpointBytesFor(n))
+}
+
 // Open opens the segmented log in dir, creating it if needed, and recovers
 // it (see the package documentation).
 func Open(dir string, opts engine.Options) (*Engine, error) {
@@ -97,13 +108,12 @@ func Open(dir string, opts engine.Options) (*Engine, error) {
 		dir:           dir,
 		opts:          opts,
 		log:           opts.Logger.With("engine", Name, "dir", dir),
-		segmentBytes:  min(max(opts.SegmentBytes, segmentBytesMin), segmentBytesMax),
 		maxBatchBytes: min(opts.MaxBatchBytes, segmentBytesMax),
 		kick:          make(chan struct{}, 1),
 		quit:          make(chan struct{}),
 		flusherDone:   make(chan struct{}),
 	}
-	e.ckptBytes = checkpointBytesFor(e.segmentBytes)
+	e.SetSegmentBytes(opts.SegmentBytes)
 	if err := e.recover(); err != nil {
 		e.releaseAll()
 		return nil, fmt.Errorf("segment engine %s: open: %w", dir, err)
@@ -179,7 +189,7 @@ func (e *Engine) appendLocking(b engine.Batch) error {
 	n := frameHeaderLen + len(b.Data)
 	s := e.active
 	pos := s.endPos.Load()
-	if pos > fileHeaderLen && (pos+int64(n) > e.segmentBytes || !s.relFits(b.BaseOffset)) {
+	if pos > fileHeaderLen && (pos+int64(n) > e.segmentBytes.Load() || !s.relFits(b.BaseOffset)) {
 		if err := e.rollLocked(b.BaseOffset); err != nil {
 			return e.fail(err)
 		}

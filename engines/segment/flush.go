@@ -188,7 +188,7 @@ func (e *Engine) flushRound(all bool) {
 	if err == nil {
 		err = e.sealIndexes(seals)
 	}
-	if err == nil && syncActive && targetPos-active.ckpt.endPos >= e.ckptBytes {
+	if err == nil && syncActive && targetPos-active.ckpt.endPos >= e.ckptBytes.Load() {
 		err = active.checkpoint(target, targetPos)
 	}
 	if err != nil {

@@ -45,7 +45,7 @@ func (e *Engine) keepSpare(path string) bool {
 		return false
 	}
 	fi, err := e.fs.Stat(path)
-	if err != nil || fi.Size() < e.segmentBytes/spareMinShare {
+	if err != nil || fi.Size() < e.segmentBytes.Load()/spareMinShare {
 		return false
 	}
 	if err := e.fs.Rename(path, e.fs.PathJoin(e.dir, spareFile)); err != nil {
