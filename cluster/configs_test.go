@@ -63,7 +63,6 @@ type incOp struct {
 	value *string
 }
 
-
 // incremental sends one IncrementalAlterConfigs of one resource and returns
 // its error code and message.
 func (h *configHarness) incremental(typ kmsg.ConfigResourceType, name string, validateOnly bool, ops ...incOp) (int16, string) {

@@ -56,7 +56,7 @@ type Engine struct {
 	log           *slog.Logger
 	segmentBytes  atomic.Int64 // SetSegmentBytes changes it
 	ckptBytes     atomic.Int64 // the active segment is checkpointed each time this much more of it is durable
-	maxBatchBytes int   // Options.MaxBatchBytes, at most segmentBytesMax (a frame's length has 4 bytes)
+	maxBatchBytes int          // Options.MaxBatchBytes, at most segmentBytesMax (a frame's length has 4 bytes)
 
 	start   atomic.Int64
 	end     atomic.Int64
