@@ -203,10 +203,14 @@ func (p *Partition) applyLocked(acts []replication.Action) error {
 			}
 		case replication.DeleteBefore:
 			if a.Offset <= p.wm.get() {
+				// Under the time index's lock, as deleteBefore: the
+				// retention check may be scanning this follower's log.
+				p.ti.mu.Lock()
 				if err := p.log.DeleteBefore(a.Offset); err != nil {
 					outcome = p.storageErr("delete before", err)
 				}
 				p.ti.reset()
+				p.ti.mu.Unlock()
 			}
 		case replication.Backoff:
 			if outcome == nil {
