@@ -289,3 +289,45 @@ func TestDynamicLogConfigs(t *testing.T) {
 			"broker %d: 10 KB more in segments of 2 KiB (clamped to the engine's 1 KiB minimum at most)", nd.Config.NodeID)
 	}
 }
+
+// unclean.leader.election.enable set on a live topic is read by the
+// controller's next election: a partition whose only in-sync replica is
+// gone stays offline while it is off, and its other replica leads once it
+// is on.
+func TestDynamicUncleanLeaderElection(t *testing.T) {
+	c := brokertest.StartClusterOf(t, 4, 3, brokertest.Engine("segment"))
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl := c.Client(t)
+	_, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	require.NoError(t, err)
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "un", -1, -1
+	a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	a.Partition, a.Replicas = 0, []int32{4, 3} // 4 is no voter: stopping it keeps the quorum
+	ct.ReplicaAssignment = append(ct.ReplicaAssignment, a)
+	create.Topics, create.TimeoutMillis = append(create.Topics, ct), 10000
+	cr, err := create.RequestWith(ctx, cl.Broker(1))
+	require.NoError(t, err)
+	require.Zero(t, cr.Topics[0].ErrorCode)
+	partition := func() cluster.Partition {
+		tp, ok := c.Node(1).Server.Metadata().Topic("un")
+		require.True(t, ok)
+		return tp.Partitions[0]
+	}
+	require.Eventually(t, func() bool { p := partition(); return p.Leader == 4 && len(p.ISR) == 2 }, 30*time.Second, 10*time.Millisecond)
+
+	c.Node(3).Stop(t)
+	require.Eventually(t, func() bool { return len(partition().ISR) == 1 }, 30*time.Second, 10*time.Millisecond, "3 left the ISR")
+	c.Node(4).Stop(t)
+	require.Eventually(t, func() bool { return partition().Leader == cluster.NoLeader }, 30*time.Second, 10*time.Millisecond, "offline")
+	c.Node(3).Start(t)
+	require.Equal(t, cluster.NoLeader, partition().Leader, "unfencing 3 elected nobody: it is out of sync and the election clean")
+
+	adm := kadm.NewClient(c.Client(t))
+	resps, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: cluster.ConfigUncleanLeaderElection, Value: strp("true")}}, "un")
+	require.NoError(t, err)
+	require.NoError(t, resps[0].Err, resps[0].ErrMessage)
+	require.Eventually(t, func() bool { return partition().Leader == 3 }, 30*time.Second, 10*time.Millisecond, "3 elected uncleanly")
+}
