@@ -8,6 +8,7 @@
 //	produce TOPIC [-key K] [VALUE...]   values as arguments, else one per stdin line
 //	consume TOPIC [-from-beginning] [-n N] [-keys] [-partition P]
 //	topics create NAME [-partitions N] | list | describe NAME | delete NAME
+//	config describe TOPIC [-all] | set TOPIC k=v... | delete TOPIC k...  (-cluster: broker defaults)
 //	delete-records TOPIC -offset N [-partition P]   move the log start
 //	meta                                brokers, controller, topics
 //
