@@ -1,6 +1,10 @@
 package sim
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/minikafka/minikafka/engine"
+)
 
 // Seeds that found bugs, kept as regression cases: each must pass, and
 // each replays the schedule that found it. All of them were found before
@@ -44,5 +48,24 @@ func TestRegressions(t *testing.T) {
 		if r := Run(o); r.Failed() {
 			t.Errorf("seed %d (%s):\n%s", rc.seed, rc.bug, FormatFailure(r, 60))
 		}
+	}
+}
+
+// TestRestartRefusedAmidFailovers: a broker that restarted amid controller
+// failovers was refused registration (DUPLICATE_BROKER_REGISTRATION: its
+// previous incarnation's session, granted a grace by each new controller,
+// had not expired) for longer than 1.5 session timeouts, and its shell
+// gave up on it as "another live broker uses node id 2": a healthy broker
+// down for good. Found by a family of stalls, metadata stalls, partitions
+// and crashes on five brokers, seed 468; node.Lifecycle now retries for as
+// long as the refusal lasts, as Kafka's brokers do.
+func TestRestartRefusedAmidFailovers(t *testing.T) {
+	o := Derive(468, ProfileCI)
+	o.Sync, o.Voters, o.RetentionBytes, o.DeleteRecordsEvery, o.LoseDiskPct, o.Engine = engine.SyncAlways, 0, 0, 0, 0, ""
+	o.Brokers, o.ReplicationFactor, o.MinISR = 5, 3, 1
+	o.AcksAllPct, o.CrashEvery, o.PartitionEvery, o.StallEvery, o.MetadataStallEvery = 100, 500, 400, 200, 300
+	o.Producers, o.BatchesEach = 3, 20
+	if r := Run(o); r.Failed() {
+		t.Fatal(FormatFailure(r, 60))
 	}
 }

@@ -54,6 +54,7 @@ type Lifecycle struct {
 	checked, asked bool
 	turn           int
 	refusedSince   time.Time // the first DUPLICATE_BROKER_REGISTRATION in a row
+	refusalSaid    bool      // the long refusal was logged
 }
 
 // LifecycleConfig configures a Lifecycle.
@@ -223,9 +224,9 @@ type LifecycleOutcome struct {
 	// Standing: the broker epoch or fencing changed; the reconciler must
 	// run again.
 	Standing bool
-	// Fatal: the broker can never serve (another live process has its
-	// node id, the controller is of another cluster, the voters are not
-	// the ones it was given). The program should exit.
+	// Fatal: the broker can never serve (the controller is of another
+	// cluster, the voters are not the ones it was given). The program
+	// should exit.
 	Fatal error
 }
 
@@ -276,14 +277,22 @@ func (l *Lifecycle) registered(now time.Time, resp kmsg.Response, err error) Lif
 		case errors.Is(err, kerr.InconsistentClusterID):
 			return LifecycleOutcome{Fatal: err}
 		case errors.Is(err, kerr.DuplicateBrokerRegistration):
-			// Another live process has this node id; or this process's
-			// previous incarnation, whose session has not expired yet. A
-			// refusal that outlasts a session is the former.
+			// This process's previous incarnation, whose session has not
+			// expired yet; or another live process with this node id. The
+			// registration is retried for as long as it is refused, as
+			// Kafka's brokers do: controller failovers grant every session
+			// a grace, so a restart amid them can be refused for several
+			// session timeouts, and giving up there would take a healthy
+			// broker down. A refusal that outlasts a few sessions is said
+			// once, loudly, for the operator who started two brokers with
+			// one id.
 			if l.refusedSince.IsZero() {
-				l.refusedSince = now
+				l.refusedSince, l.refusalSaid = now, false
 			}
-			if now.Sub(l.refusedSince) > l.cfg.SessionTimeout*3/2 {
-				return LifecycleOutcome{Fatal: fmt.Errorf("%w: another live broker uses node id %d", err, l.cfg.NodeID)}
+			if !l.refusalSaid && now.Sub(l.refusedSince) > 3*l.cfg.SessionTimeout {
+				l.refusalSaid = true
+				l.log.Error("registration refused for longer than three session timeouts: is another live broker using this node id?",
+					"node", l.cfg.NodeID, "refused_for", now.Sub(l.refusedSince), "err", err)
 			}
 		}
 		l.log.Warn("broker registration failed; retrying", "err", err)

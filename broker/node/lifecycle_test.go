@@ -77,7 +77,14 @@ func TestLifecycleRegistrationErrors(t *testing.T) {
 	dup.ErrorCode = kerr.DuplicateBrokerRegistration.Code
 	require.NoError(t, l.Answer(t0, c, dup, nil).Fatal, "the previous incarnation's session may not have expired yet")
 	c, _ = l.Next(t0.Add(2*time.Second), 0)
-	require.ErrorIs(t, l.Answer(t0.Add(2*time.Second), c, dup, nil).Fatal, kerr.DuplicateBrokerRegistration, "refused for longer than a session")
+	require.NoError(t, l.Answer(t0.Add(2*time.Second), c, dup, nil).Fatal, "refused for longer than a session: retried still (controller failovers grant old sessions a grace)")
+	c, _ = l.Next(t0.Add(30*time.Second), 0)
+	require.NoError(t, l.Answer(t0.Add(30*time.Second), c, dup, nil).Fatal, "refused for many sessions: said, and retried")
+	c, ok = l.Next(t0.Add(31*time.Second), 0)
+	require.True(t, ok, "the registration is sent again")
+	reg := kmsg.NewPtrBrokerRegistrationResponse()
+	reg.BrokerEpoch = 7
+	require.True(t, l.Answer(t0.Add(31*time.Second), c, reg, nil).Standing, "and registers once the old session is gone")
 
 	l = newTestLifecycle(nil)
 	c, _ = l.Next(t0, 0)
