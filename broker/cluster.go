@@ -98,9 +98,10 @@ func (s *Server) openCluster() error {
 		},
 		// A process that restarts must not repeat the topic ids it made
 		// before: a fresh seed each start.
-		Seed:           randomSeed(),
-		SessionTimeout: s.cfg.Cluster.SessionTimeout,
-		Logger:         s.log,
+		Seed:              randomSeed(),
+		SessionTimeout:    s.cfg.Cluster.SessionTimeout,
+		RebalanceInterval: s.cfg.Cluster.LeaderRebalanceInterval,
+		Logger:            s.log,
 	})
 	s.ctl = newController(s, core, log)
 	ctx, cancel := context.WithCancel(context.Background())

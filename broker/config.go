@@ -166,6 +166,13 @@ type ClusterConfig struct {
 	// ReplicaLagTime is replica.lag.time.max.ms: a follower that has not
 	// caught up with its leader for that long leaves the ISR.
 	ReplicaLagTime time.Duration
+	// LeaderRebalanceInterval is how often the active controller moves
+	// leaderships back to preferred replicas (Kafka's
+	// leader.imbalance.check.interval.seconds; zero:
+	// cluster.DefaultRebalanceInterval). Negative turns that off, as
+	// auto.leader.rebalance.enable=false does: leaderships then move back
+	// only on ElectLeaders.
+	LeaderRebalanceInterval time.Duration
 }
 
 // GroupConfig tunes the consumer group coordinator. Zero fields take the

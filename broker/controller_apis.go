@@ -21,7 +21,8 @@ import (
 //   - AllocateProducerIDs (67) v0: blocks of producer ids.
 //   - CreateTopics (19) v0-7, DeleteTopics (20) v0-6, CreatePartitions
 //     (37) v0-3, AlterConfigs (33) v0-2, IncrementalAlterConfigs (44)
-//     v0-1: what brokers forward of their clients' requests.
+//     v0-1, ElectLeaders (43) v0-2: what brokers forward of their clients'
+//     requests.
 //
 // Each waits for the controller's commit in the waiting phase.
 
@@ -35,6 +36,7 @@ func init() {
 	registerController(37, 0, 3, handleControllerAPI)
 	registerController(33, 0, 2, handleControllerAPI)
 	registerController(44, 0, 1, handleControllerAPI)
+	registerController(43, 0, 2, handleControllerAPI)
 }
 
 func handleControllerAPI(r *request) reply {

@@ -210,6 +210,8 @@ func copyRequest(dst, src kmsg.Request) {
 		*d = *src.(*kmsg.AlterConfigsRequest)
 	case *kmsg.IncrementalAlterConfigsRequest:
 		*d = *src.(*kmsg.IncrementalAlterConfigsRequest)
+	case *kmsg.ElectLeadersRequest:
+		*d = *src.(*kmsg.ElectLeadersRequest)
 	case *kmsg.DescribeQuorumRequest:
 		*d = *src.(*kmsg.DescribeQuorumRequest)
 	case *kmsg.FetchRequest:

@@ -32,17 +32,26 @@ type ControllerCore struct {
 	readyTerm uint64 // the term whose barrier is applied
 	sessions  map[int32]*session
 	rebalance time.Time // next preferred-leader run
+	// autoRebalance: the periodic run moves leaderships back to preferred
+	// replicas (Kafka's auto.leader.rebalance.enable); without it, it only
+	// elects leaders of offline partitions.
+	autoRebalance bool
 }
 
 // CoreConfig configures a ControllerCore. Durations have the defaults of
 // ControllerConfig when zero; Seed is required (the shell draws one).
 type CoreConfig struct {
-	NodeID            int32
-	ClusterID         string
-	Settings          Settings
-	Seed              uint64
-	SessionTimeout    time.Duration
-	FailoverGrace     time.Duration
+	NodeID         int32
+	ClusterID      string
+	Settings       Settings
+	Seed           uint64
+	SessionTimeout time.Duration
+	FailoverGrace  time.Duration
+	// RebalanceInterval is how often leaderships move back to preferred
+	// replicas (Kafka's leader.imbalance.check.interval.seconds); negative
+	// turns that off (auto.leader.rebalance.enable=false): offline
+	// partitions are still elected at DefaultRebalanceInterval, and
+	// ElectLeaders moves leaderships on request.
 	RebalanceInterval time.Duration
 	Logger            *slog.Logger
 }
@@ -68,13 +77,15 @@ func NewControllerCore(cfg CoreConfig) *ControllerCore {
 	}
 	cfg.SessionTimeout = orDefault(cfg.SessionTimeout, DefaultSessionTimeout)
 	cfg.FailoverGrace = orDefault(cfg.FailoverGrace, DefaultFailoverGrace)
+	auto := cfg.RebalanceInterval >= 0
 	cfg.RebalanceInterval = orDefault(cfg.RebalanceInterval, DefaultRebalanceInterval)
 	cfg.Settings = cfg.Settings.WithDefaults()
 	return &ControllerCore{
-		cfg:      cfg,
-		log:      cfg.Logger.With("component", "controller"),
-		rnd:      rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.NodeID))),
-		sessions: map[int32]*session{},
+		cfg:           cfg,
+		autoRebalance: auto,
+		log:           cfg.Logger.With("component", "controller"),
+		rnd:           rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.NodeID))),
+		sessions:      map[int32]*session{},
 	}
 }
 
@@ -240,7 +251,11 @@ func (c *ControllerCore) Tick(q Quorum, img *Metadata, now time.Time) *Op {
 				return
 			}
 			c.rebalance = o.now.Add(c.cfg.RebalanceInterval)
-			o.commit(c.cfg.Settings.Rebalance(o.img), func(_ uint64, err error) { o.finish(nil, err) })
+			recs := c.cfg.Settings.ElectOffline(o.img)
+			if c.autoRebalance {
+				recs = c.cfg.Settings.Rebalance(o.img)
+			}
+			o.commit(recs, func(_ uint64, err error) { o.finish(nil, err) })
 		})
 	})
 	return o
@@ -312,7 +327,8 @@ var ErrUnsupportedRequest = errors.New("cluster: the controller does not serve t
 
 // Handle starts serving one controller API request: BrokerRegistration,
 // BrokerHeartbeat, AlterPartition, AllocateProducerIDs, CreateTopics,
-// DeleteTopics, CreatePartitions, AlterConfigs, IncrementalAlterConfigs. A Kafka-level problem is an error code in
+// DeleteTopics, CreatePartitions, AlterConfigs, IncrementalAlterConfigs,
+// ElectLeaders. A Kafka-level problem is an error code in
 // the response; an error is returned only for a request type it does not
 // serve.
 func (c *ControllerCore) Handle(q Quorum, img *Metadata, now time.Time, req kmsg.Request) (*Op, error) {
@@ -336,6 +352,8 @@ func (c *ControllerCore) Handle(q Quorum, img *Metadata, now time.Time, req kmsg
 		c.alterConfigs(o, q, r)
 	case *kmsg.IncrementalAlterConfigsRequest:
 		c.incrementalAlterConfigs(o, q, r)
+	case *kmsg.ElectLeadersRequest:
+		c.electLeaders(o, q, r)
 	default:
 		return nil, fmt.Errorf("%w: %s", ErrUnsupportedRequest, kmsg.NameForKey(req.Key()))
 	}

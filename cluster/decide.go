@@ -224,16 +224,23 @@ func (s Settings) Rebalance(m *Metadata) []Record {
 	}
 	for _, t := range m.Topics() {
 		for i, p := range t.Partitions {
-			pref := p.Replicas[0]
-			if p.Leader == pref || p.Leader == NoLeader || !slices.Contains(p.ISR, pref) || !m.isActive(pref) {
+			if p.Leader == NoLeader {
 				continue
 			}
-			if st, changed := next(p, withLeader(p, pref, electISR)); changed {
-				recs = append(recs, change(t, i, st))
+			if rec, err := preferred(m, t, i); err == nil {
+				recs = append(recs, rec)
 			}
 		}
 	}
 	return recs
+}
+
+// ElectOffline elects a leader for every partition that has none and an
+// eligible replica: the part of Rebalance that runs when automatic
+// preferred-leader balancing is off (an unclean.leader.election.enable
+// set live is read here).
+func (s Settings) ElectOffline(m *Metadata) []Record {
+	return s.Dynamic(m).electOffline(m, m.isActive)
 }
 
 func change(t *Topic, i int, st Partition) Record {

@@ -29,6 +29,7 @@ import (
 //	delete-topic name=<t>
 //	alter-isr topic=<t> p=<n> broker=<n> isr=<ids> [epochs=<ids>] [leader-epoch=<n>] [partition-epoch=<n>]
 //	allocate-pids broker=<n>
+//	elect topic=<t> p=<n> [unclean]  (ElectLeaders; preferred without unclean)
 //	state
 func TestScenarios(t *testing.T) {
 	runScenarios(t, filepath.Join("testdata", "*.txt"))
@@ -163,6 +164,15 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			epoch = b.Epoch
 		}
 		if r, err = s.AllocateProducerIDs(h.m, id, epoch); err == nil {
+			recs = []Record{r}
+		}
+	case "elect":
+		typ := ElectPreferred
+		if has("unclean") {
+			typ = ElectUnclean
+		}
+		var r Record
+		if r, err = s.Elect(h.m, typ, args["topic"], int32(num("p"))); err == nil {
 			recs = []Record{r}
 		}
 	case "state":

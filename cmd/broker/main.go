@@ -107,6 +107,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	rf := fs.Int("default-replication-factor", 1, "replication factor of auto-created topics and of CreateTopics asking for the default")
 	fs.BoolVar(&c.UncleanLeaderElection, "unclean-leader-election", false, "let a replica outside the ISR lead when no in-sync one can (loses acknowledged records)")
 	fs.DurationVar(&c.SessionTimeout, "broker-session-timeout", 3*time.Second, "fence a broker that has not heartbeat the controller for this long")
+	autoRebalance := fs.Bool("auto-leader-rebalance", true, "move leaderships back to preferred replicas every few seconds (auto.leader.rebalance.enable; off: only on ElectLeaders)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug|info|warn|error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "text|json")
 	g := &o.cfg.Groups
@@ -150,6 +151,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("-min-insync-replicas %d: want at least 1", c.MinInsyncReplicas)
 	}
 	o.cfg.NodeID, c.DefaultReplicationFactor = int32(*nodeID), int16(*rf)
+	if !*autoRebalance {
+		c.LeaderRebalanceInterval = -1
+	}
 	voters, err := broker.ParseVoters(o.controllers)
 	if err != nil {
 		return o, fmt.Errorf("-controllers: %w", err)
