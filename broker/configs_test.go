@@ -331,3 +331,41 @@ func TestDynamicUncleanLeaderElection(t *testing.T) {
 	require.NoError(t, resps[0].Err, resps[0].ErrMessage)
 	require.Eventually(t, func() bool { return partition().Leader == 3 }, 30*time.Second, 10*time.Millisecond, "3 elected uncleanly")
 }
+
+// A broker restarted after a change has it from the metadata log: it
+// describes it, and its reopened log rolls at the topic's segment.bytes,
+// not at the store's default.
+func TestDynamicConfigsAfterRestart(t *testing.T) {
+	c := brokertest.StartCluster(t, 3, brokertest.Engine("segment"))
+	c.CreateTopic(t, "rs", 1, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(c.Client(t))
+	resps, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: cluster.ConfigSegmentBytes, Value: strp("2048")}}, "rs")
+	require.NoError(t, err)
+	require.NoError(t, resps[0].Err, resps[0].ErrMessage)
+	tp, _ := c.Nodes[0].Server.Metadata().Topic("rs")
+	nd := c.Node(tp.Partitions[0].Replicas[0])
+	if nd.Config.NodeID == tp.Partitions[0].Leader {
+		nd = c.Node(tp.Partitions[0].Replicas[1])
+	}
+	nd.Stop(t)
+	nd.Start(t)
+	cl := c.Client(t)
+	requireConfigEverywhere(ctx, t, c, cl, kmsg.ConfigResourceTypeTopic, "rs", cluster.ConfigSegmentBytes, "2048", kmsg.ConfigSourceDynamicTopicConfig)
+
+	require.Eventually(t, func() bool {
+		p, err := nd.Server.Partitions().Partition("rs", 0)
+		return err == nil && p.Role().Leader >= 0 && !p.Role().Local
+	}, 10*time.Second, 10*time.Millisecond)
+	before := segmentFiles(t, nd, "rs")
+	prod := c.Client(t, kgo.DefaultProduceTopic("rs"), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	for range 10 {
+		require.NoError(t, prod.ProduceSync(ctx, &kgo.Record{Value: make([]byte, 1000)}).FirstErr())
+	}
+	p, err := nd.Server.Partitions().Partition("rs", 0)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return p.EndOffset() >= 10 }, 10*time.Second, 10*time.Millisecond, "the restarted follower has fetched")
+	assert.GreaterOrEqual(t, segmentFiles(t, nd, "rs")-before, 3, "10 KB in segments of 2 KiB after the reopen")
+}
