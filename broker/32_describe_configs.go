@@ -16,7 +16,9 @@ import (
 // Behaviour:
 //   - Topic resources: every topic config the broker knows (the keys of
 //     cluster.ConfigDefaults), a value set on the topic with source
-//     DYNAMIC_TOPIC_CONFIG, else its default with source DEFAULT_CONFIG.
+//     DYNAMIC_TOPIC_CONFIG, else the cluster-wide dynamic default
+//     (DYNAMIC_DEFAULT_BROKER_CONFIG) where one is set, else its default
+//     with source DEFAULT_CONFIG.
 //     ConfigNames null means all; a named key we do not know is left out,
 //     as Kafka does. Unknown topic: UNKNOWN_TOPIC_OR_PARTITION.
 //   - Broker resources (name "" or our node id): a few read-only static
@@ -57,14 +59,17 @@ type configEntry struct {
 	readOnly bool
 }
 
-// topicConfigEntries lists a topic's effective configs, sorted by name: set
-// ones as dynamic topic configs, the rest as defaults.
-func topicConfigEntries(t *cluster.Topic, set cluster.Settings) []configEntry {
+// topicConfigEntries lists a topic's effective configs in image img, sorted
+// by name: set ones as dynamic topic configs, the rest as defaults, the
+// cluster-wide dynamic ones or the static.
+func topicConfigEntries(img *cluster.Metadata, t *cluster.Topic, set cluster.Settings) []configEntry {
 	var out []configEntry
-	for _, c := range cluster.ConfigEntries(t, set) {
+	for _, c := range cluster.ConfigEntries(t, set.Dynamic(img)) {
 		v := c.Value
 		e := configEntry{name: c.Name, value: &v, source: kmsg.ConfigSourceDynamicTopicConfig, typ: topicConfigTypes[c.Name]}
-		if c.Default {
+		if _, clusterWide := img.ClusterConfigs()[c.Name]; c.Default && clusterWide {
+			e.source = kmsg.ConfigSourceDynamicDefaultBrokerConfig
+		} else if c.Default {
 			e.source = kmsg.ConfigSourceDefaultConfig
 		}
 		if e.typ == kmsg.ConfigTypeUnknown {
@@ -134,7 +139,7 @@ func (s *Server) describeResource(rr kmsg.DescribeConfigsRequestResource) ([]con
 		if !ok {
 			return nil, fmt.Errorf("%w: %q", kerr.UnknownTopicOrPartition, rr.ResourceName)
 		}
-		return topicConfigEntries(t, s.ctl.Settings().Dynamic(img)), nil
+		return topicConfigEntries(img, t, s.ctl.Settings()), nil
 	case kmsg.ConfigResourceTypeBroker:
 		if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(s.cfg.NodeID)) {
 			return nil, fmt.Errorf("%w: no broker %q here", kerr.InvalidRequest, rr.ResourceName)

@@ -161,7 +161,19 @@ func TestAlterConfigsKadm(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, resps[0].Err)
 		requireConfigEverywhere(ctx, t, c, cl, kmsg.ConfigResourceTypeBroker, "", cluster.ConfigMinInsyncReplicas, "2", kmsg.ConfigSourceDynamicDefaultBrokerConfig)
-		requireConfigEverywhere(ctx, t, c, cl, topic, "cf", cluster.ConfigMinInsyncReplicas, "2", kmsg.ConfigSourceDefaultConfig)
+		requireConfigEverywhere(ctx, t, c, cl, topic, "cf", cluster.ConfigMinInsyncReplicas, "2", kmsg.ConfigSourceDynamicDefaultBrokerConfig)
+	})
+	t.Run("advertised", func(t *testing.T) {
+		vs, err := adm.ApiVersions(ctx)
+		require.NoError(t, err)
+		for _, v := range vs {
+			require.NoError(t, v.Err)
+			for _, key := range []int16{33, 44} {
+				_, maxV, ok := v.KeyVersions(key)
+				require.True(t, ok, "broker %d advertises %s", v.NodeID, kmsg.NameForKey(key))
+				assert.Equal(t, map[int16]int16{33: 2, 44: 1}[key], maxV)
+			}
+		}
 	})
 }
 

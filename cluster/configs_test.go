@@ -283,3 +283,25 @@ func TestApplyRefusesBadConfigRecords(t *testing.T) {
 		require.ErrorIs(t, err, ErrRefused, name)
 	}
 }
+
+// A controller that is not the active one answers every resource
+// NOT_CONTROLLER, so that a broker forwarding the request tries the next.
+func TestAlterConfigsNotActive(t *testing.T) {
+	h := newConfigHarness(t)
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	for _, name := range []string{"t", "u"} {
+		rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = topicRes, name
+		req.Resources = append(req.Resources, rr)
+	}
+	resp, err := NotActiveResponse(req, h.store.Image(), h.now)
+	require.NoError(t, err)
+	for _, sr := range resp.(*kmsg.IncrementalAlterConfigsResponse).Resources {
+		require.Equal(t, kerr.NotController.Code, sr.ErrorCode, sr.ResourceName)
+	}
+	old := kmsg.NewPtrAlterConfigsRequest()
+	old.Resources = append(old.Resources, kmsg.NewAlterConfigsRequestResource())
+	resp, err = NotActiveResponse(old, h.store.Image(), h.now)
+	require.NoError(t, err)
+	require.Equal(t, kerr.NotController.Code, resp.(*kmsg.AlterConfigsResponse).Resources[0].ErrorCode)
+}

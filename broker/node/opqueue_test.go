@@ -118,3 +118,18 @@ func TestRouter(t *testing.T) {
 	_, known := r.Known()
 	require.False(t, known, "NOT_CONTROLLER forgets it")
 }
+
+// The config alterations a broker forwards say NOT_CONTROLLER per
+// resource: any one of them sends the request to the next voter.
+func TestNotControllerOfConfigAlterations(t *testing.T) {
+	inc := kmsg.NewPtrIncrementalAlterConfigsResponse()
+	inc.Resources = make([]kmsg.IncrementalAlterConfigsResponseResource, 2)
+	require.False(t, NotController(inc))
+	inc.Resources[1].ErrorCode = kerr.NotController.Code
+	require.True(t, NotController(inc))
+	old := kmsg.NewPtrAlterConfigsResponse()
+	old.Resources = make([]kmsg.AlterConfigsResponseResource, 1)
+	require.False(t, NotController(old))
+	old.Resources[0].ErrorCode = kerr.NotController.Code
+	require.True(t, NotController(old))
+}
