@@ -3,10 +3,12 @@ package broker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,21 +26,27 @@ import (
 func strp(s string) *string { return &s }
 
 // describeOn is DescribeConfigs of one resource asked of node nd itself.
-func describeOn(ctx context.Context, t *testing.T, cl *kgo.Client, nd *brokertest.Node, typ kmsg.ConfigResourceType, name string) map[string]kmsg.DescribeConfigsResponseResourceConfig {
-	t.Helper()
+func describeOn(ctx context.Context, cl *kgo.Client, nd *brokertest.Node, typ kmsg.ConfigResourceType, name string) (map[string]kmsg.DescribeConfigsResponseResourceConfig, error) {
 	req := kmsg.NewPtrDescribeConfigsRequest()
 	rr := kmsg.NewDescribeConfigsRequestResource()
 	rr.ResourceType, rr.ResourceName = typ, name
 	req.Resources = append(req.Resources, rr)
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); err != nil {
+		return nil, err // the client learns every broker
+	}
 	resp, err := cl.Broker(int(nd.Config.NodeID)).Request(ctx, req)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	sr := resp.(*kmsg.DescribeConfigsResponse).Resources[0]
-	require.Zero(t, sr.ErrorCode, "describe %s on broker %d", name, nd.Config.NodeID)
+	if err := kerr.ErrorForCode(sr.ErrorCode); err != nil {
+		return nil, fmt.Errorf("describe %s on broker %d: %w", name, nd.Config.NodeID, err)
+	}
 	out := map[string]kmsg.DescribeConfigsResponseResourceConfig{}
 	for _, c := range sr.Configs {
 		out[c.Name] = c
 	}
-	return out
+	return out, nil
 }
 
 // requireConfigEverywhere waits until every running node describes config
@@ -50,10 +58,13 @@ func requireConfigEverywhere(ctx context.Context, t *testing.T, c *brokertest.Cl
 			continue
 		}
 		var last kmsg.DescribeConfigsResponseResourceConfig
+		var lastErr error
 		require.Eventually(t, func() bool {
-			last = describeOn(ctx, t, cl, nd, typ, name)[key]
+			var got map[string]kmsg.DescribeConfigsResponseResourceConfig
+			got, lastErr = describeOn(ctx, cl, nd, typ, name)
+			last = got[key]
 			return last.Value != nil && *last.Value == value && last.Source == source
-		}, 10*time.Second, 10*time.Millisecond, "broker %d: %s=%s from %v, last %v from %v", nd.Config.NodeID, key, value, source, last.Value, last.Source)
+		}, 10*time.Second, 10*time.Millisecond, "broker %d: %s=%s from %v, last %v from %v (%v)", nd.Config.NodeID, key, value, source, last.Value, last.Source, lastErr)
 	}
 }
 
@@ -104,7 +115,9 @@ func TestAlterConfigsKadm(t *testing.T) {
 		resp, err := cl.Broker(int(nd.Config.NodeID)).Request(ctx, req)
 		require.NoError(t, err)
 		require.Zero(t, resp.(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode)
-		got := describeOn(ctx, t, cl, nd, topic, "cf")[cluster.ConfigRetentionBytes]
+		cfgs, err := describeOn(ctx, cl, nd, topic, "cf")
+		require.NoError(t, err)
+		got := cfgs[cluster.ConfigRetentionBytes]
 		require.Equal(t, value, *got.Value, "broker %d", nd.Config.NodeID)
 		require.Equal(t, kmsg.ConfigSourceDynamicTopicConfig, got.Source)
 	}
@@ -186,7 +199,12 @@ func TestDynamicMinInsyncReplicas(t *testing.T) {
 	c.CreateTopic(t, "mi", 1, 3, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	all := c.Client(t, kgo.DefaultProduceTopic("mi"), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(0))
+	// Not idempotent, and a short produce timeout: a batch appended just
+	// before min.insync.replicas rose waits for a high watermark that no
+	// longer moves, and an idempotent producer would retry it until the
+	// delivery timeout instead of failing it.
+	all := c.Client(t, kgo.DefaultProduceTopic("mi"), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(0),
+		kgo.DisableIdempotentWrite(), kgo.ProduceRequestTimeout(2*time.Second))
 	require.NoError(t, all.ProduceSync(ctx, &kgo.Record{Value: []byte("in sync")}).FirstErr())
 
 	tp, _ := c.Nodes[0].Server.Metadata().Topic("mi")
@@ -214,7 +232,26 @@ func TestDynamicMinInsyncReplicas(t *testing.T) {
 	}
 	refused := func(msg string) {
 		t.Helper()
-		require.Eventually(t, func() bool { return errors.Is(produces(), kerr.NotEnoughReplicas) }, 30*time.Second, 50*time.Millisecond, msg)
+		var last atomic.Value // the condition may still run when Eventually gives up
+		last.Store("none yet")
+		ok := assert.Eventually(t, func() bool {
+			err := produces()
+			last.Store(fmt.Sprint(err))
+			return errors.Is(err, kerr.NotEnoughReplicas)
+		}, 30*time.Second, 50*time.Millisecond, msg)
+		if !ok { // what each broker holds, to tell a late metadata from a stuck produce
+			for _, nd := range c.Nodes {
+				if nd.Server == nil {
+					continue
+				}
+				tp, _ := nd.Server.Metadata().Topic("mi")
+				p, _ := nd.Server.Partitions().Partition("mi", 0)
+				st, lead := p.LeaderStatus(time.Now())
+				t.Logf("broker %d: last produce %v; image at %d: cluster-wide %v, topic configs %v, %+v; leads %v, status %+v",
+					nd.Config.NodeID, last.Load(), nd.Server.Metadata().Offset(), nd.Server.Metadata().ClusterConfigs(), tp.Configs, tp.Partitions[0], lead, st)
+			}
+			t.FailNow()
+		}
 	}
 	accepted := func(msg string) {
 		t.Helper()
