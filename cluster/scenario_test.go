@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestScenarios runs the metadata scenarios of testdata/: commands in, the
@@ -30,6 +31,8 @@ import (
 //	alter-isr topic=<t> p=<n> broker=<n> isr=<ids> [epochs=<ids>] [leader-epoch=<n>] [partition-epoch=<n>]
 //	allocate-pids broker=<n>
 //	elect topic=<t> p=<n> [unclean]  (ElectLeaders; preferred without unclean)
+//	alter-config [topic=<t>] [set=k=v,...] [delete=k,...] [append=k=v] [subtract=k=v] [replace]
+//	  (IncrementalAlterConfigs, AlterConfigs with replace; no topic: the cluster-wide broker defaults)
 //	state
 func TestScenarios(t *testing.T) {
 	runScenarios(t, filepath.Join("testdata", "*.txt"))
@@ -175,6 +178,8 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		if r, err = s.Elect(h.m, typ, args["topic"], int32(num("p"))); err == nil {
 			recs = []Record{r}
 		}
+	case "alter-config":
+		recs, err = s.AlterConfigs(h.m, alteration(args))
 	case "state":
 		return dump(h.m)
 	default:
@@ -298,6 +303,16 @@ func describe(before, m *Metadata, r Record) string {
 		return "delete topic " + name(r.DeleteTopic.TopicID)
 	case r.ChangePartition != nil:
 		return fmt.Sprintf("change %s-%d: %s", name(r.ChangePartition.TopicID), r.ChangePartition.Partition, partState(r.ChangePartition.State))
+	case r.Config != nil:
+		c := r.Config
+		what := "cluster-wide"
+		if c.ResourceType == ResourceTopic {
+			what = "topic " + name(c.TopicID)
+		}
+		if c.Value == nil {
+			return fmt.Sprintf("config %s: delete %s", what, c.Name)
+		}
+		return fmt.Sprintf("config %s: %s=%s", what, c.Name, *c.Value)
 	case r.ProducerIDs != nil:
 		return fmt.Sprintf("producer ids [%d, %d) to broker %d", r.ProducerIDs.First, r.ProducerIDs.First+r.ProducerIDs.Count, r.ProducerIDs.Broker)
 	case r.Barrier != nil:
@@ -327,10 +342,42 @@ func dump(m *Metadata) string {
 		}
 		fmt.Fprintf(&b, "broker %d epoch %d %s rack=%q\n", br.ID, br.Epoch, state, br.Rack)
 	}
+	if cc := m.ClusterConfigs(); len(cc) > 0 {
+		fmt.Fprintf(&b, "cluster-wide configs %v\n", cc)
+	}
 	for _, t := range m.Topics() {
+		if len(t.Configs) > 0 {
+			fmt.Fprintf(&b, "%s configs %v\n", t.Name, t.Configs)
+		}
 		for i, p := range t.Partitions {
 			fmt.Fprintf(&b, "%s-%d %s\n", t.Name, i, partState(p))
 		}
 	}
 	return b.String()
+}
+
+// alteration reads alter-config's arguments.
+func alteration(args map[string]string) ConfigAlteration {
+	a := ConfigAlteration{Type: kmsg.ConfigResourceTypeBroker}
+	if topic, ok := args["topic"]; ok {
+		a.Type, a.Name = kmsg.ConfigResourceTypeTopic, topic
+	}
+	_, a.Replace = args["replace"]
+	for _, op := range []struct {
+		arg string
+		op  kmsg.IncrementalAlterConfigOp
+	}{{"set", kmsg.IncrementalAlterConfigOpSet}, {"append", kmsg.IncrementalAlterConfigOpAppend}, {"subtract", kmsg.IncrementalAlterConfigOpSubtract}} {
+		if v, ok := args[op.arg]; ok {
+			for _, kv := range strings.Split(v, ",") {
+				k, v, _ := strings.Cut(kv, "=")
+				a.Ops = append(a.Ops, ConfigOp{Name: k, Op: op.op, Value: &v})
+			}
+		}
+	}
+	if v, ok := args["delete"]; ok {
+		for _, k := range strings.Split(v, ",") {
+			a.Ops = append(a.Ops, ConfigOp{Name: k, Op: kmsg.IncrementalAlterConfigOpDelete})
+		}
+	}
+	return a
 }
