@@ -8,6 +8,8 @@ package engine
 //   - Flusher: the interval flush of an engine opened Inline (segment).
 //   - SegmentResizer: a roll size that changes while the log is open
 //     (segment): a topic's segment.bytes is a dynamic config.
+//   - Sizer: the bytes one log takes on its disk (segment), for
+//     DescribeLogDirs.
 
 // BufferReader is Read for a caller that reuses its memory, as a read(2) loop
 // reuses its buffer. A fresh buffer per Read costs an allocation, its zeroing
@@ -38,4 +40,15 @@ type Flusher interface {
 // without segment files have nothing to resize and do not implement it.
 type SegmentResizer interface {
 	SetSegmentBytes(n int64)
+}
+
+// Sizer is an engine that can say how many bytes of its disk one log
+// takes, cheaply (no read of the data): what DescribeLogDirs reports as a
+// partition's size. Engines whose logs share files with other logs (one
+// LSM for a whole store) cannot say it per log and do not implement it;
+// the broker then reports the bytes of the batches the log holds.
+type Sizer interface {
+	// SizeBytes is the log's size on disk, in bytes, including the
+	// engine's framing and what it has accepted but not yet written.
+	SizeBytes() int64
 }

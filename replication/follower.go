@@ -57,7 +57,11 @@ type Follower struct {
 	leaderEpoch                   int32
 	syncAlways                    bool
 	logStart, logEnd, durable, hw int64
-	epochs                        *EpochCache
+	// leaderHW is the highest high watermark the leader has reported (the
+	// local HW until it reports one): how far this replica is behind is
+	// leaderHW - logEnd, as of the last response.
+	leaderHW int64
+	epochs   *EpochCache
 	// stale is why this follower stopped fetching: its leader epoch is
 	// older than the leader's. Only new metadata (a new Follower) helps.
 	stale error
@@ -82,6 +86,7 @@ func NewFollower(cfg FollowerConfig) (*Follower, []Action, error) {
 		hw:     min(max(cfg.HW, cfg.LogStart), cfg.LogEnd),
 		epochs: cfg.Epochs, mut: cfg.mut,
 	}
+	f.leaderHW = f.hw
 	if f.mut.has(mutTruncateToHW) {
 		f.noEpochCheck = true
 		if f.hw < f.logEnd {
@@ -115,6 +120,9 @@ func (f *Follower) Step(ev Event) []Action {
 	case FetchResponse:
 		if f.stale != nil || ev.FetchOffset != f.logEnd {
 			return nil // late or duplicated: the log has moved since
+		}
+		if ev.Err == nil {
+			f.leaderHW = max(f.leaderHW, ev.HighWatermark)
 		}
 		switch {
 		case ev.Err != nil:
@@ -292,6 +300,10 @@ type FollowerState struct {
 	LogEnd      int64
 	DurableEnd  int64
 	HW          int64
+	// LeaderHW is the highest high watermark the leader reported, as of
+	// the last fetch response (HW before the first): LeaderHW - LogEnd is
+	// how far behind this replica is, the lag DescribeLogDirs reports.
+	LeaderHW int64
 	// SyncPending: under sync=always, the log end is not yet durable, so
 	// no fetch goes out.
 	SyncPending bool
@@ -303,7 +315,7 @@ type FollowerState struct {
 func (f *Follower) State() FollowerState {
 	return FollowerState{
 		Leader: f.leader, LeaderEpoch: f.leaderEpoch,
-		LogStart: f.logStart, LogEnd: f.logEnd, DurableEnd: f.durable, HW: f.hw,
+		LogStart: f.logStart, LogEnd: f.logEnd, DurableEnd: f.durable, HW: f.hw, LeaderHW: f.leaderHW,
 		SyncPending: f.syncAlways && f.durable < f.logEnd, Stale: f.stale,
 	}
 }

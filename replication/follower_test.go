@@ -269,3 +269,22 @@ func TestFollowerAppendsBelowAnEmptyEpoch(t *testing.T) {
 	require.Equal(t, []Action{Append{Batches: []BatchInfo{{20, 22, 3, false}}}, SaveEpochs{}, AdvanceHW{To: 20}}, acts)
 	require.Equal(t, int32(3), f.epochs.LatestEpoch())
 }
+
+// LeaderHW is the highest HW the leader reported: a follower catching up
+// knows how far behind it is, and reports 0 behind once it has caught up.
+func TestFollowerLeaderHW(t *testing.T) {
+	f := newTestFollower(t, func(c *FollowerConfig) { c.SyncAlways = false })
+	require.Equal(t, int64(15), f.State().LeaderHW, "the local HW before any response")
+	f.Step(FetchResponse{FetchOffset: 20, HighWatermark: 100, Batches: []BatchInfo{{20, 24, 5, false}}})
+	st := f.State()
+	require.Equal(t, int64(100), st.LeaderHW)
+	require.Equal(t, int64(25), st.HW, "the HW clamped to the log; the leader's is not")
+	require.Equal(t, int64(75), st.LeaderHW-st.LogEnd, "behind")
+	f.Step(FetchResponse{FetchOffset: 25, HighWatermark: 90})
+	require.Equal(t, int64(100), f.State().LeaderHW, "never back")
+	f.Step(FetchResponse{FetchOffset: 25, Err: kerr.NotLeaderForPartition, HighWatermark: 500})
+	require.Equal(t, int64(100), f.State().LeaderHW, "an error's HW says nothing")
+	f.Step(FetchResponse{FetchOffset: 25, HighWatermark: 100, Batches: []BatchInfo{{25, 99, 5, false}}})
+	st = f.State()
+	require.Equal(t, st.LogEnd, st.LeaderHW, "caught up")
+}
