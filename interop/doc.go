@@ -5,7 +5,8 @@
 // across a broker restart. franz-go's in-memory fake cluster (kfake) runs the
 // same tests as a reference, so a failure that also happens there is the
 // test's, not the broker's. librdkafka's admin DeleteRecords, which no
-// Debian binding exposes, runs as a small C program under testdata.
+// Debian binding exposes, and its AlterConfigs and DescribeConfigs run as
+// small C programs under testdata.
 //
 // The package has no code outside its tests; interoptest starts the servers.
 package interop
