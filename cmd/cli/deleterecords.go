@@ -47,9 +47,9 @@ func runDeleteRecords(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer done()
-	parts, err := deletePartitions(ctx, adm, topic, int32(*partition))
+	parts, err := topicPartitions(ctx, adm, topic, int32(*partition))
 	if err != nil {
-		return err
+		return fmt.Errorf("delete records of %s: %w", topic, err)
 	}
 	var os kadm.Offsets
 	for _, p := range parts {
@@ -62,22 +62,22 @@ func runDeleteRecords(ctx context.Context, e *env, args []string) error {
 	return printDeleted(e, rs, topic, parts)
 }
 
-// deletePartitions is the partitions of topic to delete from: p alone, or
-// every one when p is -1.
-func deletePartitions(ctx context.Context, adm *kadm.Client, topic string, p int32) ([]int32, error) {
+// topicPartitions is the partitions of topic a command acts on: p alone,
+// or every one when p is -1.
+func topicPartitions(ctx context.Context, adm *kadm.Client, topic string, p int32) ([]int32, error) {
 	if p >= 0 {
 		return []int32{p}, nil
 	}
 	topics, err := adm.ListTopics(ctx, topic)
 	if err != nil {
-		return nil, fmt.Errorf("delete records of %s: %w", topic, err)
+		return nil, err
 	}
 	td, ok := topics[topic]
 	if !ok {
-		return nil, fmt.Errorf("delete records of %s: not in the metadata response", topic)
+		return nil, errors.New("not in the metadata response")
 	}
 	if td.Err != nil {
-		return nil, fmt.Errorf("delete records of %s: %w", topic, td.Err)
+		return nil, td.Err
 	}
 	var out []int32
 	for _, pd := range td.Partitions.Sorted() {

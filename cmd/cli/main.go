@@ -10,6 +10,8 @@
 //	topics create NAME [-partitions N] | list | describe NAME | delete NAME
 //	config describe TOPIC [-all] | set TOPIC k=v... | delete TOPIC k...  (-cluster: broker defaults)
 //	delete-records TOPIC -offset N [-partition P]   move the log start
+//	elect-leaders [-unclean] TOPIC [-partition P]   preferred (or unclean) leader election
+//	log-dirs [TOPIC...]                 each broker's replicas: size and lag
 //	meta                                brokers, controller, topics
 //
 // Keyed records are routed with Kafka's murmur2 partitioner, so a key lands on
