@@ -8,9 +8,11 @@ import "github.com/minikafka/minikafka/engine"
 // cannot say it per log without a scan of their own: for them it is the
 // bytes of the batches from the log start to the high watermark, as stored
 // (the figure retention.bytes is checked against), counted by the time
-// index. That index is built once, by the first use, from one read of the
-// committed log, and catches up incrementally after; the batches above the
-// HW are left out.
+// index. That index is built once, by its first use, from one read of the
+// committed log (retention's first check builds it anyway for a topic with
+// retention.ms or retention.bytes, that is every topic but the internal
+// ones by default), and catches up incrementally after; the batches above
+// the HW are left out.
 func (p *Partition) SizeBytes() (int64, error) {
 	if s, ok := engine.As[engine.Sizer](p.log); ok {
 		return s.SizeBytes(), nil
