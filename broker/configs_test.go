@@ -337,6 +337,19 @@ func TestDynamicLogConfigs(t *testing.T) {
 		assert.GreaterOrEqual(t, segmentFiles(t, nd, "lg")-before[nd.Config.NodeID], 3,
 			"broker %d: 10 KB more in segments of 2 KiB (clamped to the engine's 1 KiB minimum at most)", nd.Config.NodeID)
 	}
+
+	// retention.bytes: of the ten batches of about 1 KB, those that keep
+	// the log within 3000 bytes stay.
+	resps, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: cluster.ConfigRetentionBytes, Value: strp("3000")}}, "lg")
+	require.NoError(t, err)
+	require.NoError(t, resps[0].Err, resps[0].ErrMessage)
+	requireConfigEverywhere(ctx, t, c, c.Client(t), kmsg.ConfigResourceTypeTopic, "lg", cluster.ConfigRetentionBytes, "3000", kmsg.ConfigSourceDynamicTopicConfig)
+	for _, nd := range c.Nodes {
+		p, err := nd.Server.Partitions().Partition("lg", 0)
+		require.NoError(t, err)
+		require.NoError(t, nd.Server.Partitions().EnforceRetention())
+		assert.Equal(t, int64(13), p.StartOffset(), "broker %d: two batches of about 1 KB left under retention.bytes 3000", nd.Config.NodeID)
+	}
 }
 
 // unclean.leader.election.enable set on a live topic is read by the
