@@ -127,6 +127,16 @@ func TestCheckDuplicate(t *testing.T) {
 	s = testSim()
 	s.checks.dups.read(s, k1, []batchtest.Record{{Offset: 0, Value: []byte("a")}, {Offset: 3, Value: []byte("a")}})
 	require.Equal(t, "duplicate", reported(s))
+
+	// A replica reset to start at 2 lost the producer state of what lay
+	// below: a copy below 2 and one above are excused, two above it are not.
+	s = testSim()
+	s.checks.dups.stateDropped(k1, 2)
+	s.checks.dups.read(s, k1, []batchtest.Record{{Offset: 1, Value: []byte("a")}, {Offset: 3, Value: []byte("a")}})
+	require.Empty(t, reported(s))
+	require.Equal(t, 1, s.stats.Faults["duplicate-after-log-reset"])
+	s.checks.dups.read(s, k1, []batchtest.Record{{Offset: 4, Value: []byte("b")}, {Offset: 5, Value: []byte("b")}})
+	require.Equal(t, "duplicate", reported(s))
 }
 
 func TestCheckInconsistentOffsets(t *testing.T) {

@@ -40,6 +40,9 @@ type replica struct {
 	tp tp
 	p  *partition.Partition
 	hw int64 // the high watermark last observed
+	// end is the log end last observed: a log start seen past it is a log
+	// reset to its leader's start, which drops the producer state.
+	end int64
 
 	waiters  []*waiter
 	syncBusy bool
@@ -83,7 +86,7 @@ func (b *broker) openPartitions() error {
 }
 
 func newReplica(b *broker, k tp, p *partition.Partition) *replica {
-	return &replica{b: b, tp: k, p: p, hw: p.HighWatermark()}
+	return &replica{b: b, tp: k, p: p, hw: p.HighWatermark(), end: p.EndOffset()}
 }
 
 // current reports whether r is still the broker's replica of its
@@ -105,6 +108,10 @@ func (r *replica) observe() {
 	from, to := r.hw, r.p.HighWatermark()
 	r.hw = to
 	r.b.s.checks.hwObserved(r, from, to)
+	if start := r.p.StartOffset(); start > r.end {
+		r.b.s.checks.dups.stateDropped(r.tp, start)
+	}
+	r.end = r.p.EndOffset()
 }
 
 // settle does, after an event at this broker, what its goroutines would do

@@ -25,6 +25,11 @@ func (p *Partition) DeleteBefore(offset int64) (int64, error) {
 	if p.gone.Load() {
 		return 0, p.closedErr()
 	}
+	if offset > p.log.StartOffset() && offset <= p.wm.get() {
+		if err := p.snapshotCovering(offset); err != nil {
+			return p.log.StartOffset(), err
+		}
+	}
 	start, moved, err := p.deleteBefore(offset)
 	if moved {
 		p.logStartMoved(start)
@@ -61,6 +66,7 @@ func (p *Partition) deleteBefore(offset int64) (start int64, moved bool, _ error
 	if err := p.log.DeleteBefore(offset); err != nil {
 		return p.log.StartOffset(), false, p.storageErr("delete before", err)
 	}
+	p.startPassedDurable()
 	ti.reset() // rebuilt from the new start on its next use
 	p.logger.Info("log start moved", "start", offset)
 	return offset, true, nil
@@ -72,20 +78,10 @@ func (p *Partition) deleteBefore(offset int64) (start int64, moved bool, _ error
 // a follower left behind), and either role's epoch cache drops what lies
 // before it.
 //
-// The producers' state must outlive the batches it was read from: when no
-// snapshot holds it at or past the new start, one is asked for (a restart
-// would otherwise rebuild it from a log that no longer has them, and take
-// an idempotent producer's retry of a deleted batch as new).
+// The producers' state outlives the batches it was read from: whoever
+// moves the start writes a snapshot at or past it first
+// (snapshotCoveringLocked).
 func (p *Partition) logStartMoved(start int64) {
-	p.mu.Lock()
-	if p.snapSaved < start {
-		p.sinceSnap = p.snapEvery
-		select {
-		case p.kick <- struct{}{}:
-		default:
-		}
-	}
-	p.mu.Unlock()
 	p.repMu.Lock()
 	defer p.repMu.Unlock()
 	ev := replication.LogStartMoved{Start: start}
@@ -96,4 +92,15 @@ func (p *Partition) logStartMoved(start int64) {
 	case p.role.follower != nil:
 		p.applyLocked(p.role.follower.Step(ev))
 	}
+}
+
+// startPassedDurable raises the durable end to a log start that moved past
+// it: the engine's new start is durable when DeleteBefore returns, and no
+// record below it is left to sync. A follower that learns its leader's log
+// start from a fetch moves its own past batches it appended and has not
+// synced yet; left below the start, its durable end broke the order every
+// role is built on (log start <= durable end <= log end) at its next role
+// change, and the partition could take none.
+func (p *Partition) startPassedDurable() {
+	p.durable.advance(p.log.StartOffset())
 }

@@ -321,3 +321,55 @@ func TestStaleFetchAnswerIsDropped(t *testing.T) {
 	_, ok = p.NextFetch()
 	require.False(t, ok)
 }
+
+// TestFollowerStartPastItsUnsyncedTail: a follower that learns, from a
+// fetch, a leader's log start past batches it appended and has not synced
+// moves its own start there, and its durable end with it: the start is
+// durable and nothing below it is left to sync. Left below the start, the
+// durable end broke the order every role is built on (start <= durable
+// end <= end), and the partition's next role change failed ("log start 10,
+// durable end 8, end 10 out of order"; the simulator, seed 7332 on the
+// segment engine).
+func TestFollowerStartPastItsUnsyncedTail(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	st := func(self, leader int32, epoch int32, isr []int32) partition.ReplicaState {
+		return partition.ReplicaState{Self: self, BrokerEpoch: int64(self), Lead: true, Leader: leader, LeaderEpoch: epoch,
+			Replicas: []int32{1, 2}, ISR: isr, MinISR: 1, Now: clk.Now(),
+			Eligible: []replication.ISRMember{{ID: 1, BrokerEpoch: 1}, {ID: 2, BrokerEpoch: 2}}}
+	}
+	ensure := func(m *partition.Manager) *partition.Partition {
+		p, err := m.Ensure(partition.Spec{Topic: "t", TopicID: topicID("t")})
+		require.NoError(t, err)
+		return p
+	}
+	leader := ensure(openManual(t, vfs.NewMem(), clk))
+	follower := ensure(openManual(t, vfs.NewMem(), clk))
+	_, err := leader.SetState(st(1, 1, 0, []int32{1}))
+	require.NoError(t, err)
+	_, err = follower.SetState(st(2, 1, 0, []int32{1}))
+	require.NoError(t, err)
+	for range 3 {
+		_, err := leader.Append(batchtest.Plain(t, 2))
+		require.NoError(t, err)
+	}
+	require.True(t, leader.Sync())
+	require.Equal(t, int64(6), leader.HighWatermark())
+
+	// The leader's start moves between reading the records it serves and
+	// the answer (DeleteRecords on another goroutine; a parked fetch
+	// answered later): the follower gets batches below the start it is told.
+	fr, ok := follower.NextFetch()
+	require.True(t, ok)
+	rd, err := leader.ServeFollower(replication.FollowerFetch{Replica: 2, BrokerEpoch: 2, CurrentLeaderEpoch: fr.CurrentLeaderEpoch,
+		FetchOffset: fr.FetchOffset, LastFetchedEpoch: fr.LastFetchedEpoch, LogStartOffset: fr.LogStartOffset, Now: clk.Now()}, 1<<20)
+	require.NoError(t, err)
+	_, err = leader.DeleteBefore(4)
+	require.NoError(t, err)
+	require.NoError(t, follower.HandleFetch(partition.FetchResult{Request: fr, HighWatermark: rd.HighWatermark,
+		LogStartOffset: leader.StartOffset(), Records: rd.Records}))
+	require.Equal(t, int64(6), follower.EndOffset())
+	require.Equal(t, int64(4), follower.StartOffset(), "the follower moved its start to its leader's")
+	require.GreaterOrEqual(t, follower.DurableEnd(), follower.StartOffset(), "contract: log start <= durable end, though nothing was synced")
+	_, err = follower.SetState(st(2, 2, 1, []int32{2}))
+	require.NoError(t, err, "the follower takes its next role")
+}

@@ -127,10 +127,12 @@ type Partition struct {
 	sinceSnap   int64 // bytes appended since the last producer snapshot
 	// snapSaved is the log end at which the newest producer snapshot on
 	// disk is the producer state in memory (-1: none is), so that closing a
-	// partition nothing was appended to since writes no file; rebuilds
-	// counts truncations, after which a snapshot taken before one is not
-	// the state any more. Both under mu.
-	snapSaved int64
+	// partition nothing was appended to since writes no file, and a log
+	// start never passes every snapshot; rebuilds counts truncations,
+	// after which a snapshot taken before one is not the state any more.
+	// Both written under mu; snapSaved is read without it by retention,
+	// which holds the time index's lock.
+	snapSaved atomic.Int64
 	rebuilds  uint64
 	snapEvery int64 // Config.SnapshotBytes
 
@@ -492,7 +494,7 @@ func (p *Partition) close() error {
 	// nothing and finds the same. (A broker that made thousands of
 	// partitions would otherwise sync a file for each on its way out.)
 	empty := end == p.log.StartOffset()
-	saved := p.snapSaved == end || (empty && p.producers.Len() == 0)
+	saved := p.snapSaved.Load() == end || (empty && p.producers.Len() == 0)
 	p.mu.Unlock()
 	err := p.log.Close()
 	if err == nil && !saved {

@@ -206,8 +206,12 @@ func (p *Partition) applyLocked(acts []replication.Action) error {
 				// Under the time index's lock, as deleteBefore: the
 				// retention check may be scanning this follower's log.
 				p.ti.mu.Lock()
-				if err := p.log.DeleteBefore(a.Offset); err != nil {
+				if err := p.snapshotCoveringLocked(a.Offset); err != nil {
+					outcome = err
+				} else if err := p.log.DeleteBefore(a.Offset); err != nil {
 					outcome = p.storageErr("delete before", err)
+				} else {
+					p.startPassedDurable()
 				}
 				p.ti.reset()
 				p.ti.mu.Unlock()

@@ -22,25 +22,37 @@ const DefaultRetentionCheckInterval = 5 * time.Minute
 // not, and deleting old records of __consumer_offsets would lose offsets of
 // groups that did not commit for a while.
 func (p *Partition) enforceRetention(now time.Time) (int64, error) {
-	removed, start, err := p.retain(now)
-	if removed > 0 {
-		p.logStartMoved(start) // after the time index's lock is released
+	for range 2 { // a second try when the log grew past the snapshot meanwhile
+		removed, start, snapTo, err := p.retain(now)
+		if snapTo > 0 {
+			// Outside the time index's lock: the snapshot takes the append
+			// lock, which a follower's fetch holds while it takes this one.
+			if err := p.snapshotCovering(snapTo); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if removed > 0 {
+			p.logStartMoved(start) // after the time index's lock is released
+		}
+		return removed, err
 	}
-	return removed, err
+	return 0, nil
 }
 
 // retain moves the log start as the topic's retention says; it returns the
-// offsets removed and the new start.
-func (p *Partition) retain(now time.Time) (int64, int64, error) {
+// offsets removed and the new start, or, moving nothing, the start that
+// needs a producer snapshot first (snapTo).
+func (p *Partition) retain(now time.Time) (removed, start, snapTo int64, _ error) {
 	cfg := p.cfg.Load()
 	if p.internal || (cfg.retentionMs < 0 && cfg.retentionBytes < 0) || p.gone.Load() {
-		return 0, 0, nil
+		return 0, 0, 0, nil
 	}
 	ti := &p.ti
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
 	if err := ti.catchUp(p); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	target, cum := ti.start, ti.cumStart
 	if cfg.retentionMs >= 0 {
@@ -49,7 +61,7 @@ func (p *Partition) retain(now time.Time) (int64, int64, error) {
 			return h.MaxTimestamp >= cutoff
 		})
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
 		if off > target {
 			target, cum = off, c
@@ -61,21 +73,25 @@ func (p *Partition) retain(now time.Time) (int64, int64, error) {
 			return c >= need
 		})
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
 		if off > target {
 			target, cum = off, c
 		}
 	}
 	if target <= ti.start {
-		return 0, 0, nil
+		return 0, 0, 0, nil
+	}
+	if p.snapSaved.Load() < target {
+		return 0, 0, target, nil
 	}
 
 	if err := p.log.DeleteBefore(target); err != nil {
-		return 0, 0, p.storageErr("retention", err)
+		return 0, 0, 0, p.storageErr("retention", err)
 	}
-	removed := target - ti.start
+	p.startPassedDurable()
+	removed = target - ti.start
 	ti.moveStart(target, cum)
 	p.logger.Info("retention moved the log start", "start", target, "removed_offsets", removed)
-	return removed, target, nil
+	return removed, target, 0, nil
 }
