@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 
@@ -144,7 +146,7 @@ func (d *disk) crash(rng *rand.Rand, unsyncedPct, tornPct int) {
 	old := d.mem
 	d.mem = old.CrashClone(vfs.CrashCloneCfg{})
 	d.keepUnsynced(old, "/", rng, unsyncedPct, tornPct)
-	for _, dir := range sortedKeys(d.logs) {
+	for _, dir := range slices.Sorted(maps.Keys(d.logs)) {
 		l := d.logs[dir]
 		unsynced := len(l.batches) - l.synced
 		keep := 0
@@ -201,7 +203,7 @@ func (d *disk) syncPartitions() {
 			c.l.synced = len(c.l.batches)
 		}
 	}
-	for _, dir := range sortedKeys(d.segs) {
+	for _, dir := range slices.Sorted(maps.Keys(d.segs)) {
 		if l := d.segs[dir]; l.partition {
 			_ = l.Flush() // a closed log has nothing to flush; a failed one halts at its next Sync or Append
 		}
@@ -437,13 +439,4 @@ func newID(rng *rand.Rand) uuid.UUID {
 		id[i] = byte(rng.Uint32())
 	}
 	return id
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -3,6 +3,8 @@ package faults
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -169,7 +171,7 @@ func check(franz map[string]load.Ack, kcat []string, final, live log) Anomalies 
 			at[r.id] = where
 		}
 	}
-	for _, id := range sortedKeys(franz) {
+	for _, id := range slices.Sorted(maps.Keys(franz)) {
 		want := franz[id]
 		got, ok := at[id]
 		switch {
@@ -214,13 +216,4 @@ func checkPolls(a *Anomalies, p int32, rs, final []record, byOffset map[load.Ack
 			a.add(PollSkip, fmt.Sprintf("partition %d: read %d then %d, skipping %d", p, prev, r.offset, offsets[j]))
 		}
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
