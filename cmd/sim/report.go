@@ -75,9 +75,12 @@ func writeReport(path string, s summary, caught []catch, load [2]string) error {
 	fmt.Fprintf(&b, "Written by `go run -tags mutations ./cmd/sim -seeds %d -report %s` on %s (%d CPUs, %s; "+
 		"load average %s at the start, %s at the end: the machine is shared, and wall times move with it).\n\n",
 		s.schedules, path, time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), runtime.Version(), load[0], load[1])
-	b.WriteString("Every broker runs the project's own partition layer (broker/partition, in Manual mode), " +
-		"controller, raft and replication code; the simulator supplies the network, the disk's crash model, " +
-		"the clock and the broker's shell around them.\n\n")
+	b.WriteString("Every broker runs the project's own node shell (broker/node), partition layer (broker/partition, " +
+		"in Manual mode), controller, raft and replication code; its partitions' logs are the crash model, or, " +
+		"in a quarter of the seeds, the segment engine on a crashable in-memory filesystem. The simulator " +
+		"supplies the network, the disk, the clock and the drivers that feed the shell its events. Seeds draw " +
+		"the sync policy, non-voter brokers, retention and DeleteRecords, disk replacement and controlled " +
+		"shutdowns; unclean election only in its scenario.\n\n")
 	b.WriteString("## The real build\n\n")
 	fmt.Fprintf(&b, "| schedules | violations | simulated time | wall time | simulated / wall | events |\n|--:|--:|--:|--:|--:|--:|\n")
 	fmt.Fprintf(&b, "| %d | %d | %s | %s | %.0fx | %d |\n\n", s.schedules, len(s.failures),
