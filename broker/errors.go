@@ -6,36 +6,22 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/minikafka/minikafka/engine"
+	"github.com/minikafka/minikafka/broker/node"
 )
 
 // errorCode maps an error from the log layer to the Kafka error code a
-// client acts on. The log layer returns kerr values for Kafka-level problems;
-// engine sentinels and context ends are translated here.
+// client acts on: a request's own timeout is REQUEST_TIMED_OUT, the rest is
+// node.ErrorCode (kerr values as they are, engine sentinels and context
+// ends translated).
 func errorCode(ctx context.Context, err error) int16 {
 	if err == nil {
 		return 0
 	}
 	var ke *kerr.Error
-	switch {
-	case errors.As(err, &ke):
-		return ke.Code
-	case errors.Is(err, errTimedOut) || (ctx != nil && errors.Is(context.Cause(ctx), errTimedOut)):
+	if !errors.As(err, &ke) && (errors.Is(err, errTimedOut) || (ctx != nil && errors.Is(context.Cause(ctx), errTimedOut))) {
 		return kerr.RequestTimedOut.Code
-	case errors.Is(err, engine.ErrClosed), errors.Is(err, context.Canceled):
-		// The partition is going away (shutdown, topic deleted): the
-		// client refreshes metadata and retries.
-		return kerr.NotLeaderForPartition.Code
-	case errors.Is(err, engine.ErrOffsetOutOfRange):
-		return kerr.OffsetOutOfRange.Code
-	case errors.Is(err, engine.ErrBatchTooLarge):
-		return kerr.MessageTooLarge.Code
-	case errors.Is(err, engine.ErrEmptyBatch):
-		return kerr.InvalidRecord.Code
-	default:
-		// engine.ErrCorrupt, I/O errors: the log is not usable as it is.
-		return kerr.KafkaStorageError.Code
 	}
+	return node.ErrorCode(err) // the node shell's translation, one place for both
 }
 
 // errorMessage is the text for a response's ErrorMessage field, or nil.
