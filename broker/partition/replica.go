@@ -269,14 +269,19 @@ func (p *Partition) localDurable(end int64) {
 }
 
 // localDurableLocked is localDurable for a caller that holds repMu too.
+//
+// The role steps first and the durable end moves after: an acks=1 produce
+// waits on the durable end, and its response must find the high watermark
+// already raised (Kafka raises a lone replica's HW before it answers, so a
+// client that produces and then fetches sees its record).
 func (p *Partition) localDurableLocked(end int64) {
-	p.durable.advance(end)
 	switch {
 	case p.role.leader != nil:
 		p.applyLocked(p.role.leader.Step(replication.LocalDurable{End: end}))
 	case p.role.follower != nil:
 		p.applyLocked(p.role.follower.Step(replication.LocalDurable{End: end}))
 	}
+	p.durable.advance(end)
 	p.fetchable.poke()
 }
 
