@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // composePorts are the host ports deploy/compose's brokers listen on.
@@ -93,11 +94,7 @@ func TestCompose(t *testing.T) {
 		return err == nil && len(m.Brokers) == 3
 	}, 2*time.Minute, 100*time.Millisecond, "the compose cluster lists three brokers") {
 		t.Logf("the last metadata: %s", last)
-		logs := exec.Command(up[0], append(up[1:], "logs", "--tail", "40")...)
-		logs.Env = append(os.Environ(), env...)
-		out, _ := logs.CombinedOutput()
-		ps, _ := exec.Command("docker", "ps", "-a").CombinedOutput()
-		t.Fatalf("the brokers' logs:\n%s\n%s", out, ps)
+		composeFailure(t, project, up, env)
 	}
 
 	prod := exec.CommandContext(ctx, kcat, "-b", "localhost:9092", "-P", "-t", "demo", "-K:", "-X", "acks=all")
@@ -141,3 +138,55 @@ func run(t *testing.T, ctx context.Context, env []string, name string, args ...s
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s %s: %s", name, strings.Join(args, " "), out)
 }
+
+// composeFailure fails the test with what tells a stuck cluster apart:
+// each broker's own view of the cluster (a broker whose metadata stopped
+// moving, against one that never got it), the quorum as the brokers
+// describe it, and a goroutine dump of every broker (SIGQUIT), which shows
+// a loop that is blocked.
+func composeFailure(t *testing.T, project string, up, env []string) {
+	t.Helper()
+	for _, addr := range []string{"localhost:9092", "localhost:9093", "localhost:9094"} {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+		if err != nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		req := kmsg.NewPtrMetadataRequest()
+		resp, err := req.RequestWith(ctx, cl)
+		if err == nil {
+			var ids []int32
+			for _, b := range resp.Brokers {
+				ids = append(ids, b.NodeID)
+			}
+			t.Logf("%s: brokers %v, controller %d", addr, ids, resp.ControllerID)
+		} else {
+			t.Logf("%s: metadata: %v", addr, err)
+		}
+		q := kmsg.NewPtrDescribeQuorumRequest()
+		qt := kmsg.NewDescribeQuorumRequestTopic()
+		qt.Topic = "__cluster_metadata"
+		qt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+		q.Topics = append(q.Topics, qt)
+		if qr, err := q.RequestWith(ctx, cl); err == nil {
+			for _, tp := range qr.Topics {
+				for _, p := range tp.Partitions {
+					t.Logf("%s: quorum leader %d epoch %d high watermark %d voters %+v", addr, p.LeaderID, p.LeaderEpoch, p.HighWatermark, p.CurrentVoters)
+				}
+			}
+		}
+		cancel()
+		cl.Close()
+	}
+	ps, _ := exec.Command("docker", "ps", "-a").CombinedOutput()
+	for _, id := range strings.Fields(string(must(exec.Command("docker", "ps", "-q", "--filter", "label=com.docker.compose.project="+project).Output()))) {
+		_ = exec.Command("docker", "kill", "-s", "QUIT", id).Run()
+	}
+	time.Sleep(2 * time.Second)
+	logs := exec.Command(up[0], append(up[1:], "logs", "--no-color")...)
+	logs.Env = append(os.Environ(), env...)
+	out, _ := logs.CombinedOutput()
+	t.Fatalf("the brokers' logs, then their goroutines:\n%s\n%s", out, ps)
+}
+
+func must(b []byte, _ error) []byte { return b }
