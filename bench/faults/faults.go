@@ -83,6 +83,9 @@ type Config struct {
 	// DiskBytes is the size of each broker's filesystem (a tmpfs) in the
 	// cells that fill a disk.
 	DiskBytes int64
+	// UpgradeFrom is the older broker binary the rolling-upgrade cells
+	// start on ("": those cells fail, saying so).
+	UpgradeFrom string
 }
 
 func (c *Config) defaults() {
@@ -200,7 +203,14 @@ func (e *cell) start(ctx context.Context, engine, fault string) error {
 	defer cancel()
 	args := append([]string{"-min-insync-replicas", fmt.Sprint(MinISR), "-default-replication-factor", fmt.Sprint(Brokers),
 		"-broker-session-timeout", e.cfg.SessionTimeout.String()}, e.cfg.Args...)
-	e.c, err = server.StartCluster(sctx, server.ClusterConfig{Bin: e.cfg.Bin, Engine: engine, Brokers: Brokers, Dir: dir,
+	bin := e.cfg.Bin
+	if e.kind.upgrade {
+		if e.cfg.UpgradeFrom == "" {
+			return errors.New("no older broker binary to upgrade from (cmd/bench faults -upgrade-from)")
+		}
+		bin = e.cfg.UpgradeFrom
+	}
+	e.c, err = server.StartCluster(sctx, server.ClusterConfig{Bin: bin, Engine: engine, Brokers: Brokers, Dir: dir,
 		Sync: e.cfg.Sync, Args: args, Log: e.cfg.ServerLog, Hosts: e.lab.Hosts(9092, 9192)})
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ const (
 	RestartAll      = "restart-all"
 	FillFollower    = "fill-follower-disk"
 	RollingRestart  = "rolling-restart"
+	RollingUpgrade  = "rolling-upgrade"
 )
 
 // kind is one fault: whom it hits, how it starts, how long it lasts and
@@ -27,6 +28,7 @@ type kind struct {
 	doc        string
 	disk       bool // the brokers need a filesystem of their own, of DiskBytes
 	cutsLeader bool // the victim leads and is cut off from its followers: count what it acknowledges alone
+	upgrade    bool // the cluster starts on Config.UpgradeFrom, and its first round moves it to Config.Bin
 	target     func(context.Context, *cell) (target, error)
 	inject     func(context.Context, *cell, target) error
 	hold       func(Config) time.Duration
@@ -120,28 +122,46 @@ var kinds = map[string]kind{
 		target: func(context.Context, *cell) (target, error) {
 			return target{victims: []int32{1, 2, 3}, affected: allPartitions()}, nil
 		},
+		inject: rollingRestart,
+		hold:   func(Config) time.Duration { return 0 },
+		heal:   func(context.Context, *cell, target) (string, error) { return "", nil },
+	},
+	RollingUpgrade: {
+		doc: "the cluster started on an older build (-upgrade-from), then every broker in turn stopped with SIGTERM " +
+			"and started on this build once every ISR is full; later rounds are rolling restarts on this build",
+		upgrade: true,
+		target: func(context.Context, *cell) (target, error) {
+			return target{victims: []int32{1, 2, 3}, affected: allPartitions()}, nil
+		},
 		inject: func(ctx context.Context, e *cell, tg target) error {
-			for _, id := range tg.victims {
-				if err := e.c.WaitISR(ctx, Topic, Brokers); err != nil {
-					return err
-				}
-				if err := e.c.Stop(id); err != nil {
-					return err
-				}
-				if _, err := restart(ctx, e, target{victims: []int32{id}}); err != nil {
-					return err
-				}
-			}
-			return nil
+			e.c.SetBin(e.cfg.Bin)
+			return rollingRestart(ctx, e, tg)
 		},
 		hold: func(Config) time.Duration { return 0 },
 		heal: func(context.Context, *cell, target) (string, error) { return "", nil },
 	},
 }
 
+// rollingRestart stops each victim in turn with SIGTERM and starts it
+// again, each once every ISR is full.
+func rollingRestart(ctx context.Context, e *cell, tg target) error {
+	for _, id := range tg.victims {
+		if err := e.c.WaitISR(ctx, Topic, Brokers); err != nil {
+			return err
+		}
+		if err := e.c.Stop(id); err != nil {
+			return err
+		}
+		if _, err := restart(ctx, e, target{victims: []int32{id}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Names are the faults, in the report's order.
 func Names() []string {
-	order := []string{KillLeader, StopLeader, IsolateLeader, IsolateFollower, RestartAll, FillFollower, RollingRestart}
+	order := []string{KillLeader, StopLeader, IsolateLeader, IsolateFollower, RestartAll, FillFollower, RollingRestart, RollingUpgrade}
 	if len(order) != len(kinds) {
 		panic("faults: a fault is missing from Names: " + fmt.Sprint(slices.Sorted(maps.Keys(kinds))))
 	}

@@ -155,10 +155,11 @@ func (r *Result) Judge() []bench.Check {
 				Because("the latest over every round of %d cells", cells),
 			bench.Judge("a cut-off leader never acknowledges acks=all alone (its acknowledgements lost)", v, "", false, 0).Because("over %d cells", cells))
 	}
-	if _, cells := total(LostWrite, RollingRestart); cells > 0 {
-		v1, _ := total(LostWrite, RollingRestart)
-		v2, _ := total(Duplicate, RollingRestart)
-		checks = append(checks, bench.Judge("a rolling restart under load: lost and duplicated", v1+v2, "", false, 0).Because("over %d cells", cells))
+	for _, f := range []struct{ fault, what string }{{RollingRestart, "a rolling restart"}, {RollingUpgrade, "a rolling upgrade from an older build"}} {
+		if v1, cells := total(LostWrite, f.fault); cells > 0 {
+			v2, _ := total(Duplicate, f.fault)
+			checks = append(checks, bench.Judge(f.what+" under load: lost and duplicated", v1+v2, "", false, 0).Because("over %d cells", cells))
+		}
 	}
 	return checks
 }

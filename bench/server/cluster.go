@@ -57,6 +57,9 @@ type Cluster struct {
 	cfg    ClusterConfig
 	voters string
 	nodes  []*Node
+
+	mu  sync.Mutex
+	bin string // what Start runs: cfg.Bin until SetBin
 }
 
 // Node is one broker of a Cluster.
@@ -83,7 +86,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if cfg.Hosts != nil && len(cfg.Hosts) != cfg.Brokers {
 		return nil, fmt.Errorf("cluster: %d hosts for %d brokers", len(cfg.Hosts), cfg.Brokers)
 	}
-	c := &Cluster{cfg: cfg}
+	c := &Cluster{cfg: cfg, bin: cfg.Bin}
 	var voters []string
 	for i := range cfg.Brokers {
 		h, err := hostOf(cfg, i)
@@ -163,9 +166,11 @@ func (c *Cluster) Start(ctx context.Context, id int32) error {
 		return fmt.Errorf("cluster: node %d is running", id)
 	}
 	args := append(ClusterArgs(c.cfg.Engine, n.ID, n.Dir, n.Addr, n.ControllerAddr, c.voters, c.cfg.Sync), c.cfg.Args...)
-	path := c.cfg.Bin
+	c.mu.Lock()
+	path := c.bin
+	c.mu.Unlock()
 	if n.Netns != "" {
-		path, args = "ip", append([]string{"netns", "exec", n.Netns, c.cfg.Bin}, args...)
+		path, args = "ip", append([]string{"netns", "exec", n.Netns, path}, args...)
 	}
 	log := &prefixed{w: c.cfg.Log, prefix: []byte(fmt.Sprintf("node %d: ", id))}
 	ch, err := proc.Start(ctx, proc.Config{Path: path, Args: args, Addr: n.Addr, Log: log, Ready: 2 * time.Minute})
@@ -176,6 +181,14 @@ func (c *Cluster) Start(ctx context.Context, id int32) error {
 	n.child = ch
 	n.mu.Unlock()
 	return nil
+}
+
+// SetBin makes every later Start run bin instead of ClusterConfig.Bin:
+// a node restarted after it runs another build of the broker (an upgrade).
+func (c *Cluster) SetBin(bin string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bin = bin
 }
 
 // Kill ends node id with SIGKILL and waits for it.

@@ -50,3 +50,39 @@ func requireVersion(gomod, module string) string {
 	}
 	return ""
 }
+
+// buildBrokerAt builds cmd/broker as the module was at git ref, from a
+// copy of that tree (git archive), into the bench's binary directory: the
+// older build a rolling upgrade starts on.
+func buildBrokerAt(ctx context.Context, e *env, ref string) (string, error) {
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return "", err
+	}
+	tmp, err := e.binDir()
+	if err != nil {
+		return "", err
+	}
+	src := filepath.Join(tmp, "src")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		return "", err
+	}
+	archive := exec.CommandContext(ctx, "sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", root, ref, src)
+	if b, err := archive.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("git archive %s: %w: %s", ref, err, strings.TrimSpace(string(b)))
+	}
+	bin := filepath.Join(tmp, "broker-"+strings.ReplaceAll(ref, "/", "-"))
+	if err := goBuild(ctx, src, "./cmd/broker", bin, e.stderr); err != nil {
+		return "", err
+	}
+	return bin, nil
+}
+
+// gitCommit is the commit ref names, abbreviated ("?" when git cannot tell).
+func gitCommit(ctx context.Context, ref string) string {
+	out, err := exec.CommandContext(ctx, "git", "rev-parse", "--short=12", ref+"^{commit}").Output()
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimSpace(string(out))
+}

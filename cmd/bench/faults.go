@@ -14,7 +14,7 @@ import (
 func init() {
 	register(profile{
 		name:    "faults",
-		summary: "the fault matrix: {segment, pebble, badger} × {kill -9, SIGSTOP or isolation of a leader, isolation or a full disk of a follower, every broker restarted at once, a rolling restart} under franz-go and kcat load, checked for Jepsen's anomalies (needs root: brokers in network namespaces)",
+		summary: "the fault matrix: {segment, pebble, badger} × {kill -9, SIGSTOP or isolation of a leader, isolation or a full disk of a follower, every broker restarted at once, a rolling restart, a rolling upgrade from an older build} under franz-go and kcat load, checked for Jepsen's anomalies (needs root: brokers in network namespaces)",
 		writes:  "results/faults.md and faults.json",
 		flags:   faultsFlags,
 	})
@@ -26,6 +26,7 @@ type faultsPlan struct {
 	faults     string
 	brokerBin  string
 	brokerArgs string
+	upgradeRef string
 	ci         bool
 	cfg        faults.Config
 }
@@ -33,7 +34,8 @@ type faultsPlan struct {
 func faultsFlags(fs *flag.FlagSet) plan {
 	o := &faultsPlan{}
 	fs.StringVar(&o.engines, "engines", "segment,pebble,badger", "engines, one after the other")
-	fs.StringVar(&o.faults, "faults", strings.Join(faults.Names(), ","), "faults, each a cell per engine")
+	fs.StringVar(&o.faults, "faults", "", "faults, each a cell per engine (default: every one, "+faults.RollingUpgrade+" only with -upgrade-from)")
+	fs.StringVar(&o.upgradeRef, "upgrade-from", "", "git ref of the older build the "+faults.RollingUpgrade+" cells start on (built from a copy of that tree)")
 	fs.StringVar(&o.brokerBin, "broker-bin", "", "broker binary (default: go build ./cmd/broker)")
 	fs.StringVar(&o.brokerArgs, "broker-args", "", "extra broker flags, space-separated")
 	fs.StringVar(&o.cfg.Sync, "sync", "always", "brokers' -sync policy")
@@ -60,6 +62,13 @@ func (o *faultsPlan) measure(ctx context.Context, e *env) error {
 			o.cfg.Rounds = 1
 		}
 	}
+	if o.faults == "" {
+		for _, f := range faults.Names() {
+			if f != faults.RollingUpgrade || o.upgradeRef != "" {
+				o.faults += f + ","
+			}
+		}
+	}
 	o.cfg.Engines, o.cfg.Faults = bench.SplitList(o.engines), bench.SplitList(o.faults)
 	if len(o.cfg.Engines) == 0 || len(o.cfg.Faults) == 0 {
 		return usageErr("-engines and -faults name at least one each")
@@ -69,12 +78,21 @@ func (o *faultsPlan) measure(ctx context.Context, e *env) error {
 		return err
 	}
 	o.cfg.Bin, o.cfg.Args, o.cfg.Dir, o.cfg.Command = bin, strings.Fields(o.brokerArgs), dir, e.command
+	if o.upgradeRef != "" {
+		if o.cfg.UpgradeFrom, err = buildBrokerAt(ctx, e, o.upgradeRef); err != nil {
+			return err
+		}
+	}
 	o.cfg.Log, o.cfg.ServerLog = e.stderr, logs
 	o.cfg.Setup = []string{
 		fmt.Sprintf("cluster: `broker %s` as child processes (built from ./cmd/broker), every one a controller voter, each in its own network namespace",
 			strings.Join(append(append(server.ClusterArgs("ENGINE", 0, "DIR", "ADDR", "CONTROLLER_ADDR", "1@…,2@…,3@…", o.cfg.Sync),
 				"-min-insync-replicas", fmt.Sprint(faults.MinISR), "-broker-session-timeout", o.cfg.SessionTimeout.String()), o.cfg.Args...), " ")),
 		"clients: franz-go and kcat in the benchmark's own network namespace, reaching every broker over the bridge",
+	}
+	if o.upgradeRef != "" {
+		o.cfg.Setup = append(o.cfg.Setup, fmt.Sprintf("%s: the cluster starts on cmd/broker built from git ref %s (commit %s), then moves to this build",
+			faults.RollingUpgrade, o.upgradeRef, gitCommit(ctx, o.upgradeRef)))
 	}
 	res, err := faults.Run(ctx, o.cfg)
 	if res != nil {
