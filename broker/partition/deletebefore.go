@@ -64,7 +64,7 @@ func (p *Partition) deleteBefore(offset int64) (start int64, moved bool, _ error
 		}
 	}
 	if err := p.log.DeleteBefore(offset); err != nil {
-		return p.log.StartOffset(), false, p.storageErr("delete before", err)
+		return p.log.StartOffset(), false, p.writeFailed("delete before", err)
 	}
 	p.startPassedDurable()
 	ti.reset() // rebuilt from the new start on its next use

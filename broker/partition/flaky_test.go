@@ -24,6 +24,7 @@ type flakyEngine struct {
 	mu         sync.Mutex
 	failAppend bool
 	failSync   bool
+	failDelete bool          // DeleteBefore
 	gate       chan struct{} // when non-nil, Sync waits for it to close
 	syncs      int           // Sync calls so far
 }
@@ -76,6 +77,16 @@ func (f *flakyEngine) Append(b engine.Batch) error {
 		return errInjected
 	}
 	return f.Engine.Append(b)
+}
+
+func (f *flakyEngine) DeleteBefore(offset int64) error {
+	f.mu.Lock()
+	fail := f.failDelete
+	f.mu.Unlock()
+	if fail {
+		return errInjected
+	}
+	return f.Engine.DeleteBefore(offset)
 }
 
 func (f *flakyEngine) Sync(ctx context.Context, end int64) error {

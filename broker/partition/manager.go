@@ -108,8 +108,9 @@ type Config struct {
 	DeleteRate int64
 	// OnLogFailure, if set, is called when a partition's log can no longer
 	// be written (a sync failed, which is final: the partition stops taking
-	// writes; or the engine refused an append for an I/O error: a full
-	// disk, say), from whichever goroutine saw it, possibly more than once.
+	// writes; or the engine refused an append, a truncation, a log start
+	// move or the leader epoch checkpoint for an I/O error: a full disk,
+	// say), from whichever goroutine saw it, possibly more than once.
 	// Kafka takes a failed log directory offline and halts the broker once
 	// none is left; a broker on one data directory should stop, so that
 	// the controller moves its leaderships and its followers' ISR places

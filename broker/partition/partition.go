@@ -440,8 +440,13 @@ func (p *Partition) closedErr() error {
 
 // storageErr maps an engine error to the Kafka error a client can act on,
 // keeping the engine error in the chain.
-// writeFailed is storageErr for a write the engine refused: an I/O error
-// (KAFKA_STORAGE_ERROR) is also reported to Config.OnLogFailure.
+// writeFailed is storageErr for a write the engine (or a file beside it)
+// refused: an I/O error (KAFKA_STORAGE_ERROR) is also reported to
+// Config.OnLogFailure. Every write of the log goes through it, truncations
+// and log start moves included: a failed engine refuses every later write,
+// so a partition whose truncation failed would otherwise stay a dead
+// follower in a broker that goes on running (Kafka takes the log directory
+// offline on any write error, and a broker with one directory halts).
 func (p *Partition) writeFailed(op string, err error) error {
 	err = p.storageErr(op, err)
 	if p.failed != nil && errors.Is(err, kerr.KafkaStorageError) {

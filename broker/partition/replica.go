@@ -209,7 +209,7 @@ func (p *Partition) applyLocked(acts []replication.Action) error {
 				if err := p.snapshotCoveringLocked(a.Offset); err != nil {
 					outcome = err
 				} else if err := p.log.DeleteBefore(a.Offset); err != nil {
-					outcome = p.storageErr("delete before", err)
+					outcome = p.writeFailed("delete before", err)
 				} else {
 					p.startPassedDurable()
 				}
@@ -668,7 +668,7 @@ func (p *Partition) writeEpochs(seq uint64, body []byte) error {
 		return nil
 	}
 	if err := engine.WriteChecked(p.fs, p.fs.PathJoin(p.dir, epochsCheckpointFile), epochsMagic, body); err != nil {
-		return p.storageErr("write the leader epoch checkpoint", err)
+		return p.writeFailed("write the leader epoch checkpoint", err)
 	}
 	p.epochsWritten = seq
 	return nil

@@ -87,7 +87,7 @@ func (p *Partition) retain(now time.Time) (removed, start, snapTo int64, _ error
 	}
 
 	if err := p.log.DeleteBefore(target); err != nil {
-		return 0, 0, 0, p.storageErr("retention", err)
+		return 0, 0, 0, p.writeFailed("retention", err)
 	}
 	p.startPassedDurable()
 	removed = target - ti.start

@@ -28,7 +28,7 @@ func (p *Partition) truncateLocked(offset int64) error {
 		p.wm.lower(offset)
 	}
 	if err := p.log.Truncate(offset); err != nil {
-		return p.storageErr("truncate", err)
+		return p.writeFailed("truncate", err)
 	}
 	// What was durable past the cut is gone: the durable end follows the
 	// log end down (a later role reads it).
@@ -45,7 +45,7 @@ func (p *Partition) resetLocked(start int64) error {
 		return p.truncateLocked(start)
 	}
 	if err := p.log.DeleteBefore(start); err != nil {
-		return p.storageErr("reset log", err)
+		return p.writeFailed("reset log", err)
 	}
 	p.ti.reset()
 	p.durable.advance(start)

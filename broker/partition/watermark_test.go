@@ -80,16 +80,22 @@ func TestSyncFailureFailsWaiters(t *testing.T) {
 	assert.Equal(t, int64(0), p.HighWatermark())
 }
 
-// TestLogFailureIsReported: a failed sync and an append the engine refuses
-// reach Config.OnLogFailure (the broker stops on it, as Kafka halts on its
-// last failed log directory), with KAFKA_STORAGE_ERROR.
+// TestLogFailureIsReported: a failed sync, an append and a log start move
+// the engine refuses reach Config.OnLogFailure (the broker stops on it, as
+// Kafka halts on its last failed log directory), with KAFKA_STORAGE_ERROR.
 func TestLogFailureIsReported(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		inject func(f *flakyEngine)
+		// act runs after an append is durable (or failed).
+		act func(t *testing.T, p *partition.Partition)
 	}{
-		{"sync", func(f *flakyEngine) { f.failSync = true }},
-		{"append", func(f *flakyEngine) { f.failAppend = true }},
+		{"sync", func(f *flakyEngine) { f.failSync = true }, nil},
+		{"append", func(f *flakyEngine) { f.failAppend = true }, nil},
+		{"delete before", func(f *flakyEngine) { f.failDelete = true }, func(t *testing.T, p *partition.Partition) {
+			_, err := p.DeleteBefore(1)
+			assert.ErrorIs(t, err, kerr.KafkaStorageError)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -100,9 +106,17 @@ func TestLogFailureIsReported(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { m.Close() })
 			p := onePartition(t, m, "t")
-			flakyOf(dir, p).set(tc.inject)
-			if app, err := p.Append(batchtest.Plain(t, 1)); err == nil {
-				assert.ErrorIs(t, p.WaitDurable(ctxT(t), app.LastOffset+1), kerr.KafkaStorageError)
+			if tc.act != nil {
+				app, err := p.Append(batchtest.Plain(t, 1))
+				require.NoError(t, err)
+				require.NoError(t, p.WaitHighWatermark(ctxT(t), app.LastOffset+1))
+				flakyOf(dir, p).set(tc.inject)
+				tc.act(t, p)
+			} else {
+				flakyOf(dir, p).set(tc.inject)
+				if app, err := p.Append(batchtest.Plain(t, 1)); err == nil {
+					assert.ErrorIs(t, p.WaitDurable(ctxT(t), app.LastOffset+1), kerr.KafkaStorageError)
+				}
 			}
 			select {
 			case err := <-reported:
