@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/minikafka/minikafka/bench"
@@ -134,22 +133,7 @@ func (f *brokerPlan) brokerBinary(ctx context.Context, e *env) (string, error) {
 }
 
 // buildBroker builds ./cmd/broker into a temporary directory.
-func buildBroker(ctx context.Context, e *env) (string, error) {
-	root, err := moduleRoot(ctx)
-	if err != nil {
-		return "", err
-	}
-	tmp, err := e.binDir()
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(tmp, "broker")
-	if err := goBuild(ctx, root, "./cmd/broker", bin, e.stderr); err != nil {
-		fmt.Fprintln(e.stderr, err)
-		return "", err
-	}
-	return bin, nil
-}
+func buildBroker(ctx context.Context, e *env) (string, error) { return buildBrokerAt(ctx, e, "") }
 
 func (f *brokerPlan) brokerTarget(bin string, buildErr error, engine string, logs io.Writer) brokerbench.Target {
 	t := brokerbench.Target{Name: engine, Start: server.Failing(buildErr)}

@@ -51,9 +51,10 @@ func requireVersion(gomod, module string) string {
 	return ""
 }
 
-// buildBrokerAt builds cmd/broker as the module was at git ref, from a
-// copy of that tree (git archive), into the bench's binary directory: the
-// older build a rolling upgrade starts on.
+// buildBrokerAt builds cmd/broker into the bench's binary directory: from
+// the working tree when ref is "", else as the module was at git ref, from
+// a copy of that tree (git archive): the older build a rolling upgrade
+// starts on.
 func buildBrokerAt(ctx context.Context, e *env, ref string) (string, error) {
 	root, err := moduleRoot(ctx)
 	if err != nil {
@@ -63,16 +64,20 @@ func buildBrokerAt(ctx context.Context, e *env, ref string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	src := filepath.Join(tmp, "src")
-	if err := os.Mkdir(src, 0o755); err != nil {
-		return "", err
+	bin := filepath.Join(tmp, "broker")
+	if ref != "" {
+		src := filepath.Join(tmp, "src")
+		if err := os.Mkdir(src, 0o755); err != nil {
+			return "", err
+		}
+		archive := exec.CommandContext(ctx, "sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", root, ref, src)
+		if b, err := archive.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("git archive %s: %w: %s", ref, err, strings.TrimSpace(string(b)))
+		}
+		root = src
 	}
-	archive := exec.CommandContext(ctx, "sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", root, ref, src)
-	if b, err := archive.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("git archive %s: %w: %s", ref, err, strings.TrimSpace(string(b)))
-	}
-	bin := filepath.Join(tmp, "broker-"+strings.ReplaceAll(ref, "/", "-"))
-	if err := goBuild(ctx, src, "./cmd/broker", bin, e.stderr); err != nil {
+	if err := goBuild(ctx, root, "./cmd/broker", bin, e.stderr); err != nil {
+		fmt.Fprintln(e.stderr, err)
 		return "", err
 	}
 	return bin, nil
