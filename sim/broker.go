@@ -254,6 +254,9 @@ func (b *broker) cleanStop() {
 // answered (its clients time out) and its partition manager is dropped as
 // it was; a controlled shutdown closed it first.
 func (b *broker) stop() {
+	for _, fs := range b.sessions {
+		fs.stopped = true // its fetcher goes with the process
+	}
 	b.replicas = map[tp]*replica{}
 	b.parts = nil
 	if b.raft != nil {

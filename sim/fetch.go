@@ -113,7 +113,7 @@ func (fs *fetchSession) step() {
 	}
 	fs.busy, fs.sent = true, sent
 	fs.flight++
-	flight, leader := fs.flight, fs.f.Leader()
+	flight, leader, gen := fs.flight, fs.f.Leader(), b.gen
 	fs.f.BeginFlight(req, func() {
 		// Called under the fetcher's lock, from the reconciler: the
 		// abandoned fetch ends as an event of its own.
@@ -122,8 +122,8 @@ func (fs *fetchSession) step() {
 	s.rpc(b.id, leader, "fetch", int64(req.MaxWaitMillis)+fetchSlackMs, func(reply func(any)) {
 		s.brokers[leader-1].serveReplicaFetch(req, func(resp *kmsg.FetchResponse) { reply(resp) })
 	}, func(resp any) {
-		if !b.up {
-			return
+		if !b.up || b.gen != gen {
+			return // the process that sent it is gone: its fetcher with it
 		}
 		r, _ := resp.(*kmsg.FetchResponse)
 		var err error

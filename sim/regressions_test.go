@@ -69,3 +69,21 @@ func TestRestartRefusedAmidFailovers(t *testing.T) {
 		t.Fatal(FormatFailure(r, 60))
 	}
 }
+
+// TestNoFetcherOutlivesItsProcess: an answer to a fetch sent before a
+// broker lost power reached the fetcher of the dead process once the
+// broker had started again, and that fetcher lived on in the new
+// incarnation: it appended to the logs the dead process had open and
+// fetched from their end with the new incarnation's broker epoch, so the
+// leader took the broker back into the ISR for records its recovered log
+// had lost, and elected it later without them (lost-write). The product has
+// no such ghost: a process's goroutines die with it. Found on segment under
+// sync=never, seed 350; the simulator now drops an answer to another
+// incarnation's fetch and stops every fetch session with the process.
+func TestNoFetcherOutlivesItsProcess(t *testing.T) {
+	o := Derive(350, ProfileCI)
+	o.Engine, o.Sync, o.Flags = EngineSegment, engine.SyncNever, "-engine segment -sync never"
+	if r := Run(o); r.Failed() {
+		t.Fatal(FormatFailure(r, 60))
+	}
+}

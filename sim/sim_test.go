@@ -86,6 +86,7 @@ func TestSegmentEngine(t *testing.T) {
 		o := Derive(seed, ProfileCI)
 		o.Engine = EngineSegment
 		o.Sync = []engine.SyncPolicy{engine.SyncAlways, engine.SyncInterval, engine.SyncNever}[seed%3]
+		o.Flags = "-engine segment -sync " + o.Sync.String() // for the replay line
 		r := Run(o)
 		if r.Failed() {
 			t.Fatal(FormatFailure(r, 60))
