@@ -101,6 +101,28 @@ func (p *spreadProducer) finish() ([]int, time.Duration) {
 	return slices.Clone(p.acked), p.longest
 }
 
+// prefillBase numbers the records prefillNumbered writes, apart from the
+// producer's.
+const prefillBase = 1_000_000
+
+// prefillNumbered produces n records numbered from first, each padded to
+// size bytes, round robin over topic's partitions with acks=all, and
+// returns their numbers.
+func prefillNumbered(ctx context.Context, t *testing.T, c *brokertest.Cluster, topic string, first, n, size int) []int {
+	t.Helper()
+	cl := c.Client(t, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	pad := strings.Repeat("x", size)
+	recs := make([]*kgo.Record, n)
+	nums := make([]int, n)
+	for i := range recs {
+		nums[i] = first + i
+		recs[i] = &kgo.Record{Value: fmt.Appendf(nil, "%d %s", first+i, pad)}
+	}
+	require.NoError(t, cl.ProduceSync(ctx, recs...).FirstErr())
+	return nums
+}
+
 // consumeEvery reads every partition of topic from its start to its end
 // and returns the numbers read, in no particular order across partitions.
 func consumeEvery(ctx context.Context, t *testing.T, c *brokertest.Cluster, topic string) []int {
@@ -183,8 +205,12 @@ func TestReassignOntoNewBroker(t *testing.T) {
 	const topic = "mv"
 	createAssignedAll(ctx, t, cl, topic, []int32{1, 2, 3}, []int32{2, 3, 1}, []int32{3, 1, 2})
 	requireReplicasEverywhere(t, c, topic, [][]int32{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}})
-	require.Len(t, replicaDirs(t, c.Node(1), topic), 3)
+	require.Eventually(t, func() bool { return len(replicaDirs(t, c.Node(1), topic)) == 3 }, 30*time.Second, 10*time.Millisecond,
+		"broker 1 holds every partition")
 
+	// Megabytes on each partition, so that the new replica catches up over
+	// many fetches while the producer goes on.
+	prefill := prefillNumbered(ctx, t, c, topic, prefillBase, 3000, 1024)
 	prod := startSpreadProducer(ctx, t, c, topic)
 	require.Eventually(t, func() bool { return prod.count() > 100 }, 30*time.Second, 10*time.Millisecond, "producing before the move")
 
@@ -216,6 +242,7 @@ func TestReassignOntoNewBroker(t *testing.T) {
 	require.Eventually(t, func() bool { return prod.count() > n+100 }, 30*time.Second, 10*time.Millisecond, "producing after the move")
 	acked, longest := prod.finish()
 	t.Logf("%d records acknowledged; longest wait between two acknowledgements %v", len(acked), longest)
+	acked = append(acked, prefill...)
 
 	got := consumeEvery(ctx, t, c, topic)
 	seen := map[int]int{}
@@ -278,8 +305,10 @@ func TestReassignCancel(t *testing.T) {
 	assert.Equal(t, []int32{1, 2, 4, 3}, l.Replicas)
 	assert.Equal(t, []int32{4}, l.AddingReplicas)
 	assert.Equal(t, []int32{3}, l.RemovingReplicas)
-	// The answer waited for this broker's metadata to show it.
-	assert.True(t, partitionOn(t, c, 1, topic).Reassigning())
+	for _, id := range []int32{1, 2, 3} {
+		require.Eventually(t, func() bool { return partitionOn(t, c, id, topic).Reassigning() }, 30*time.Second, 10*time.Millisecond,
+			"broker %d's metadata shows the move", id)
+	}
 
 	var cancel kadm.AlterPartitionAssignmentsReq
 	cancel.CancelAssign(topic, 0)
