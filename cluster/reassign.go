@@ -76,12 +76,12 @@ func (s Settings) Reassign(m *Metadata, topic string, partition int32, target []
 	if len(n.ISR) == 0 {
 		return nil, fmt.Errorf("%s: replicas %v would keep none of the ISR %v: %w", name, n.Replicas, p.ISR, kerr.InvalidReplicaAssignment)
 	}
-	n, ok = ledBy(m, p, n)
+	led, ok := ledBy(m, p, n)
 	if !ok {
 		return nil, fmt.Errorf("%s: no replica of %v that is in sync and active could lead in place of %d: %w",
 			name, n.Replicas, p.Leader, kerr.InvalidReplicaAssignment)
 	}
-	st, changed := next(p, n)
+	st, changed := next(p, led)
 	if !changed {
 		return nil, nil
 	}
