@@ -332,3 +332,36 @@ func TestReassignCancel(t *testing.T) {
 	}
 	assert.Equal(t, want, got)
 }
+
+// A move off a broker that is down completes without it (a replica leaving
+// need not be in sync), and the broker deletes its replica when it comes
+// back and its metadata shows it is no replica any more.
+func TestReassignOffStoppedBroker(t *testing.T) {
+	c := brokertest.StartClusterOf(t, 4, 3, onSegment)
+	ctx := interoptest.Context(t)
+	cl := c.Client(t)
+	adm := kadm.NewClient(cl)
+	const topic = "off"
+	createAssignedAll(ctx, t, cl, topic, []int32{4, 2, 3})
+	requireReplicasEverywhere(t, c, topic, [][]int32{{4, 2, 3}})
+	produceNumbered(ctx, t, c, topic, 0, 20)
+	require.Eventually(t, func() bool { return len(replicaDirs(t, c.Node(4), topic)) == 1 }, 30*time.Second, 10*time.Millisecond)
+	c.Node(4).Stop(t)
+
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign(topic, 0, []int32{1, 2, 3})
+	res, err := adm.AlterPartitionAssignments(ctx, req)
+	require.NoError(t, err)
+	require.NoError(t, res.Error())
+	requireReplicasEverywhere(t, c, topic, [][]int32{{1, 2, 3}})
+
+	c.Node(4).Start(t)
+	require.Eventually(t, func() bool { return len(replicaDirs(t, c.Node(4), topic)) == 0 }, 30*time.Second, 10*time.Millisecond,
+		"broker 4 deleted the replica it no longer holds")
+	produceNumbered(ctx, t, c, topic, 20, 5)
+	want := make([]int, 25)
+	for i := range want {
+		want[i] = i
+	}
+	assert.Equal(t, want, consumeEvery(ctx, t, c, topic))
+}
