@@ -252,3 +252,42 @@ func TestSnapshotKeepsReassignment(t *testing.T) {
 	require.Equal(t, h.partition(0), tp.Partitions[0])
 	require.Equal(t, []int32{4}, tp.Partitions[0].AddingReplicas)
 }
+
+// A cancellation that would leave no in-sync replica, or no leader, is
+// refused: the move stays, and completes or is cancelled later.
+func TestReassignCancelRefused(t *testing.T) {
+	c := NewControllerCore(CoreConfig{NodeID: 1, ClusterID: "c1", Seed: 1, RebalanceInterval: -1})
+	h := newElectHarness(t, c)
+	h.addBroker(c, 4)
+	h.addBroker(c, 5)
+	tp, _ := h.store.Image().Topic("t")
+	cur := h.partition(0)
+	// t-0 moves from [1 2 3] onto [4 5]; 4 caught up and leads, the
+	// original replicas all fell out of the ISR.
+	moving := Partition{
+		Replicas: []int32{4, 5, 1, 2, 3}, ISR: []int32{4}, Leader: 4, LeaderEpoch: cur.LeaderEpoch + 1,
+		PartitionEpoch: cur.PartitionEpoch + 1, AddingReplicas: []int32{4, 5}, RemovingReplicas: []int32{1, 2, 3},
+	}
+	h.apply(change(tp, 0, moving))
+	s := Settings{}.WithDefaults()
+	_, err := s.Reassign(h.store.Image(), "t", 0, nil, true)
+	require.ErrorIs(t, err, kerr.InvalidReplicaAssignment)
+	require.Contains(t, err.Error(), "none of the ISR")
+
+	// 2 is back in the ISR, but fenced: it could not lead in 4's place.
+	b2, _ := h.store.Image().Broker(2)
+	moving.ISR, moving.PartitionEpoch = []int32{4, 2}, moving.PartitionEpoch+1
+	h.apply(change(tp, 0, moving), Record{FenceBroker: &BrokerRef{ID: 2, Epoch: b2.Epoch}})
+	_, err = s.Reassign(h.store.Image(), "t", 0, nil, true)
+	require.ErrorIs(t, err, kerr.InvalidReplicaAssignment)
+	require.Contains(t, err.Error(), "could lead")
+
+	h.apply(Record{UnfenceBroker: &BrokerRef{ID: 2, Epoch: b2.Epoch}})
+	rec, err := s.Reassign(h.store.Image(), "t", 0, nil, true)
+	require.NoError(t, err)
+	back := rec.ChangePartition.State
+	require.Equal(t, []int32{1, 2, 3}, back.Replicas)
+	require.Equal(t, []int32{2}, back.ISR)
+	require.Equal(t, int32(2), back.Leader)
+	require.Equal(t, moving.LeaderEpoch+1, back.LeaderEpoch)
+}
