@@ -109,7 +109,7 @@ func TestApiVersions(t *testing.T) {
 			}
 			for key, want := range map[int16][2]int16{
 				0: {0, 11}, 1: {4, 15}, 2: {1, 7}, 3: {0, 12}, 18: {0, 3}, 19: {0, 7}, 23: {0, 4},
-				20: {0, 6}, 22: {0, 4}, 32: {0, 4}, 37: {0, 3},
+				20: {0, 6}, 22: {0, 4}, 32: {0, 4}, 37: {0, 3}, 45: {0, 1}, 46: {0, 0},
 			} {
 				assert.Equal(t, want, got[key], "v%d: %s range", v, kmsg.NameForKey(key))
 			}

@@ -21,8 +21,9 @@ import (
 //   - AllocateProducerIDs (67) v0: blocks of producer ids.
 //   - CreateTopics (19) v0-7, DeleteTopics (20) v0-6, CreatePartitions
 //     (37) v0-3, AlterConfigs (33) v0-2, IncrementalAlterConfigs (44)
-//     v0-1, ElectLeaders (43) v0-2: what brokers forward of their clients'
-//     requests.
+//     v0-1, ElectLeaders (43) v0-2, AlterPartitionReassignments (45)
+//     v0-1, ListPartitionReassignments (46) v0: what brokers forward of
+//     their clients' requests.
 //
 // Each waits for the controller's commit in the waiting phase.
 
@@ -37,6 +38,8 @@ func init() {
 	registerController(33, 0, 2, handleControllerAPI)
 	registerController(44, 0, 1, handleControllerAPI)
 	registerController(43, 0, 2, handleControllerAPI)
+	registerController(45, 0, 1, handleControllerAPI)
+	registerController(46, 0, 0, handleControllerAPI)
 }
 
 func handleControllerAPI(r *request) reply {

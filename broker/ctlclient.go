@@ -212,6 +212,10 @@ func copyRequest(dst, src kmsg.Request) {
 		*d = *src.(*kmsg.IncrementalAlterConfigsRequest)
 	case *kmsg.ElectLeadersRequest:
 		*d = *src.(*kmsg.ElectLeadersRequest)
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		*d = *src.(*kmsg.AlterPartitionAssignmentsRequest)
+	case *kmsg.ListPartitionReassignmentsRequest:
+		*d = *src.(*kmsg.ListPartitionReassignmentsRequest)
 	case *kmsg.DescribeQuorumRequest:
 		*d = *src.(*kmsg.DescribeQuorumRequest)
 	case *kmsg.FetchRequest:

@@ -30,7 +30,10 @@ type AlterISR struct {
 
 // AlterPartition decides a leader's ISR change. It returns the record to
 // commit (nil when the ISR is already what was asked) and the partition's
-// state after it. Errors wrap kerr values:
+// state after it; an ISR that takes in the last replica a reassignment
+// adds completes the reassignment in the same record (which may elect
+// another leader, when the leader is one of the replicas removed). Errors
+// wrap kerr values:
 //   - STALE_BROKER_EPOCH: the request is from an earlier incarnation;
 //   - UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION;
 //   - NOT_LEADER_OR_FOLLOWER: the requester does not lead the partition;
@@ -80,7 +83,13 @@ func (s Settings) AlterPartition(m *Metadata, r AlterISR) (*Record, Partition, e
 		return nil, p, fmt.Errorf("%s: new ISR %v lacks the leader %d: %w", name, isr, p.Leader, kerr.InvalidRequest)
 	}
 	isr = inReplicaOrder(p.Replicas, isr)
-	st, changed := next(p, withISR(p, isr, s.MinISR(t), s.elr()))
+	n := withISR(p, isr, s.MinISR(t), s.elr())
+	// An ISR that now holds every replica a reassignment adds completes it
+	// in the same record (reassign.go).
+	if c, ok := completed(m, n); ok {
+		n = c
+	}
+	st, changed := next(p, n)
 	if !changed {
 		return nil, p, nil
 	}

@@ -167,8 +167,6 @@ func (d *Metadata) changePartition(r *ChangePartition) error {
 		next.Leader == cur.Leader && next.LeaderEpoch != cur.LeaderEpoch:
 		return fmt.Errorf("%s-%d: leader %d epoch %d after leader %d epoch %d",
 			t.Name, r.Partition, next.Leader, next.LeaderEpoch, cur.Leader, cur.LeaderEpoch)
-	case !slices.Equal(next.Replicas, cur.Replicas):
-		return fmt.Errorf("%s-%d: replicas %v changed to %v (reassignment is not supported)", t.Name, r.Partition, cur.Replicas, next.Replicas)
 	}
 	if err := checkPartition(next); err != nil {
 		return fmt.Errorf("%s-%d: %w", t.Name, r.Partition, err)
@@ -181,7 +179,9 @@ func (d *Metadata) changePartition(r *ChangePartition) error {
 }
 
 // checkPartition applies the invariants every partition state keeps: the
-// ISR and ELR are disjoint sets of replicas, and the leader is in the ISR.
+// ISR and ELR are disjoint sets of replicas, the leader is in the ISR, and
+// a reassignment's adding and removing replicas are disjoint sets of
+// replicas that leave a target to move to.
 func checkPartition(p Partition) error {
 	if len(p.Replicas) == 0 {
 		return errors.New("no replicas")
@@ -192,6 +192,16 @@ func checkPartition(p Partition) error {
 			return fmt.Errorf("replicas %v repeat or are negative", p.Replicas)
 		}
 		seen[r] = true
+	}
+	moving := map[int32]bool{}
+	for _, r := range append(slices.Clone(p.AddingReplicas), p.RemovingReplicas...) {
+		if !seen[r] || moving[r] {
+			return fmt.Errorf("adding %v and removing %v replicas not disjoint sets of replicas %v", p.AddingReplicas, p.RemovingReplicas, p.Replicas)
+		}
+		moving[r] = true
+	}
+	if len(p.RemovingReplicas) == len(p.Replicas) {
+		return fmt.Errorf("every replica of %v is being removed", p.Replicas)
 	}
 	inISR := map[int32]bool{}
 	for _, r := range p.ISR {

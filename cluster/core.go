@@ -236,8 +236,9 @@ func (c *ControllerCore) ready(o *Op, q Quorum, then func(err error)) {
 }
 
 // Tick fences brokers whose session expired, one decision each on the
-// image the previous left, and moves leaderships back to preferred
-// replicas when it is time.
+// image the previous left, completes the partition reassignments that can
+// complete, and moves leaderships back to preferred replicas when it is
+// time.
 func (c *ControllerCore) Tick(q Quorum, img *Metadata, now time.Time) *Op {
 	o := c.start(img, now)
 	c.ready(o, q, func(err error) {
@@ -246,16 +247,22 @@ func (c *ControllerCore) Tick(q Quorum, img *Metadata, now time.Time) *Op {
 			return
 		}
 		c.fenceExpired(o, o.img.Brokers(), func(err error) {
-			if err != nil || o.now.Before(c.rebalance) {
+			if err != nil {
 				o.finish(nil, err)
 				return
 			}
-			c.rebalance = o.now.Add(c.cfg.RebalanceInterval)
-			recs := c.cfg.Settings.ElectOffline(o.img)
-			if c.autoRebalance {
-				recs = c.cfg.Settings.Rebalance(o.img)
-			}
-			o.commit(recs, func(_ uint64, err error) { o.finish(nil, err) })
+			o.commit(c.cfg.Settings.CompleteReassignments(o.img), func(_ uint64, err error) {
+				if err != nil || o.now.Before(c.rebalance) {
+					o.finish(nil, err)
+					return
+				}
+				c.rebalance = o.now.Add(c.cfg.RebalanceInterval)
+				recs := c.cfg.Settings.ElectOffline(o.img)
+				if c.autoRebalance {
+					recs = c.cfg.Settings.Rebalance(o.img)
+				}
+				o.commit(recs, func(_ uint64, err error) { o.finish(nil, err) })
+			})
 		})
 	})
 	return o
@@ -328,7 +335,8 @@ var ErrUnsupportedRequest = errors.New("cluster: the controller does not serve t
 // Handle starts serving one controller API request: BrokerRegistration,
 // BrokerHeartbeat, AlterPartition, AllocateProducerIDs, CreateTopics,
 // DeleteTopics, CreatePartitions, AlterConfigs, IncrementalAlterConfigs,
-// ElectLeaders. A Kafka-level problem is an error code in
+// ElectLeaders, AlterPartitionReassignments, ListPartitionReassignments.
+// A Kafka-level problem is an error code in
 // the response; an error is returned only for a request type it does not
 // serve.
 func (c *ControllerCore) Handle(q Quorum, img *Metadata, now time.Time, req kmsg.Request) (*Op, error) {
@@ -354,6 +362,10 @@ func (c *ControllerCore) Handle(q Quorum, img *Metadata, now time.Time, req kmsg
 		c.incrementalAlterConfigs(o, q, r)
 	case *kmsg.ElectLeadersRequest:
 		c.electLeaders(o, q, r)
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		c.alterReassignments(o, q, r)
+	case *kmsg.ListPartitionReassignmentsRequest:
+		c.listReassignments(o, q, r)
 	default:
 		return nil, fmt.Errorf("%w: %s", ErrUnsupportedRequest, kmsg.NameForKey(req.Key()))
 	}

@@ -369,12 +369,12 @@ func (s Settings) AddPartitions(m *Metadata, name string, total int32, assignmen
 	if total <= cur || total > s.MaxPartitions {
 		return Record{}, fmt.Errorf("topic %q has %d partitions, asked for %d (max %d): %w", name, cur, total, s.MaxPartitions, kerr.InvalidPartitions)
 	}
-	rf := len(t.Partitions[0].Replicas)
+	rf := len(t.Partitions[0].Target()) // a reassignment in progress counts as done
 	if len(assignment) > 0 {
 		if int32(len(assignment)) != total-cur {
 			return Record{}, fmt.Errorf("topic %q: %d assignments for %d new partitions: %w", name, len(assignment), total-cur, kerr.InvalidReplicaAssignment)
 		}
-		if err := s.checkAssignment(m, append([][]int32{t.Partitions[0].Replicas}, assignment...)); err != nil {
+		if err := s.checkAssignment(m, append([][]int32{t.Partitions[0].Target()}, assignment...)); err != nil {
 			return Record{}, fmt.Errorf("topic %q: %w", name, err)
 		}
 	} else {

@@ -100,7 +100,9 @@ func withISR(p Partition, isr []int32, minISR int, elr bool) Partition {
 // change, the leader epoch on a change of leader. It reports false when
 // nothing changed.
 func next(cur, n Partition) (Partition, bool) {
-	if n.Leader == cur.Leader && slices.Equal(n.ISR, cur.ISR) && slices.Equal(n.ELR, cur.ELR) {
+	if n.Leader == cur.Leader && slices.Equal(n.ISR, cur.ISR) && slices.Equal(n.ELR, cur.ELR) &&
+		slices.Equal(n.Replicas, cur.Replicas) && slices.Equal(n.AddingReplicas, cur.AddingReplicas) &&
+		slices.Equal(n.RemovingReplicas, cur.RemovingReplicas) {
 		return cur, false
 	}
 	n.PartitionEpoch = cur.PartitionEpoch + 1

@@ -48,13 +48,36 @@ type Partition struct {
 	Leader         int32   `json:"leader"`
 	LeaderEpoch    int32   `json:"leaderEpoch"`
 	PartitionEpoch int32   `json:"partitionEpoch"`
+	// AddingReplicas and RemovingReplicas are set while a reassignment
+	// (KIP-455) moves the partition: Replicas is then the union of the
+	// target (first, in its order) and the original replicas, Adding the
+	// target's replicas the original lacks, Removing the original's the
+	// target lacks. Both are empty when no reassignment is in progress.
+	AddingReplicas   []int32 `json:"addingReplicas,omitempty"`
+	RemovingReplicas []int32 `json:"removingReplicas,omitempty"`
 }
+
+// Reassigning reports whether a reassignment of p is in progress.
+func (p Partition) Reassigning() bool {
+	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
+}
+
+// Target is the replica set p is moving to (its replicas when no
+// reassignment is in progress).
+func (p Partition) Target() []int32 { return without(p.Replicas, p.RemovingReplicas...) }
+
+// Original is the replica set p had before the reassignment in progress
+// (its replicas when none is), in the order of Replicas: the order it had
+// is not kept.
+func (p Partition) Original() []int32 { return without(p.Replicas, p.AddingReplicas...) }
 
 // Clone returns a deep copy.
 func (p Partition) Clone() Partition {
 	p.Replicas = slices.Clone(p.Replicas)
 	p.ISR = slices.Clone(p.ISR)
 	p.ELR = slices.Clone(p.ELR)
+	p.AddingReplicas = slices.Clone(p.AddingReplicas)
+	p.RemovingReplicas = slices.Clone(p.RemovingReplicas)
 	return p
 }
 

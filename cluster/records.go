@@ -28,7 +28,8 @@ type Record struct {
 	AddPartitions *AddPartitions `json:"addPartitions,omitempty"`
 	// DeleteTopic removes a topic; its id is never reused.
 	DeleteTopic *DeleteTopic `json:"deleteTopic,omitempty"`
-	// ChangePartition replaces one partition's leadership state.
+	// ChangePartition replaces one partition's state: leadership, ISR,
+	// and, for a reassignment, its replicas.
 	ChangePartition *ChangePartition `json:"changePartition,omitempty"`
 	// ProducerIDs hands a block of producer ids to a broker.
 	ProducerIDs *ProducerIDs `json:"producerIds,omitempty"`
@@ -92,7 +93,9 @@ type DeleteTopic struct {
 
 // ChangePartition is one partition's new state. Its PartitionEpoch must be
 // the current one plus one, and its LeaderEpoch the current one, or the
-// current one plus one exactly when the leader changes.
+// current one plus one exactly when the leader changes. Its replicas may
+// differ from the current ones (a reassignment starting, changing,
+// completing or cancelled: reassign.go).
 type ChangePartition struct {
 	TopicID   uuid.UUID `json:"topicId"`
 	Partition int32     `json:"partition"`

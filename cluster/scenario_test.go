@@ -31,6 +31,8 @@ import (
 //	alter-isr topic=<t> p=<n> broker=<n> isr=<ids> [epochs=<ids>] [leader-epoch=<n>] [partition-epoch=<n>]
 //	allocate-pids broker=<n>
 //	elect topic=<t> p=<n> [unclean]  (ElectLeaders; preferred without unclean)
+//	reassign topic=<t> p=<n> (replicas=<ids> | cancel) [no-rf-change]  (AlterPartitionReassignments)
+//	complete-reassignments  (the controller tick's sweep)
 //	alter-config [topic=<t>] [set=k=v,...] [delete=k,...] [append=k=v] [subtract=k=v] [replace]
 //	  (IncrementalAlterConfigs, AlterConfigs with replace; no topic: the cluster-wide broker defaults)
 //	state
@@ -180,6 +182,17 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		}
 	case "alter-config":
 		recs, err = s.AlterConfigs(h.m, alteration(args))
+	case "reassign":
+		var target []int32
+		if !has("cancel") {
+			target = ids(args["replicas"])
+		}
+		var r *Record
+		if r, err = s.Reassign(h.m, args["topic"], int32(num("p")), target, !has("no-rf-change")); r != nil {
+			recs = []Record{*r}
+		}
+	case "complete-reassignments":
+		recs = s.CompleteReassignments(h.m)
 	case "state":
 		return dump(h.m)
 	default:
@@ -325,6 +338,9 @@ func partState(p Partition) string {
 	s := fmt.Sprintf("replicas=%v isr=%v leader=%d leader-epoch=%d partition-epoch=%d", p.Replicas, p.ISR, p.Leader, p.LeaderEpoch, p.PartitionEpoch)
 	if len(p.ELR) > 0 {
 		s += fmt.Sprintf(" elr=%v", p.ELR)
+	}
+	if p.Reassigning() {
+		s += fmt.Sprintf(" adding=%v removing=%v", p.AddingReplicas, p.RemovingReplicas)
 	}
 	return s
 }

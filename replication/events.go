@@ -131,6 +131,11 @@ type MetadataUpdate struct {
 	PartitionEpoch int32
 	ISR            []int32
 	ELR            []int32
+	// Replicas is the partition's replica set, which a reassignment
+	// changes within a leader epoch (KIP-455): a replica added is a
+	// follower the leader serves and may take into the ISR once caught up;
+	// one removed is served no more. Nil leaves the leader's as it is.
+	Replicas []int32
 	// Eligible are the brokers that may join an ISR, unfenced and not
 	// shutting down (KIP-841), each with its registered broker epoch.
 	Eligible []ISRMember

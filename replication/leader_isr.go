@@ -166,8 +166,8 @@ func retriable(err error) bool {
 
 // metadata takes a committed state of this leader epoch. A newer partition
 // epoch replaces the ISR and settles whatever was in flight; any update
-// refreshes who may join and min.insync.replicas (a lower one may let the
-// HW move).
+// refreshes who may join, min.insync.replicas (a lower one may let the
+// HW move) and the replica set.
 func (l *Leader) metadata(ev MetadataUpdate) []Action {
 	if ev.LeaderEpoch != l.leaderEpoch || ev.PartitionEpoch < l.partitionEpoch {
 		return nil
@@ -175,6 +175,10 @@ func (l *Leader) metadata(ev MetadataUpdate) []Action {
 	l.eligible = slices.Clone(ev.Eligible)
 	l.elr = slices.Clone(ev.ELR)
 	l.held = nil
+	moved := ev.Replicas != nil && !slices.Equal(ev.Replicas, l.replicas) && slices.Contains(ev.Replicas, l.self)
+	if moved {
+		l.setReplicas(ev.Replicas)
+	}
 	minChanged := ev.MinISR > 0 && ev.MinISR != l.minISR
 	if ev.MinISR > 0 {
 		l.minISR = ev.MinISR
@@ -182,10 +186,31 @@ func (l *Leader) metadata(ev MetadataUpdate) []Action {
 	if ev.PartitionEpoch > l.partitionEpoch {
 		return l.commit(ev.ISR, ev.PartitionEpoch)
 	}
-	if minChanged {
+	if minChanged || moved {
 		return l.maybeAdvanceHW()
 	}
 	return nil
+}
+
+// setReplicas takes a new replica set of the same leader epoch (a
+// reassignment): the followers kept keep what the leader knows of them, a
+// new one starts unknown and outside the ISR (it joins like any other,
+// once caught up), and one removed is forgotten, so that its fetches are
+// refused and its position bounds nothing.
+func (l *Leader) setReplicas(replicas []int32) {
+	var fs []follower
+	for _, id := range replicas {
+		if id == l.self {
+			continue
+		}
+		if f := l.follower(id); f != nil {
+			fs = append(fs, *f)
+			continue
+		}
+		fs = append(fs, follower{id: id, brokerEpoch: -1, fetchOffset: -1, lastFetchLeaderEnd: -1, logStart: -1})
+	}
+	l.replicas, l.followers = slices.Clone(replicas), fs
+	l.isr = inReplicaOrder(l.replicas, l.isr)
 }
 
 // commit installs a committed ISR, which ends the change in flight. The

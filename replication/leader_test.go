@@ -440,3 +440,34 @@ func TestLeaderMinISRChangesWithTheMetadata(t *testing.T) {
 	require.Empty(t, l.Step(update))
 	require.ErrorIs(t, l.CheckProduce(-1), kerr.NotEnoughReplicas, "0 leaves it as it is")
 }
+
+// A reassignment changes the replica set within a leader epoch: the
+// leader serves a replica added and takes it into the ISR once it has
+// caught up, and refuses a replica removed, which bounds nothing after.
+func TestLeaderReplicasChange(t *testing.T) {
+	l, _ := newTestLeader(t, nil)
+	eligible := []ISRMember{{1, 11}, {2, 12}, {3, 13}, {4, 14}}
+	require.ErrorIs(t, answerOf(t, l.Step(fetchOf(4, 0, -1, 1))).Err, kerr.NotLeaderForPartition, "4 is no replica yet")
+
+	l.Step(MetadataUpdate{LeaderEpoch: 5, PartitionEpoch: 8, ISR: []int32{1, 2, 3}, Replicas: []int32{1, 2, 3, 4}, Eligible: eligible, Now: at(2)})
+	require.Equal(t, []int32{1, 2, 3}, l.ISR(), "an added replica starts outside the ISR")
+	acts := l.Step(fetchOf(4, 5, 3, 3))
+	require.NoError(t, answerOf(t, acts).Err)
+	_, ok := find[ProposeISR](acts)
+	require.False(t, ok, "behind: not proposed")
+	p, ok := find[ProposeISR](l.Step(fetchOf(4, 10, 3, 4)))
+	require.True(t, ok, "caught up: proposed")
+	require.Equal(t, []int32{1, 2, 3, 4}, memberIDs(p.NewISR))
+	require.Equal(t, ISRMember{4, 14}, p.NewISR[3], "with the broker epoch it fetched with")
+
+	// The move completes: 2 is removed, in the same leader epoch.
+	l.Step(MetadataUpdate{LeaderEpoch: 5, PartitionEpoch: 9, ISR: []int32{1, 3, 4}, Replicas: []int32{1, 3, 4}, Eligible: eligible, Now: at(5)})
+	require.Equal(t, []int32{1, 3, 4}, l.ISR())
+	require.Nil(t, l.Status(at(5)).Pending, "settled by the metadata")
+	require.ErrorIs(t, answerOf(t, l.Step(fetchOf(2, 10, 3, 6))).Err, kerr.NotLeaderForPartition, "2 is no replica any more")
+	require.NoError(t, answerOf(t, l.Step(fetchOf(3, 10, 3, 6))).Err)
+
+	// An update without replicas leaves them as they are.
+	l.Step(MetadataUpdate{LeaderEpoch: 5, PartitionEpoch: 9, ISR: []int32{1, 3, 4}, Eligible: eligible, Now: at(7)})
+	require.NoError(t, answerOf(t, l.Step(fetchOf(4, 10, 3, 8))).Err)
+}

@@ -133,3 +133,20 @@ func TestNotControllerOfConfigAlterations(t *testing.T) {
 	old.Resources[0].ErrorCode = kerr.NotController.Code
 	require.True(t, NotController(old))
 }
+
+// The reassignment requests say NOT_CONTROLLER at the top level, and
+// AlterPartitionReassignments on each partition too: either sends the
+// request to the next voter.
+func TestNotControllerOfReassignments(t *testing.T) {
+	alter := kmsg.NewPtrAlterPartitionAssignmentsResponse()
+	alter.Topics = []kmsg.AlterPartitionAssignmentsResponseTopic{{Partitions: make([]kmsg.AlterPartitionAssignmentsResponseTopicPartition, 2)}}
+	require.False(t, NotController(alter))
+	alter.Topics[0].Partitions[1].ErrorCode = kerr.NotController.Code
+	require.True(t, NotController(alter))
+	alter.Topics[0].Partitions[1].ErrorCode, alter.ErrorCode = 0, kerr.NotController.Code
+	require.True(t, NotController(alter))
+	list := kmsg.NewPtrListPartitionReassignmentsResponse()
+	require.False(t, NotController(list))
+	list.ErrorCode = kerr.NotController.Code
+	require.True(t, NotController(list))
+}

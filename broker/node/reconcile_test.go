@@ -109,3 +109,35 @@ func TestReconcilerPlans(t *testing.T) {
 	require.Equal(t, held, p.Remove)
 	require.Equal(t, []string{"a"}, p.Deleted)
 }
+
+// A reassignment that moves a partition off this broker removes it here,
+// while the topic lives on; one that moves a partition onto it sets it up
+// as a follower with the replica set of the move.
+func TestReconcilerReassignment(t *testing.T) {
+	im := newImages(t)
+	im.register(1)
+	e2 := im.register(2)
+	im.register(3)
+	img := im.apply(topic("a", led(1, 1, 2), led(1, 1, 3)))
+	a, _ := img.Topic("a")
+	r := NewReconciler(2, func(*cluster.Metadata, *cluster.Topic) int { return 1 })
+	p := r.Plan(img, Standing{Epoch: e2}, nil, t0)
+	require.Len(t, p.Set, 1, "a-0 only")
+	r.Done(p)
+
+	// a-0 completes a move onto [1 3], a-1 starts one onto [3 2].
+	p0, p1 := a.Partitions[0], a.Partitions[1]
+	p0.Replicas, p0.ISR, p0.PartitionEpoch = []int32{1, 3}, []int32{1}, 2
+	p1.Replicas, p1.AddingReplicas, p1.RemovingReplicas, p1.PartitionEpoch = []int32{3, 2, 1}, []int32{2}, []int32{1}, 2
+	img = im.apply(
+		cluster.Record{ChangePartition: &cluster.ChangePartition{TopicID: a.ID, Partition: 0, State: p0}},
+		cluster.Record{ChangePartition: &cluster.ChangePartition{TopicID: a.ID, Partition: 1, State: p1}},
+	)
+	p = r.Plan(img, Standing{Epoch: e2}, []partition.Key{{TopicID: a.ID, Index: 0}}, t0)
+	require.Equal(t, []partition.Key{{TopicID: a.ID, Index: 0}}, p.Remove)
+	require.Empty(t, p.Deleted, "the topic is still there")
+	require.Equal(t, []partition.Key{{TopicID: a.ID, Index: 1}}, keys(p.Set))
+	w := p.Set[0]
+	require.Equal(t, int32(1), FetchLeader(w), "a follower of the leader")
+	require.Equal(t, []int32{3, 2, 1}, w.State.Replicas)
+}

@@ -123,6 +123,19 @@ func NotController(resp kmsg.Response) bool {
 				return true
 			}
 		}
+	case *kmsg.ListPartitionReassignmentsResponse:
+		return r.ErrorCode == nc
+	case *kmsg.AlterPartitionAssignmentsResponse:
+		if r.ErrorCode == nc {
+			return true
+		}
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == nc {
+					return true
+				}
+			}
+		}
 	case *kmsg.ElectLeadersResponse:
 		if r.ErrorCode == nc {
 			return true

@@ -98,7 +98,7 @@ func (p *Partition) SetState(st ReplicaState) (bool, error) {
 	if same {
 		if l := p.role.leader; l != nil {
 			p.applyLocked(l.Step(replication.MetadataUpdate{
-				LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch,
+				LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch, Replicas: st.Replicas,
 				ISR: st.ISR, ELR: st.ELR, Eligible: st.Eligible, MinISR: st.MinISR, Now: st.Now,
 			}))
 			p.wm.poke() // the ISR may have shrunk below min.insync.replicas
