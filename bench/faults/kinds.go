@@ -109,10 +109,13 @@ var kinds = map[string]kind{
 			if err := e.disks.free(int(id)); err != nil {
 				return "", err
 			}
-			if e.c.Node(id).Running() {
+			// A broker that met the full disk may still be on its way out
+			// (a controlled shutdown first, bounded): wait for it to rejoin
+			// every ISR or to exit, and start one that exited again, as a
+			// supervisor (systemd, Kubernetes) would.
+			if !exitsOrRejoins(ctx, e, id) {
 				return "", nil
 			}
-			// As a supervisor (systemd, Kubernetes) would.
 			_, err := restart(ctx, e, tg)
 			return fmt.Sprintf("broker %d exited on the full disk and was started again", id), err
 		},
@@ -256,4 +259,24 @@ func (e *cell) signal(id int32, sig syscall.Signal) error {
 		return fmt.Errorf("broker %d: %v: %w", id, sig, err)
 	}
 	return nil
+}
+
+// exitsOrRejoins waits until node id has exited (true) or every ISR is
+// full with it running (false), within isrBound.
+func exitsOrRejoins(ctx context.Context, e *cell, id int32) bool {
+	ctx, cancel := context.WithTimeout(ctx, isrBound)
+	defer cancel()
+	isr := make(chan struct{})
+	go func() {
+		defer close(isr)
+		_ = e.c.WaitISR(ctx, Topic, Brokers)
+	}()
+	select {
+	case <-e.c.Node(id).Child().Exited():
+		cancel()
+		<-isr
+		return true
+	case <-isr:
+		return !e.c.Node(id).Running()
+	}
 }
