@@ -1,0 +1,325 @@
+// Package reassign measures a partition reassignment under load (issue
+// 25's target): four brokers, a topic of three partitions on the first
+// three filled to Bytes, then every partition moved so that broker 1's
+// replicas go to broker 4 (KIP-455: the new replica is added, catches up,
+// joins the ISR, and the old one is removed), while a closed-loop acks=all
+// producer measures the throughput before and during the move and a
+// tracked idempotent producer (bench/load) gives every acknowledgement's
+// time and, read back at the end, what was lost or duplicated.
+package reassign
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka/bench"
+	"github.com/minikafka/minikafka/bench/load"
+	"github.com/minikafka/minikafka/bench/server"
+)
+
+// The shape of the run.
+const (
+	Topic      = "reassign"
+	Partitions = 3
+	Brokers    = 4
+	MinISR     = 2
+)
+
+// Defaults for zero Config fields.
+const (
+	DefaultBytes       = 1 << 30
+	DefaultRecordBytes = 1024
+	DefaultRate        = 300
+	DefaultWindow      = 10 * time.Second
+)
+
+// Targets (issue 25).
+const (
+	TargetLongestGap      = 1.0 // seconds between two acknowledgements of a partition during the move
+	TargetThroughputRatio = 0.5 // during the move over before it
+)
+
+// Config is one run.
+type Config struct {
+	server.Bench
+	Engines []string
+	// Bytes is the topic's size when the move starts.
+	Bytes int64
+	// RecordBytes is the closed-loop producer's record value size.
+	RecordBytes int
+	// Rate is the tracked producer's records per second.
+	Rate float64
+	// Window is how long the throughput before the move is measured.
+	Window time.Duration
+}
+
+func (c *Config) defaults() {
+	c.Bench.Defaults()
+	if c.Bytes <= 0 {
+		c.Bytes = DefaultBytes
+	}
+	if c.RecordBytes <= 0 {
+		c.RecordBytes = DefaultRecordBytes
+	}
+	if c.Rate <= 0 {
+		c.Rate = DefaultRate
+	}
+	if c.Window <= 0 {
+		c.Window = DefaultWindow
+	}
+}
+
+// Run is one engine's move.
+type Run struct {
+	Engine string `json:"engine"`
+	Error  string `json:"error,omitempty"`
+	// Moved is the topic's size when the move started, in bytes of record
+	// values acknowledged.
+	Moved int64 `json:"moved_bytes"`
+	// Move is the time from the request to every partition on its new
+	// replicas with a full ISR, in seconds.
+	Move float64 `json:"move_s"`
+	// Before and During are the closed-loop producer's acknowledged
+	// records per second.
+	Before float64 `json:"before_per_s"`
+	During float64 `json:"during_per_s"`
+	// LongestGap is the longest time between two acknowledgements of one
+	// partition by the tracked producer during the move, in seconds.
+	LongestGap float64          `json:"longest_gap_s"`
+	Audit      load.AuditResult `json:"audit"`
+	// Replicas are the partitions' replicas after the move.
+	Replicas [][]int32 `json:"replicas"`
+}
+
+// Ratio is the throughput during the move over before it.
+func (r Run) Ratio() float64 { return bench.Div(r.During, r.Before) }
+
+// Result is the run of every engine.
+type Result struct {
+	bench.Facts
+	Config Settings      `json:"config"`
+	Runs   []Run         `json:"runs"`
+	Checks []bench.Check `json:"checks"`
+}
+
+// Settings is what the report says of the Config.
+type Settings struct {
+	Bytes       int64   `json:"bytes"`
+	RecordBytes int     `json:"record_bytes"`
+	Rate        float64 `json:"rate"`
+	Window      float64 `json:"window_s"`
+	Sync        string  `json:"sync"`
+}
+
+// Measure moves a filled topic on each engine.
+func Measure(ctx context.Context, cfg Config) (*Result, error) {
+	cfg.defaults()
+	res := &Result{Facts: bench.Begin(cfg.Dir, cfg.Command), Config: Settings{Bytes: cfg.Bytes, RecordBytes: cfg.RecordBytes,
+		Rate: cfg.Rate, Window: cfg.Window.Seconds(), Sync: cfg.Sync}}
+	res.Setup = cfg.Setup
+	for _, eng := range cfg.Engines {
+		r := moveOn(ctx, cfg, eng)
+		if r.Error != "" {
+			fmt.Fprintf(cfg.Log, "%s: FAILED: %s\n", eng, r.Error)
+		} else {
+			fmt.Fprintf(cfg.Log, "%s: moved %s in %s; %s records/s before, %s during (%.2fx); longest gap %s; %d acknowledged, %d lost, %d duplicated\n",
+				eng, bench.Bytes(r.Moved), secs(r.Move), bench.Rate(r.Before), bench.Rate(r.During), r.Ratio(), secs(r.LongestGap),
+				r.Audit.Acked, r.Audit.Lost, r.Audit.Duplicated)
+		}
+		res.Runs = append(res.Runs, r)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	res.End()
+	res.judge()
+	return res, ctx.Err()
+}
+
+func moveOn(ctx context.Context, cfg Config, engine string) (out Run) {
+	out.Engine = engine
+	fail := func(err error) Run {
+		out.Error = err.Error()
+		return out
+	}
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	c, err := server.StartCluster(sctx, server.ClusterConfig{Bin: cfg.Bin, Engine: engine, Brokers: Brokers,
+		Dir: filepath.Join(cfg.Dir, "reassign-"+engine), Sync: cfg.Sync, Log: cfg.ServerLog,
+		Args: append([]string{"-min-insync-replicas", fmt.Sprint(MinISR)}, cfg.Args...)})
+	if err != nil {
+		return fail(err)
+	}
+	defer c.Close()
+	cl, err := c.Client(kgo.MetadataMinAge(50 * time.Millisecond))
+	if err != nil {
+		return fail(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if err := createOnFirstThree(sctx, cl); err != nil {
+		return fail(err)
+	}
+	if err := c.WaitISR(sctx, Topic, 3); err != nil {
+		return fail(err)
+	}
+
+	p, err := startPump(ctx, c.Seeds(), cfg.RecordBytes)
+	if err != nil {
+		return fail(err)
+	}
+	defer p.stop()
+	for p.ackedBytes() < cfg.Bytes {
+		if err := pause(ctx, 200*time.Millisecond); err != nil {
+			return fail(err)
+		}
+		if err := p.err(); err != nil {
+			return fail(fmt.Errorf("filling the topic: %w", err))
+		}
+	}
+	tracked, err := load.StartTracked(ctx, load.TrackedConfig{Client: load.Client{Brokers: c.Seeds()}, Topic: Topic,
+		Partitions: Partitions, Rate: cfg.Rate, RecordBytes: 100})
+	if err != nil {
+		return fail(err)
+	}
+	stopTracked := sync.OnceValue(func() load.TrackedResult { return tracked.Stop(30 * time.Second) })
+	defer stopTracked()
+	from := time.Now()
+	if err := pause(ctx, cfg.Window); err != nil {
+		return fail(err)
+	}
+	start := time.Now()
+	out.Before = p.rate(from, start)
+	out.Moved = p.ackedBytes()
+
+	if err := moveOffBroker1(ctx, adm); err != nil {
+		return fail(err)
+	}
+	if err := waitMoved(ctx, adm); err != nil {
+		return fail(err)
+	}
+	end := time.Now()
+	out.Move = end.Sub(start).Seconds()
+	out.During = p.rate(start, end)
+	out.LongestGap = load.LongestGap(tracked.Writes(0), nil, start, end).Seconds()
+	p.stop()
+	tr := stopTracked()
+	actx, acancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer acancel()
+	if out.Audit, err = load.Audit(actx, load.Client{Brokers: c.Seeds()}, Topic, tr.Acked); err != nil {
+		return fail(fmt.Errorf("reading back: %w", err))
+	}
+	m, err := adm.Metadata(actx, Topic)
+	if err != nil {
+		return fail(err)
+	}
+	for _, pd := range m.Topics[Topic].Partitions.Sorted() {
+		out.Replicas = append(out.Replicas, slices.Clone(pd.Replicas))
+	}
+	return out
+}
+
+// assignment is where each partition starts: brokers 1-3, leaders spread.
+var assignment = [Partitions][]int32{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}}
+
+// createOnFirstThree creates the topic on brokers 1-3 (the fourth, which
+// the move fills, holds nothing).
+func createOnFirstThree(ctx context.Context, cl *kgo.Client) error {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = Topic, -1, -1
+	for i, rs := range assignment {
+		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		a.Partition, a.Replicas = int32(i), rs
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	}
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 30000
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", Topic, err)
+	}
+	for _, t := range resp.Topics {
+		if err := kerrOf(t.ErrorCode); err != nil {
+			return fmt.Errorf("create %s: %w", Topic, err)
+		}
+	}
+	return nil
+}
+
+// target is each partition's replicas after the move: broker 1's place
+// taken by broker 4.
+func target(i int) []int32 {
+	out := slices.Clone(assignment[i])
+	out[slices.Index(out, 1)] = 4
+	return out
+}
+
+func moveOffBroker1(ctx context.Context, adm *kadm.Client) error {
+	var req kadm.AlterPartitionAssignmentsReq
+	for i := range Partitions {
+		req.Assign(Topic, int32(i), target(i))
+	}
+	res, err := adm.AlterPartitionAssignments(ctx, req)
+	if err != nil {
+		return fmt.Errorf("reassign: %w", err)
+	}
+	return res.Error()
+}
+
+// waitMoved waits until no reassignment is listed and the metadata shows
+// every partition on its target with a full ISR.
+func waitMoved(ctx context.Context, adm *kadm.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+	defer cancel()
+	for {
+		ls, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{Topic: {0: {}, 1: {}, 2: {}}})
+		if err == nil && len(ls) == 0 {
+			m, merr := adm.Metadata(ctx, Topic)
+			if merr == nil && moved(m) {
+				return nil
+			}
+		}
+		if err := pause(ctx, 100*time.Millisecond); err != nil {
+			return fmt.Errorf("waiting for the move: %w", err)
+		}
+	}
+}
+
+func moved(m kadm.Metadata) bool {
+	ps := m.Topics[Topic].Partitions
+	if len(ps) != Partitions {
+		return false
+	}
+	for i := range Partitions {
+		p := ps[int32(i)]
+		if !slices.Equal(p.Replicas, target(i)) || len(p.ISR) != len(p.Replicas) {
+			return false
+		}
+	}
+	return true
+}
+
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func kerrOf(code int16) error { return kerr.ErrorForCode(code) }
+
+func secs(s float64) string { return bench.Millis(s) }
