@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/minikafka/minikafka/bench"
@@ -250,6 +251,12 @@ func (e *cell) finish(ctx context.Context, out *Cell) {
 	}
 	out.AckedFranz, out.AckedKcat = len(tr.Acked), len(kr.Acked)
 	out.Unacked = tr.Failed + int64(kr.Failed*e.cfg.KcatBatch)
+	if note, err := e.supervise(fctx); err != nil {
+		out.Error = fmt.Sprintf("after the last round: %v", err)
+	} else if note != "" && len(out.Rounds) > 0 {
+		last := &out.Rounds[len(out.Rounds)-1]
+		last.Note = strings.TrimPrefix(last.Note+"; "+note+" after the round", "; ")
+	}
 	if err := e.c.WaitISR(fctx, Topic, Brokers); err != nil {
 		out.Error = fmt.Sprintf("after the last round: %v", err)
 	}

@@ -112,7 +112,9 @@ var kinds = map[string]kind{
 			// A broker that met the full disk may still be on its way out
 			// (a controlled shutdown first, bounded): wait for it to rejoin
 			// every ISR or to exit, and start one that exited again, as a
-			// supervisor (systemd, Kubernetes) would.
+			// supervisor (systemd, Kubernetes) would. One that exits later
+			// (the ISR it was still listed in was stale) is started at the
+			// next round's start (cell.supervise).
 			if !exitsOrRejoins(ctx, e, id) {
 				return "", nil
 			}

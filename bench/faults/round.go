@@ -50,6 +50,11 @@ func (e *cell) round(ctx context.Context) Round {
 	rctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer cancel()
 	var r Round
+	if note, err := e.supervise(rctx); err != nil {
+		return Round{Error: err.Error()}
+	} else if note != "" {
+		r.Note = note + " before the round"
+	}
 	if err := e.c.WaitBrokers(rctx, Brokers); err != nil {
 		return Round{Error: err.Error()}
 	}
@@ -73,7 +78,8 @@ func (e *cell) round(ctx context.Context) Round {
 	bench.Pause(rctx, e.kind.hold(e.cfg))
 	healed := time.Now()
 	note, err := e.kind.heal(rctx, e, tg)
-	r.Note = note
+	r.Note = strings.TrimPrefix(r.Note+"; "+note, "; ")
+	r.Note = strings.TrimSuffix(r.Note, "; ")
 	if err != nil {
 		r.Error = fmt.Sprintf("heal: %v", err)
 		return r
@@ -186,4 +192,25 @@ func secs(s float64) string {
 		return "never"
 	}
 	return bench.Millis(s)
+}
+
+// supervise starts again, as a supervisor (systemd, Kubernetes) would, a
+// broker of a disk cell that exited on its full disk after the heal had
+// found it running; other cells never do, so that a broker that dies
+// unasked shows as a failed round.
+func (e *cell) supervise(ctx context.Context) (string, error) {
+	if !e.kind.disk {
+		return "", nil
+	}
+	var notes []string
+	for _, n := range e.c.Nodes() {
+		if n.Child() == nil || n.Running() {
+			continue
+		}
+		if _, err := restart(ctx, e, target{victims: []int32{n.ID}}); err != nil {
+			return "", err
+		}
+		notes = append(notes, fmt.Sprintf("broker %d had exited on the full disk after the last heal and was started again", n.ID))
+	}
+	return strings.Join(notes, "; "), nil
 }
