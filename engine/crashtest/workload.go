@@ -172,44 +172,60 @@ func apply(ctx context.Context, e engine.LogEngine, s step, x *expect, lost func
 	if lost() {
 		return errPowerLost // not started: the workload stopped with the machine
 	}
-	call := func(err error) error {
-		if err == nil && lost() {
-			return errLostDuring
-		}
-		return err
+	err := s.run(ctx, e, x)
+	if err == nil && lost() {
+		err = errLostDuring
 	}
+	x.record(s, err)
+	return err
+}
+
+// run makes the step's call on e; x is what the log holds before it.
+func (s step) run(ctx context.Context, e engine.LogEngine, x *expect) error {
+	switch s.kind {
+	case stepAppend:
+		return e.Append(s.batch)
+	case stepSync:
+		return e.Sync(ctx, x.end())
+	case stepTruncate:
+		return e.Truncate(s.offset)
+	case stepDeleteBefore:
+		return e.DeleteBefore(s.offset)
+	default:
+		return errors.New("crashtest: unknown step") // unreachable
+	}
+}
+
+// record updates x to what may be on disk after step s returned err. A
+// step that failed, or returned after the power went out, was in flight:
+// x allows both outcomes.
+func (x *expect) record(s step, err error) {
 	switch s.kind {
 	case stepAppend:
 		// Appended data is never required (it is not synced), so the batch
 		// joins the expectation whether or not Append succeeded: if it failed,
 		// a whole copy of it on disk is still allowed, a partial one is not.
 		x.batches = append(x.batches, s.batch)
-		return call(e.Append(s.batch))
 	case stepSync:
-		end := x.end()
-		if err := call(e.Sync(ctx, end)); err != nil {
-			return err
+		if err == nil {
+			x.acked = max(x.acked, x.end())
 		}
-		x.acked = max(x.acked, end)
 	case stepTruncate:
 		post := x.truncated(s.offset)
-		if err := call(e.Truncate(s.offset)); err != nil {
+		if err != nil {
 			// In flight: the old batches may survive, and anything from the
 			// truncation point on may be lost, since it was being dropped.
 			x.acked = min(x.acked, post.end())
-			return err
+			return
 		}
 		*x = post
 	case stepDeleteBefore:
-		if err := call(e.DeleteBefore(s.offset)); err != nil {
+		if err != nil {
 			x.startHi = s.offset // in flight: either start is fine
-			return err
+			return
 		}
 		x.startLo, x.startHi = s.offset, s.offset
-	default:
-		return errors.New("crashtest: unknown step") // unreachable
 	}
-	return nil
 }
 
 func engineOptions(fs vfs.FS) engine.Options {
