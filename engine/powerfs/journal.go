@@ -2,6 +2,7 @@ package powerfs
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -151,4 +152,55 @@ func keepShare(share int, rng *rand.Rand) func(n int) int {
 		}
 		return n * share / 100
 	}
+}
+
+// nameUndo is a change to the namespace (a name created, or moved onto a
+// free name) that is durable only once every directory in dirs has been
+// fsynced after it.
+type nameUndo struct {
+	dirs map[fileID]bool
+	undo func(backing string) error
+}
+
+func idOfPath(path string) (fileID, error) {
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO|unix.STATX_BTIME, &st); err != nil {
+		return fileID{}, err
+	}
+	return fileID{
+		dev:     unix.Mkdev(st.Dev_major, st.Dev_minor),
+		ino:     st.Ino,
+		btimeNs: st.Btime.Sec*1e9 + int64(st.Btime.Nsec),
+	}, nil
+}
+
+// undoCreate removes what was created at rel (a whole tree, for a
+// directory: nothing in it was reachable). Already gone is fine: an unlink
+// after it was durable at once.
+func undoCreate(rel string) func(string) error {
+	return func(backing string) error {
+		return os.RemoveAll(filepath.Join(backing, rel))
+	}
+}
+
+// undoRename moves what was renamed from rel to newRel back.
+func undoRename(rel, newRel string) func(string) error {
+	return func(backing string) error {
+		err := os.Rename(filepath.Join(backing, newRel), filepath.Join(backing, rel))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+}
+
+// unname undoes, newest first, the changes to the namespace that no
+// directory fsync made durable.
+func unname(backing string, names []nameUndo) error {
+	for i := len(names) - 1; i >= 0; i-- {
+		if err := names[i].undo(backing); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -2,6 +2,8 @@ package powerfs
 
 import (
 	"context"
+	"errors"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -38,6 +40,16 @@ func (n *node) WrapChild(ctx context.Context, ops fs.InodeEmbedder) fs.InodeEmbe
 // backingPath is the node's file in the backing directory.
 func (n *node) backingPath() string {
 	return filepath.Join(n.RootData.Path, n.Path(n.Root()))
+}
+
+// relPath is the node's path relative to the root.
+func (n *node) relPath() string { return n.Path(n.Root()) }
+
+// created notes that name was created in n: durable at n's fsync. It
+// returns EIO if the note cannot be made (the name is then durable at once
+// and the caller must not pretend otherwise).
+func (n *node) created(name string) syscall.Errno {
+	return fs.ToErrno(n.m.namedLocked(undoCreate(filepath.Join(n.relPath(), name)), n.backingPath()))
 }
 
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -78,7 +90,52 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 	if errno := n.m.alive(); errno != 0 {
 		return nil, 0, errno
 	}
-	return n.LoopbackNode.OpendirHandle(ctx, flags)
+	ds, fuseFlags, errno := n.LoopbackNode.OpendirHandle(ctx, flags)
+	if errno != 0 {
+		return nil, 0, errno
+	}
+	return &dirHandle{n: n, ds: ds}, fuseFlags, 0
+}
+
+// dirHandle is an open directory whose fsync makes the names created in it
+// durable.
+type dirHandle struct {
+	n  *node
+	ds fs.FileHandle // go-fuse's loopback directory stream
+}
+
+var (
+	_ fs.FileReaddirenter = (*dirHandle)(nil)
+	_ fs.FileSeekdirer    = (*dirHandle)(nil)
+	_ fs.FileReleasedirer = (*dirHandle)(nil)
+	_ fs.FileFsyncdirer   = (*dirHandle)(nil)
+)
+
+func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
+	if errno := d.n.m.alive(); errno != 0 {
+		return nil, errno
+	}
+	return d.ds.(fs.FileReaddirenter).Readdirent(ctx)
+}
+
+func (d *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
+	if errno := d.n.m.alive(); errno != 0 {
+		return errno
+	}
+	return d.ds.(fs.FileSeekdirer).Seekdir(ctx, off)
+}
+
+func (d *dirHandle) Releasedir(ctx context.Context, flags uint32) {
+	d.ds.(fs.FileReleasedirer).Releasedir(ctx, flags)
+}
+
+func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
+	end, errno := d.n.m.begin()
+	if errno != 0 {
+		return errno
+	}
+	defer end()
+	return fs.ToErrno(d.n.m.dirSyncedLocked(d.n.backingPath()))
 }
 
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
@@ -128,7 +185,12 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	return in, newFile(n.m, fh), fuseFlags, 0
+	f := newFile(n.m, fh)
+	if errno := n.created(name); errno != 0 {
+		f.Release(ctx)
+		return nil, nil, 0, errno
+	}
+	return in, f, fuseFlags, 0
 }
 
 // Setattr journals a change of size; the other attributes (mode, owner,
@@ -167,7 +229,11 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 		return nil, errno
 	}
 	defer end()
-	return n.LoopbackNode.Mkdir(ctx, name, mode, out)
+	in, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
+	if errno == 0 {
+		errno = n.created(name)
+	}
+	return in, errno
 }
 
 func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -176,7 +242,11 @@ func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 		return nil, errno
 	}
 	defer end()
-	return n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
+	in, errno := n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
+	if errno == 0 {
+		errno = n.created(name)
+	}
+	return in, errno
 }
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
@@ -203,10 +273,24 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		return errno
 	}
 	defer end()
-	if p, ok := newParent.(*node); ok {
-		newParent = p.LoopbackNode
+	p, ok := newParent.(*node)
+	if !ok {
+		return syscall.EXDEV
 	}
-	return n.LoopbackNode.Rename(ctx, name, newParent, newName, flags)
+	// A rename onto a free name is durable once both directories are
+	// fsynced; one that replaces a file (or exchanges two) is durable at
+	// once, since undoing it would need the replaced file back.
+	target := filepath.Join(p.backingPath(), newName)
+	_, err := os.Lstat(target)
+	undoable := flags == 0 && errors.Is(err, iofs.ErrNotExist)
+	if errno := n.LoopbackNode.Rename(ctx, name, p.LoopbackNode, newName, flags); errno != 0 {
+		return errno
+	}
+	if !undoable {
+		return 0
+	}
+	undo := undoRename(filepath.Join(n.relPath(), name), filepath.Join(p.relPath(), newName))
+	return fs.ToErrno(n.m.namedLocked(undo, n.backingPath(), p.backingPath()))
 }
 
 func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -218,7 +302,11 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	if t, ok := target.(*node); ok {
 		target = t.LoopbackNode
 	}
-	return n.LoopbackNode.Link(ctx, target, name, out)
+	in, errno := n.LoopbackNode.Link(ctx, target, name, out)
+	if errno == 0 {
+		errno = n.created(name)
+	}
+	return in, errno
 }
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -227,7 +315,11 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 		return nil, errno
 	}
 	defer end()
-	return n.LoopbackNode.Symlink(ctx, target, name, out)
+	in, errno := n.LoopbackNode.Symlink(ctx, target, name, out)
+	if errno == 0 {
+		errno = n.created(name)
+	}
+	return in, errno
 }
 
 // CopyFileRange is refused: the kernel falls back to reads and writes,

@@ -28,20 +28,29 @@
 // At PowerLoss (or before the CrashAtOp-th operation that changes the disk)
 // every file is rolled back to its last synced state, keeping only the
 // oldest Keep percent of its unsynced changes (a disk writing its cache in
-// order, per file), and from then on every operation on the mount fails with
+// order, per file), the names no directory fsync made durable are undone
+// (see below), and from then on every operation on the mount fails with
 // EIO: the process sees its disk vanish. The operation that hit the crash
 // point does not happen.
 //
-// Metadata is durable at once: create, mkdir, rename, link, symlink,
-// unlink and rmdir change the backing directory when they are made and are
-// never undone, as on a filesystem that journals metadata synchronously. A
-// file created and never fsynced survives, empty; a rename is never lost.
-// The model therefore does not find an engine that forgets to fsync a
-// directory, nor one that trusts a rename to be ordered after the data
-// written before it (ext4's data=ordered gives some of that, other
-// filesystems do not). It does not model torn sectors inside one write,
-// writes reordered within one file, or a disk that lies about fsync (but
-// see IgnoreFsync, which is such a disk, for showing a test can fail).
+// A name is durable once its directory is fsynced: a create, mkdir,
+// mknod, symlink or link, and a rename onto a free name, are made in the
+// backing directory at once (so the process sees them), and undone at a
+// power loss unless the directory holding the new name (for a rename, both
+// directories) was fsynced after them; an undone mkdir takes everything
+// under it along, since none of it was reachable. A file's own fsync does
+// not make its name durable (POSIX promises no more; ext4 and XFS usually
+// give more). Removing a name is durable at once: an unlink, an rmdir,
+// and a rename that replaces an existing file or exchanges two (undoing
+// those would need the removed file back). So the model finds an engine
+// that forgets to fsync a directory after creating a file in it, but not
+// one that counts on an unlink or a replacing rename being durable
+// without a directory fsync.
+// Changes of mode, owner and times are applied at once and never undone.
+//
+// It does not model torn sectors inside one write, writes reordered within
+// one file, or a disk that lies about fsync (but see IgnoreFsync, which is
+// such a disk, for showing a test can fail).
 //
 // # Where the server runs
 //
@@ -77,19 +86,20 @@ var ErrUnavailable = errors.New("powerfs: FUSE is not available")
 // Options configure a mount.
 type Options struct {
 	// CrashAtOp, if positive, loses power just before the CrashAtOp-th
-	// operation that changes the disk (a write, a change of size, an fsync,
-	// a create, mkdir, rename, link, symlink, unlink or rmdir): it fails
-	// with EIO, as does everything after it.
+	// operation that changes the disk (a write, a change of size, an fsync
+	// of a file or a directory, a create, mkdir, mknod, rename, link,
+	// symlink, unlink or rmdir): it fails with EIO, as does everything
+	// after it.
 	CrashAtOp int
-	// Keep is the percentage of each file's unsynced changes (the oldest
-	// first) that survive a power loss: 0 keeps exactly what was synced,
-	// 100 everything written. Negative: a prefix of random length per
-	// file, drawn from Seed.
+	// Keep is the percentage of each file's unsynced changes, and of the
+	// unsynced changes to names, that survive a power loss, the oldest
+	// first: 0 keeps exactly what was synced, 100 everything written.
+	// Negative: a prefix of random length for each, drawn from Seed.
 	Keep int
 	// Seed seeds the random choices of a power loss.
 	Seed uint64
-	// IgnoreFsync makes fsync succeed without making anything durable: a
-	// disk that lies. Only for showing that a power-loss test fails when
+	// IgnoreFsync makes fsync (of files and directories) succeed without
+	// making anything durable: a disk that lies. Only for showing that a power-loss test fails when
 	// synced data is lost.
 	IgnoreFsync bool
 }
@@ -104,6 +114,7 @@ type FS struct {
 	ops      int // operations that changed the disk, counted by begin
 	lost     bool
 	journals map[fileID]journal
+	names    []nameUndo // oldest first
 	lostCh   chan struct{}
 	lossErr  error // a rollback that failed
 }
@@ -195,8 +206,14 @@ func (m *FS) loseLocked() {
 	}
 	m.lost = true
 	rng := rand.New(rand.NewPCG(m.opts.Seed, 0x706f776572))
-	m.lossErr = rollback(m.backing, m.journals, keepShare(m.opts.Keep, rng))
-	m.journals = nil
+	keep := keepShare(m.opts.Keep, rng)
+	// Names first: a file whose creation is lost needs no rollback, and a
+	// file moved back is found where it was.
+	m.lossErr = unname(m.backing, m.names[keep(len(m.names)):])
+	if m.lossErr == nil {
+		m.lossErr = rollback(m.backing, m.journals, keep)
+	}
+	m.journals, m.names = nil, nil
 	close(m.lostCh)
 }
 
@@ -250,5 +267,41 @@ func (m *FS) syncedLocked(fd int) error {
 		return err
 	}
 	delete(m.journals, id)
+	return nil
+}
+
+// namedLocked notes a change to the namespace that undo reverts, durable
+// once each of dirs (backing paths) has been fsynced.
+func (m *FS) namedLocked(undo func(string) error, dirs ...string) error {
+	u := nameUndo{dirs: map[fileID]bool{}, undo: undo}
+	for _, d := range dirs {
+		id, err := idOfPath(d)
+		if err != nil {
+			return err
+		}
+		u.dirs[id] = true
+	}
+	m.names = append(m.names, u)
+	return nil
+}
+
+// dirSyncedLocked makes durable every change to the namespace waiting
+// for the directory at path (a backing path).
+func (m *FS) dirSyncedLocked(path string) error {
+	if m.opts.IgnoreFsync {
+		return nil
+	}
+	id, err := idOfPath(path)
+	if err != nil {
+		return err
+	}
+	kept := m.names[:0]
+	for _, u := range m.names {
+		delete(u.dirs, id)
+		if len(u.dirs) > 0 {
+			kept = append(kept, u)
+		}
+	}
+	m.names = kept
 	return nil
 }

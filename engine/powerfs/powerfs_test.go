@@ -39,8 +39,18 @@ func writeFile(t *testing.T, path string, data []byte, sync bool) {
 	require.NoError(t, err)
 	if sync {
 		require.NoError(t, f.Sync())
+		syncDir(t, filepath.Dir(path))
 	}
 	require.NoError(t, f.Close())
+}
+
+// syncDir fsyncs the directory dir.
+func syncDir(t *testing.T, dir string) {
+	t.Helper()
+	d, err := os.Open(dir)
+	require.NoError(t, err)
+	require.NoError(t, d.Sync())
+	require.NoError(t, d.Close())
 }
 
 func TestUnsyncedWritesAreRolledBack(t *testing.T) {
@@ -95,23 +105,37 @@ func TestTruncationIsUndoneUnlessSynced(t *testing.T) {
 	}
 }
 
-func TestMetadataIsDurableAtOnce(t *testing.T) {
+func TestNamesAreDurableAtTheirDirectorysFsync(t *testing.T) {
 	backing, mnt, m := mount(t, powerfs.Options{})
 	require.NoError(t, os.Mkdir(filepath.Join(mnt, "d"), 0o755))
-	writeFile(t, filepath.Join(mnt, "d", "new"), []byte("never synced"), false)
-	writeFile(t, filepath.Join(mnt, "d", "old"), []byte("synced"), true)
-	require.NoError(t, os.Rename(filepath.Join(mnt, "d", "old"), filepath.Join(mnt, "d", "renamed")))
+	syncDir(t, mnt)
+	writeFile(t, filepath.Join(mnt, "d", "old"), []byte("synced"), true) // and d synced
+	writeFile(t, filepath.Join(mnt, "d", "kept"), []byte("never synced"), false)
+	syncDir(t, filepath.Join(mnt, "d"))
+	// Durable at once.
 	writeFile(t, filepath.Join(mnt, "gone"), []byte("x"), true)
 	require.NoError(t, os.Remove(filepath.Join(mnt, "gone")))
 
+	// Not made durable by any directory fsync: all undone.
+	f, err := os.Create(filepath.Join(mnt, "d", "new"))
+	require.NoError(t, err)
+	require.NoError(t, f.Sync(), "a file's own fsync does not make its name durable")
+	require.NoError(t, f.Close())
+	require.NoError(t, os.Rename(filepath.Join(mnt, "d", "old"), filepath.Join(mnt, "d", "renamed")))
+	require.NoError(t, os.MkdirAll(filepath.Join(mnt, "e", "sub"), 0o755))
+	syncDir(t, filepath.Join(mnt, "e"))
+
 	require.NoError(t, m.PowerLoss())
-	got, err := os.ReadFile(filepath.Join(backing, "d", "new"))
+	got, err := os.ReadFile(filepath.Join(backing, "d", "kept"))
 	require.NoError(t, err)
-	assert.Empty(t, got, "a created file survives, without its unsynced bytes")
-	got, err = os.ReadFile(filepath.Join(backing, "d", "renamed"))
+	assert.Empty(t, got, "a name synced by its directory survives, without its unsynced bytes")
+	assert.NoFileExists(t, filepath.Join(backing, "d", "new"), "a name its directory never synced")
+	got, err = os.ReadFile(filepath.Join(backing, "d", "old"))
 	require.NoError(t, err)
-	assert.Equal(t, "synced", string(got), "a rename survives, with its synced bytes")
-	assert.NoFileExists(t, filepath.Join(backing, "gone"))
+	assert.Equal(t, "synced", string(got), "a rename no directory fsync made durable is undone")
+	assert.NoFileExists(t, filepath.Join(backing, "d", "renamed"))
+	assert.NoDirExists(t, filepath.Join(backing, "e"), "a directory whose parent was not synced goes, with what was in it")
+	assert.NoFileExists(t, filepath.Join(backing, "gone"), "an unlink is durable at once")
 }
 
 func TestEveryOperationFailsAfterPowerLoss(t *testing.T) {
@@ -139,17 +163,19 @@ func TestEveryOperationFailsAfterPowerLoss(t *testing.T) {
 }
 
 func TestCrashAtOpCutsThePowerBeforeThatOperation(t *testing.T) {
-	// Operations that change the disk: 1 create, 2 write, 3 fsync, 4 write.
-	backing, mnt, m := mount(t, powerfs.Options{CrashAtOp: 4})
+	// Operations that change the disk: 1 create, 2 write, 3 fsync, 4 fsync
+	// of the directory, 5 write.
+	backing, mnt, m := mount(t, powerfs.Options{CrashAtOp: 5})
 	f, err := os.Create(filepath.Join(mnt, "f"))
 	require.NoError(t, err)
 	defer f.Close()
 	_, err = f.WriteAt([]byte("first"), 0)
 	require.NoError(t, err)
 	require.NoError(t, f.Sync())
+	syncDir(t, mnt)
 	_, err = f.WriteAt([]byte("second"), 5)
-	assert.ErrorIs(t, err, syscall.EIO, "the fourth operation meets the power loss")
-	assert.Equal(t, 4, m.Ops())
+	assert.ErrorIs(t, err, syscall.EIO, "the fifth operation meets the power loss")
+	assert.Equal(t, 5, m.Ops())
 	got, err := os.ReadFile(filepath.Join(backing, "f"))
 	require.NoError(t, err)
 	assert.Equal(t, "first", string(got))
@@ -172,6 +198,7 @@ func TestKeepKeepsThePrefixOfUnsyncedWrites(t *testing.T) {
 			_, err = f.Write([]byte("s"))
 			require.NoError(t, err)
 			require.NoError(t, f.Sync())
+			syncDir(t, mnt)
 			for _, b := range []string{"a", "b", "c", "d"} {
 				_, err = f.Write([]byte(b))
 				require.NoError(t, err)
@@ -188,7 +215,5 @@ func TestIgnoreFsyncLosesSyncedWrites(t *testing.T) {
 	backing, mnt, m := mount(t, powerfs.Options{IgnoreFsync: true})
 	writeFile(t, filepath.Join(mnt, "f"), []byte("synced, they said"), true)
 	require.NoError(t, m.PowerLoss())
-	got, err := os.ReadFile(filepath.Join(backing, "f"))
-	require.NoError(t, err)
-	assert.Empty(t, got, "a lying disk keeps nothing it was told to sync")
+	assert.NoFileExists(t, filepath.Join(backing, "f"), "a lying disk keeps nothing it was told to sync, names included")
 }
