@@ -89,6 +89,13 @@ func openDB(dir string, opts engine.Options) (*db, error) {
 	if err == nil {
 		err = log.err() // Badger may have logged, and skipped, a damaged table
 	}
+	if err == nil {
+		// Badger's Open creates its directory, its first value log and its
+		// discard file, and fsyncs neither directory: on a filesystem where
+		// a name is durable only once its directory is, a power loss could
+		// take the whole database away, acknowledged batches included.
+		err = syncDirs(path, dir)
+	}
 	if err != nil {
 		if bdb != nil {
 			bdb.Close()

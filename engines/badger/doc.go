@@ -92,4 +92,29 @@
 //
 // Capabilities: Durable, not CustomFS (Badger does its own file I/O through
 // the OS and mmap); engine.Open refuses a custom filesystem for it.
+//
+// # Power loss
+//
+// Not being CustomFS, the engine is skipped by crashtest's PowerLoss; it
+// has power-loss coverage instead through a FUSE layer (engine/powerfs),
+// in TestPowerLossFUSE: crashtest's PowerLoss workload runs with the engine
+// in a child process on a powerfs mount, the power goes out at the k-th
+// operation that changes the disk (a write, including the kernel's
+// writeback of mmapped pages, a change of size, an fsync of a file or a
+// directory, a create, rename or unlink), every file goes back to its last
+// fsync and every name its directory did not fsync is undone, keeping a
+// share of the unsynced changes, oldest first, the child is killed, and
+// the log is reopened from what survived and checked by crashtest's rules.
+// What this covers: an acknowledgement given before the value log and
+// memtable WAL were fsynced, a torn or unsynced tail that Badger or the
+// engine fails to cut, a Truncate or DeleteBefore that does not stick, a
+// file or directory whose name was never made durable. It found one: Badger's
+// Open creates its directory, first value log and discard file without
+// fsyncing a directory, so the engine fsyncs both after it (without that,
+// a power loss could take the whole database, or leave a memtable WAL
+// pointing into a value log that is gone). What it does not cover: unlinks
+// and replacing renames are durable at once in that model; torn sectors
+// within one write, writes reordered within a file, a second crash during
+// recovery, and Badger's background work (memtable flushes, compactions,
+// value log rotation and GC), which this short workload barely starts.
 package badger

@@ -91,6 +91,16 @@ func prepareDir(path string, log *slog.Logger) error {
 	return syncPath(path)
 }
 
+// syncDirs fsyncs each directory in turn.
+func syncDirs(dirs ...string) error {
+	for _, d := range dirs {
+		if err := syncPath(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func syncPath(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
