@@ -73,6 +73,12 @@
 // their operations in the same order, so -crash.k replays the same crash
 // point only approximately for them; -crash.seed alone replays the sweep.
 //
+// Engines that are not CustomFS can still have this model through a crash
+// layer of their own underneath the process: NewWorkload gives the same
+// seeded steps, Expectation records how each returned (ErrInFlight for the
+// one the power cut), and Check judges the reopened log by the properties
+// above. engines/badger does that on a FUSE filesystem (engine/powerfs).
+//
 // # Process kill (subtest Kill)
 //
 // Every durable engine, on the real filesystem in t.TempDir(). The test
