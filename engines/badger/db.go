@@ -86,9 +86,13 @@ func openDB(dir string, opts engine.Options) (*db, error) {
 		return nil, fmt.Errorf("badger: open %s: %w", path, err)
 	}
 	bdb, err := badgerdb.Open(storeOptions(path, opts, log))
-	if err == nil {
-		err = log.err() // Badger may have logged, and skipped, a damaged table
+	if err != nil {
+		if bdb != nil {
+			closeHalfBuilt(bdb)
+		}
+		return nil, fmt.Errorf("badger: open %s: %w", path, storeErr(err))
 	}
+	err = log.err() // Badger may have logged, and skipped, a damaged table
 	if err == nil {
 		// Badger's Open creates its directory, its first value log and its
 		// discard file, and fsyncs neither directory: on a filesystem where
@@ -97,9 +101,7 @@ func openDB(dir string, opts engine.Options) (*db, error) {
 		err = syncDirs(path, dir)
 	}
 	if err != nil {
-		if bdb != nil {
-			bdb.Close()
-		}
+		bdb.Close()
 		return nil, fmt.Errorf("badger: open %s: %w", path, storeErr(err))
 	}
 	d := &db{
@@ -108,6 +110,18 @@ func openDB(dir string, opts engine.Options) (*db, error) {
 		kick: make(chan struct{}, 1), dropped: make(chan struct{}, 1), stop: make(chan struct{}),
 	}
 	return d, nil
+}
+
+// closeHalfBuilt closes a DB that Badger's Open returned along with an
+// error. Badger returns a half-built DB from some failures, and when the
+// failure came before its levels were built (a table the manifest lists is
+// missing, a bad key registry) its Close dereferences them and panics; a
+// failed Open must be an error, not a crash, so that panic is swallowed
+// (what it leaves open, the directory lock among it, stays open until the
+// process exits).
+func closeHalfBuilt(bdb *badgerdb.DB) {
+	defer func() { _ = recover() }()
+	_ = bdb.Close()
 }
 
 // start runs the database's goroutines, once what the open needed to
