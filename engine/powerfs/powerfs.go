@@ -47,6 +47,8 @@
 // one that counts on an unlink or a replacing rename being durable
 // without a directory fsync.
 // Changes of mode, owner and times are applied at once and never undone.
+// Options.JournaledNames relaxes this to what ext4 and XFS do: any fsync
+// commits every earlier change to names.
 //
 // It does not model torn sectors inside one write, writes reordered within
 // one file, or a disk that lies about fsync (but see IgnoreFsync, which is
@@ -98,6 +100,12 @@ type Options struct {
 	Keep int
 	// Seed seeds the random choices of a power loss.
 	Seed uint64
+	// JournaledNames makes an fsync of any file or directory also make
+	// durable every change to names made before it, as on a journaling
+	// filesystem (ext4, XFS), where that fsync commits the journal those
+	// changes are in. Off, the model is POSIX's: only the directory's own
+	// fsync does.
+	JournaledNames bool
 	// IgnoreFsync makes fsync (of files and directories) succeed without
 	// making anything durable: a disk that lies. Only for showing that a power-loss test fails when
 	// synced data is lost.
@@ -267,6 +275,9 @@ func (m *FS) syncedLocked(fd int) error {
 		return err
 	}
 	delete(m.journals, id)
+	if m.opts.JournaledNames {
+		m.names = nil
+	}
 	return nil
 }
 
@@ -289,6 +300,10 @@ func (m *FS) namedLocked(undo func(string) error, dirs ...string) error {
 // for the directory at path (a backing path).
 func (m *FS) dirSyncedLocked(path string) error {
 	if m.opts.IgnoreFsync {
+		return nil
+	}
+	if m.opts.JournaledNames {
+		m.names = nil
 		return nil
 	}
 	id, err := idOfPath(path)

@@ -217,3 +217,19 @@ func TestIgnoreFsyncLosesSyncedWrites(t *testing.T) {
 	require.NoError(t, m.PowerLoss())
 	assert.NoFileExists(t, filepath.Join(backing, "f"), "a lying disk keeps nothing it was told to sync, names included")
 }
+
+func TestJournaledNamesAreDurableAtAnyFsync(t *testing.T) {
+	backing, mnt, m := mount(t, powerfs.Options{JournaledNames: true})
+	require.NoError(t, os.Mkdir(filepath.Join(mnt, "d"), 0o755))
+	writeFile(t, filepath.Join(mnt, "d", "early"), []byte("x"), false)
+	f, err := os.Create(filepath.Join(mnt, "synced"))
+	require.NoError(t, err)
+	require.NoError(t, f.Sync(), "commits the journal: every name made so far")
+	require.NoError(t, f.Close())
+	writeFile(t, filepath.Join(mnt, "d", "late"), []byte("x"), false)
+
+	require.NoError(t, m.PowerLoss())
+	assert.FileExists(t, filepath.Join(backing, "synced"))
+	assert.FileExists(t, filepath.Join(backing, "d", "early"), "made before an fsync of another file")
+	assert.NoFileExists(t, filepath.Join(backing, "d", "late"), "made after the last fsync")
+}
