@@ -159,6 +159,7 @@ func (s *Server) openQuorum() error {
 		Transport:    tr,
 		Clock:        s.cfg.Clock,
 		TickInterval: s.cfg.Cluster.TickInterval,
+		OnFail:       func(err error) { s.fail(fmt.Errorf("broker: the metadata log failed: %w", err)) },
 	})
 	if err != nil {
 		return fmt.Errorf("broker: open the metadata quorum: %w", err)

@@ -44,6 +44,12 @@ type ServerConfig struct {
 	TickInterval time.Duration
 	// InboxSize bounds the messages waiting for the loop; more are dropped.
 	InboxSize int
+	// OnFail, if set, is called once, from the loop, when the node stops
+	// for good (its disk failed: a write or sync of the raft log, the hard
+	// state or a snapshot): from then on the server answers every call
+	// with the error, and a process that is a voter should stop, as Kafka
+	// halts on a fault of its metadata log. It must not block.
+	OnFail func(error)
 }
 
 // Server runs a Node on its own goroutine: ticks on the clock, messages
@@ -56,6 +62,7 @@ type Server struct {
 	interval time.Duration
 	log      *slog.Logger
 
+	onFail  func(error)
 	inbox   chan raftpb.Message
 	calls   chan func()
 	wake    chan struct{}
@@ -136,6 +143,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		clk:       cfg.Clock,
 		interval:  cfg.TickInterval,
 		log:       node.log,
+		onFail:    cfg.OnFail,
 		inbox:     make(chan raftpb.Message, cfg.InboxSize),
 		calls:     make(chan func()),
 		wake:      make(chan struct{}, 1),
@@ -220,6 +228,9 @@ func (s *Server) process() {
 		if err != nil {
 			s.failed = err
 			s.failAll(fmt.Errorf("quorum: the node stopped: %w", err))
+			if s.onFail != nil {
+				s.onFail(err)
+			}
 			break
 		}
 		s.tr.Send(out.Messages)

@@ -7,10 +7,13 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/minikafka/minikafka/clock"
@@ -303,4 +306,48 @@ func pending(s *Server) int {
 		return -1
 	}
 	return <-ch
+}
+
+// TestServerOnFail: a node whose disk fails (here its syncs) stops for
+// good, and the server says so once through OnFail, so that a broker that
+// is a voter can stop instead of serving a metadata image that no longer
+// moves; calls then fail with the error.
+func TestServerOnFail(t *testing.T) {
+	var failing atomic.Bool
+	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
+		switch op.Kind {
+		case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo:
+			if failing.Load() {
+				return errorfs.ErrInjected
+			}
+		}
+		return nil
+	}))
+	failed := make(chan error, 4)
+	s, err := NewServer(ServerConfig{
+		Node: NodeConfig{
+			NodeID: 1, Voters: []uint64{1}, ClusterID: "test", Dir: "/n1", FS: fs,
+			Engine: "segment", Rand: rand.New(rand.NewPCG(7, 1)), StateMachine: &lockedSM{},
+		},
+		Transport: NewMemNetwork().Transport(1),
+		Clock:     clock.NewManual(time.Unix(1_000_000, 0)),
+		OnFail:    func(err error) { failed <- err },
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	ctx := ctxTimeout(t)
+	_, err = s.Propose(ctx, []byte("a"))
+	require.NoError(t, err, "the disk works")
+	failing.Store(true)
+	_, err = s.Propose(ctx, []byte("b"))
+	require.ErrorIs(t, err, errorfs.ErrInjected)
+	select {
+	case err := <-failed:
+		require.ErrorIs(t, err, errorfs.ErrInjected)
+	case <-ctx.Done():
+		t.Fatal("OnFail was not called")
+	}
+	_, err = s.Propose(ctx, []byte("c"))
+	require.ErrorIs(t, err, errorfs.ErrInjected, "a stopped node refuses what follows")
+	assert.Empty(t, failed, "OnFail is called once")
 }
