@@ -309,15 +309,12 @@ func moved(m kadm.Metadata) bool {
 	return true
 }
 
+// pause is bench.Pause with ctx's error when it ends first.
 func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
+	if !bench.Pause(ctx, d) {
 		return ctx.Err()
 	}
+	return nil
 }
 
 func kerrOf(code int16) error { return kerr.ErrorForCode(code) }
