@@ -87,11 +87,13 @@ func TestCompose(t *testing.T) {
 	adm := kadm.NewClient(cl)
 	var last string
 	if !assert.Eventually(t, func() bool {
-		short, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		m, err := adm.BrokerMetadata(short)
-		last = fmt.Sprintf("brokers %v, err %v", m.Brokers, err)
-		return err == nil && len(m.Brokers) == 3
+		// A new client each time, as `kcat -L` is: the long-lived client
+		// once answered every poll for two minutes with the broker list
+		// of its first metadata (one broker, the others not yet unfenced)
+		// while every broker, asked by a new client, listed all three.
+		brokers, err := brokerMetadata(ctx, "localhost:9092")
+		last = fmt.Sprintf("brokers %v, err %v", brokers, err)
+		return err == nil && len(brokers) == 3
 	}, 2*time.Minute, 100*time.Millisecond, "the compose cluster lists three brokers") {
 		t.Logf("the last metadata: %s", last)
 		composeFailure(t, project, up, env)
@@ -190,3 +192,17 @@ func composeFailure(t *testing.T, project string, up, env []string) {
 }
 
 func must(b []byte, _ error) []byte { return b }
+
+// brokerMetadata asks seed for the cluster's brokers with a client of its
+// own.
+func brokerMetadata(ctx context.Context, seed string) (kadm.BrokerDetails, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seed))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	m, err := kadm.NewClient(cl).BrokerMetadata(short)
+	return m.Brokers, err
+}
