@@ -242,10 +242,24 @@ func (d *Metadata) applyConfig(c *ConfigChange) error {
 		nt.Configs = withConfig(t.Configs, c.Name, c.Value)
 		d.topics[t.ID] = &nt
 	case ResourceBroker:
-		if c.ResourceName != "" {
-			return fmt.Errorf("config %s of broker %q: only cluster-wide broker configs are kept", c.Name, c.ResourceName)
+		id, ok := brokerResource(c.ResourceName)
+		if !ok {
+			return fmt.Errorf("config %s of broker resource %q", c.Name, c.ResourceName)
 		}
-		d.clusterConfigs = withConfig(d.clusterConfigs, c.Name, c.Value)
+		if id < 0 {
+			d.clusterConfigs = withConfig(d.clusterConfigs, c.Name, c.Value)
+			return nil
+		}
+		if _, ok := throttleRates[c.Name]; !ok {
+			return fmt.Errorf("config %s of broker %d: only the throttle rates are kept per broker", c.Name, id)
+		}
+		d.brokerConfigs = maps.Clone(d.brokerConfigs)
+		if d.brokerConfigs == nil {
+			d.brokerConfigs = map[int32]map[string]string{}
+		}
+		if d.brokerConfigs[id] = withConfig(d.brokerConfigs[id], c.Name, c.Value); d.brokerConfigs[id] == nil {
+			delete(d.brokerConfigs, id)
+		}
 	default:
 		return fmt.Errorf("config %s of resource type %d", c.Name, c.ResourceType)
 	}

@@ -22,12 +22,15 @@ import (
 //   - the cluster-wide broker defaults (broker resource ""):
 //     min.insync.replicas and unclean.leader.election.enable, the defaults
 //     of topics that do not set them, read by the controller's elections
-//     and ISR rules and by every broker's leaders (Settings.Dynamic). The
-//     static broker configs (StaticBrokerConfigs) answer INVALID_REQUEST
-//     "Cannot update these configs dynamically", as Kafka does; a broker
-//     resource naming one broker id is refused with INVALID_REQUEST: a
-//     per-broker default of a topic config would make two leaders of one
-//     topic apply different rules.
+//     and ISR rules and by every broker's leaders (Settings.Dynamic), and
+//     the replication throttle rates (throttle.go). The static broker
+//     configs (StaticBrokerConfigs) answer INVALID_REQUEST "Cannot update
+//     these configs dynamically", as Kafka does.
+//   - one broker (the resource named by its id): the replication throttle
+//     rates only, which override the cluster-wide ones on that broker.
+//     Any other config is refused there with INVALID_REQUEST: a per-broker
+//     default of a topic config would make two leaders of one topic apply
+//     different rules.
 
 // Resource types of ConfigChange (kmsg.ConfigResourceType values).
 const (
@@ -39,6 +42,8 @@ const (
 var brokerConfigChecks = map[string]configCheck{
 	ConfigMinInsyncReplicas:     configChecks[ConfigMinInsyncReplicas],
 	ConfigUncleanLeaderElection: configChecks[ConfigUncleanLeaderElection],
+	ConfigLeaderThrottledRate:   throttleRates[ConfigLeaderThrottledRate],
+	ConfigFollowerThrottledRate: throttleRates[ConfigFollowerThrottledRate],
 }
 
 // StaticBrokerConfigs are the broker configs DescribeConfigs shows that
@@ -50,7 +55,11 @@ var StaticBrokerConfigs = []string{
 
 // listConfigs are the topic configs of type LIST: the only ones APPEND and
 // SUBTRACT apply to.
-var listConfigs = map[string]bool{ConfigCleanupPolicy: true}
+var listConfigs = map[string]bool{
+	ConfigCleanupPolicy:             true,
+	ConfigLeaderThrottledReplicas:   true,
+	ConfigFollowerThrottledReplicas: true,
+}
 
 // checkConfig checks one value of a config of resource type typ (nil:
 // deleted, always fine for a known key).
@@ -187,12 +196,25 @@ func (s Settings) alterBrokerConfigs(m *Metadata, a ConfigAlteration) ([]Record,
 	if len(static) > 0 {
 		return nil, fmt.Errorf("cannot update these configs dynamically: %v: %w", static, kerr.InvalidRequest)
 	}
-	if a.Name != "" {
-		return nil, fmt.Errorf("broker %q: %v are set cluster-wide only (the broker resource named \"\"): %w",
-			a.Name, slices.Sorted(maps.Keys(brokerConfigChecks)), kerr.InvalidRequest)
+	id, ok := brokerResource(a.Name)
+	if !ok {
+		return nil, fmt.Errorf("broker resource %q is neither \"\" (cluster-wide) nor a broker id: %w", a.Name, kerr.InvalidRequest)
+	}
+	cur := m.clusterConfigs
+	if id >= 0 {
+		for _, op := range a.Ops {
+			if _, ok := throttleRates[op.Name]; !ok {
+				return nil, fmt.Errorf("broker %d: %s is set cluster-wide only (the broker resource named \"\"); per broker: %v: %w",
+					id, op.Name, sortedKeys(throttleRates), kerr.InvalidRequest)
+			}
+		}
+		cur = m.brokerConfigs[id]
 	}
 	defaults := DefaultConfigs(s)
-	next, err := alteredConfigs(m.clusterConfigs, a, defaults)
+	for k := range throttleRates {
+		defaults[k] = strconv.FormatInt(Unthrottled, 10)
+	}
+	next, err := alteredConfigs(cur, a, defaults)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +224,7 @@ func (s Settings) alterBrokerConfigs(m *Metadata, a ConfigAlteration) ([]Record,
 			return nil, err
 		}
 	}
-	return configRecords(ResourceBroker, nil, "", m.clusterConfigs, next), nil
+	return configRecords(ResourceBroker, nil, a.Name, cur, next), nil
 }
 
 // alteredConfigs is cur after a's operations. A list config that is not

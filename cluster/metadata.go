@@ -112,6 +112,9 @@ type Metadata struct {
 	// broker resource named ""): defaults that override the controller's
 	// static Settings (see Settings.Dynamic).
 	clusterConfigs map[string]string
+	// brokerConfigs are the dynamic configs of one broker (the broker
+	// resource named by its id): only the throttle rates (throttle.go).
+	brokerConfigs map[int32]map[string]string
 }
 
 // Empty is the image before the first record.

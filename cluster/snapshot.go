@@ -15,6 +15,8 @@ type snapshotFile struct {
 	Topics         []*Topic  `json:"topics"`
 	// ClusterConfigs are the dynamic cluster-wide broker configs.
 	ClusterConfigs map[string]string `json:"clusterConfigs,omitempty"`
+	// BrokerConfigs are the dynamic configs of single brokers, by id.
+	BrokerConfigs map[int32]map[string]string `json:"brokerConfigs,omitempty"`
 }
 
 // MarshalSnapshot encodes the whole image.
@@ -22,6 +24,7 @@ func (m *Metadata) MarshalSnapshot() ([]byte, error) {
 	b, err := json.Marshal(snapshotFile{
 		Offset: m.offset, ClusterID: m.clusterID, NextProducerID: m.nextProducerID,
 		Brokers: m.Brokers(), Topics: m.Topics(), ClusterConfigs: m.clusterConfigs,
+		BrokerConfigs: m.brokerConfigs,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: encode snapshot: %w", err)
@@ -44,6 +47,17 @@ func UnmarshalSnapshot(b []byte) (*Metadata, error) {
 		}
 	}
 	m.clusterConfigs = f.ClusterConfigs
+	for id, cs := range f.BrokerConfigs {
+		for k, v := range cs {
+			if _, ok := throttleRates[k]; !ok || id < 0 {
+				return nil, fmt.Errorf("cluster: snapshot: broker %d: config %s is not kept per broker", id, k)
+			}
+			if err := checkConfig(ResourceBroker, k, &v); err != nil {
+				return nil, fmt.Errorf("cluster: snapshot: broker %d: %w", id, err)
+			}
+		}
+	}
+	m.brokerConfigs = f.BrokerConfigs
 	for _, br := range f.Brokers {
 		if _, dup := m.brokers[br.ID]; dup || br == nil {
 			return nil, fmt.Errorf("cluster: snapshot: broker %d twice", br.ID)

@@ -64,14 +64,16 @@ const (
 // these values (min.insync.replicas and unclean.leader.election.enable fall
 // back to the broker's settings first: see Settings).
 var ConfigDefaults = map[string]string{
-	ConfigCleanupPolicy:         "delete",
-	ConfigRetentionMs:           "604800000",
-	ConfigRetentionBytes:        "-1",
-	ConfigSegmentBytes:          "1073741824",
-	ConfigMaxMessageBytes:       "1048588",
-	ConfigMessageTimestampType:  "CreateTime",
-	ConfigMinInsyncReplicas:     "1",
-	ConfigUncleanLeaderElection: "false",
+	ConfigCleanupPolicy:             "delete",
+	ConfigRetentionMs:               "604800000",
+	ConfigRetentionBytes:            "-1",
+	ConfigSegmentBytes:              "1073741824",
+	ConfigMaxMessageBytes:           "1048588",
+	ConfigMessageTimestampType:      "CreateTime",
+	ConfigMinInsyncReplicas:         "1",
+	ConfigUncleanLeaderElection:     "false",
+	ConfigLeaderThrottledReplicas:   "",
+	ConfigFollowerThrottledReplicas: "",
 }
 
 type configCheck func(v string) error
@@ -79,14 +81,16 @@ type configCheck func(v string) error
 var configChecks = map[string]configCheck{
 	// compact needs a cleaner this broker does not have; LogAppendTime would
 	// need the broker to rewrite timestamps inside the CRC.
-	ConfigCleanupPolicy:         oneOf("delete"),
-	ConfigRetentionMs:           intRange(-1, math.MaxInt64),
-	ConfigRetentionBytes:        intRange(-1, math.MaxInt64),
-	ConfigSegmentBytes:          intRange(14, math.MaxInt32), // Kafka's minimum
-	ConfigMaxMessageBytes:       intRange(0, math.MaxInt32),
-	ConfigMessageTimestampType:  oneOf("CreateTime"),
-	ConfigMinInsyncReplicas:     intRange(1, math.MaxInt16),
-	ConfigUncleanLeaderElection: oneOf("true", "false"),
+	ConfigCleanupPolicy:             oneOf("delete"),
+	ConfigRetentionMs:               intRange(-1, math.MaxInt64),
+	ConfigRetentionBytes:            intRange(-1, math.MaxInt64),
+	ConfigSegmentBytes:              intRange(14, math.MaxInt32), // Kafka's minimum
+	ConfigMaxMessageBytes:           intRange(0, math.MaxInt32),
+	ConfigMessageTimestampType:      oneOf("CreateTime"),
+	ConfigMinInsyncReplicas:         intRange(1, math.MaxInt16),
+	ConfigUncleanLeaderElection:     oneOf("true", "false"),
+	ConfigLeaderThrottledReplicas:   throttledReplicas,
+	ConfigFollowerThrottledReplicas: throttledReplicas,
 }
 
 func oneOf(allowed ...string) configCheck {
