@@ -178,6 +178,16 @@ func (l *Leader) metadata(ev MetadataUpdate) []Action {
 	moved := ev.Replicas != nil && !slices.Equal(ev.Replicas, l.replicas) && slices.Contains(ev.Replicas, l.self)
 	if moved {
 		l.setReplicas(ev.Replicas)
+		if p := l.pending; p != nil && ev.PartitionEpoch >= p.PartitionEpoch && slices.ContainsFunc(p.NewISR, func(m ISRMember) bool {
+			return !slices.Contains(l.replicas, m.ID)
+		}) {
+			// The change in flight names a replica this partition epoch no
+			// longer has (proposed between the AlterPartition answer that
+			// completed a reassignment and the metadata that removed the
+			// replica): no controller can commit it at this epoch, and
+			// kept in the maximal ISR it would hold the HW forever.
+			l.pending, l.refused, l.retryAt = nil, false, time.Time{}
+		}
 	}
 	minChanged := ev.MinISR > 0 && ev.MinISR != l.minISR
 	if ev.MinISR > 0 {

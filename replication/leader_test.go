@@ -471,3 +471,36 @@ func TestLeaderReplicasChange(t *testing.T) {
 	l.Step(MetadataUpdate{LeaderEpoch: 5, PartitionEpoch: 9, ISR: []int32{1, 3, 4}, Eligible: eligible, Now: at(7)})
 	require.NoError(t, answerOf(t, l.Step(fetchOf(4, 10, 3, 8))).Err)
 }
+
+// The AlterPartition answer that completes a move reaches the leader
+// before the metadata that removes the old replica: the leader, still
+// serving that replica, proposes it back into the ISR at the new partition
+// epoch, and the controller refuses. The metadata then removes the
+// replica, and the refused change must not hold the HW (it did: a producer
+// waited forever for the last record of the move).
+func TestLeaderDropsAChangeNamingARemovedReplica(t *testing.T) {
+	l, _ := newTestLeader(t, nil)
+	eligible := []ISRMember{{1, 11}, {2, 12}, {3, 13}, {4, 14}}
+	l.Step(MetadataUpdate{LeaderEpoch: 5, PartitionEpoch: 8, ISR: []int32{1, 3}, Replicas: []int32{1, 3, 4, 2}, Eligible: eligible, Now: at(1)})
+	l.Step(fetchOf(3, 10, 3, 2))
+	p, ok := find[ProposeISR](l.Step(fetchOf(4, 10, 3, 2)))
+	require.True(t, ok)
+	require.Equal(t, []int32{1, 3, 4}, memberIDs(p.NewISR))
+	// The controller commits the expansion and, in the same record,
+	// completes the move: replicas 1, 3, 4 at partition epoch 9.
+	l.Step(AlterPartitionResult{Seq: p.Seq, LeaderEpoch: 5, PartitionEpoch: 9, ISR: []int32{1, 3, 4}, Now: at(3)})
+	p, ok = find[ProposeISR](l.Step(fetchOf(2, 10, 3, 4)))
+	require.True(t, ok, "2 caught up, still a replica as far as this leader knows")
+	require.Contains(t, memberIDs(p.NewISR), int32(2))
+	require.Empty(t, l.Step(AlterPartitionResult{Seq: p.Seq, Err: kerr.InvalidRequest, Now: at(5)}))
+
+	l.Step(LocalAppended{End: 11})
+	l.Step(LocalDurable{End: 11})
+	l.Step(MetadataUpdate{LeaderEpoch: 5, PartitionEpoch: 9, ISR: []int32{1, 3, 4}, Replicas: []int32{1, 3, 4}, Eligible: eligible, Now: at(6)})
+	require.Nil(t, l.Status(at(6)).Pending, "no controller can commit a change naming 2 at epoch 9")
+	l.Step(fetchOf(3, 11, 5, 7))
+	acts := l.Step(fetchOf(4, 11, 5, 7))
+	adv, ok := find[AdvanceHW](acts)
+	require.True(t, ok, "the HW moves with the ISR that is left")
+	require.Equal(t, int64(11), adv.To)
+}
