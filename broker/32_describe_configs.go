@@ -27,8 +27,11 @@ import (
 //     message.max.bytes, log.dirs), and min.insync.replicas and
 //     unclean.leader.election.enable, which AlterConfigs may set
 //     cluster-wide: DYNAMIC_DEFAULT_BROKER_CONFIG once set, the static
-//     value before. Another broker id (clients ask each broker for its
-//     own): INVALID_REQUEST.
+//     value before; the replication throttle rates, which may be set per
+//     broker too: DYNAMIC_BROKER_CONFIG when this broker has its own,
+//     DYNAMIC_DEFAULT_BROKER_CONFIG when the cluster has one, else
+//     DEFAULT_CONFIG (unthrottled, Long.MAX_VALUE as in Kafka). Another
+//     broker id (clients ask each broker for its own): INVALID_REQUEST.
 //   - Any other resource type: INVALID_REQUEST.
 //   - No synonyms (IncludeSynonyms gets an empty list); documentation null.
 //
@@ -40,14 +43,16 @@ func init() { register(32, 0, 4, handleDescribeConfigs) }
 // topicConfigTypes are the types of the topic configs the broker accepts
 // (cluster.ConfigDefaults holds their names and defaults).
 var topicConfigTypes = map[string]kmsg.ConfigType{
-	cluster.ConfigCleanupPolicy:         kmsg.ConfigTypeList,
-	cluster.ConfigRetentionMs:           kmsg.ConfigTypeLong,
-	cluster.ConfigRetentionBytes:        kmsg.ConfigTypeLong,
-	cluster.ConfigSegmentBytes:          kmsg.ConfigTypeInt,
-	cluster.ConfigMaxMessageBytes:       kmsg.ConfigTypeInt,
-	cluster.ConfigMessageTimestampType:  kmsg.ConfigTypeString,
-	cluster.ConfigMinInsyncReplicas:     kmsg.ConfigTypeInt,
-	cluster.ConfigUncleanLeaderElection: kmsg.ConfigTypeBoolean,
+	cluster.ConfigCleanupPolicy:             kmsg.ConfigTypeList,
+	cluster.ConfigRetentionMs:               kmsg.ConfigTypeLong,
+	cluster.ConfigRetentionBytes:            kmsg.ConfigTypeLong,
+	cluster.ConfigSegmentBytes:              kmsg.ConfigTypeInt,
+	cluster.ConfigMaxMessageBytes:           kmsg.ConfigTypeInt,
+	cluster.ConfigMessageTimestampType:      kmsg.ConfigTypeString,
+	cluster.ConfigMinInsyncReplicas:         kmsg.ConfigTypeInt,
+	cluster.ConfigUncleanLeaderElection:     kmsg.ConfigTypeBoolean,
+	cluster.ConfigLeaderThrottledReplicas:   kmsg.ConfigTypeList,
+	cluster.ConfigFollowerThrottledReplicas: kmsg.ConfigTypeList,
 }
 
 // configEntry is one described config.
@@ -93,11 +98,23 @@ func (s *Server) brokerConfigEntries(img *cluster.Metadata) []configEntry {
 		}
 		return e
 	}
+	// throttle is a replication throttle rate: per broker or cluster-wide.
+	throttle := func(name string) configEntry {
+		e := configEntry{name, str(strconv.FormatInt(img.ReplicationThrottle(s.cfg.NodeID, name), 10)), kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeLong, false}
+		if _, ok := img.BrokerConfigs(s.cfg.NodeID)[name]; ok {
+			e.source = kmsg.ConfigSourceDynamicBrokerConfig
+		} else if _, ok := img.ClusterConfigs()[name]; ok {
+			e.source = kmsg.ConfigSourceDynamicDefaultBrokerConfig
+		}
+		return e
+	}
 	return []configEntry{
 		{"auto.create.topics.enable", str(strconv.FormatBool(s.cfg.AutoCreate)), static, kmsg.ConfigTypeBoolean, true},
 		{"broker.id", str(strconv.Itoa(int(s.cfg.NodeID))), static, kmsg.ConfigTypeInt, true},
 		{"broker.rack", str(s.cfg.Rack), static, kmsg.ConfigTypeString, true},
 		{"default.replication.factor", str(strconv.Itoa(int(set.DefaultReplicationFactor))), static, kmsg.ConfigTypeInt, true},
+		throttle(cluster.ConfigFollowerThrottledRate),
+		throttle(cluster.ConfigLeaderThrottledRate),
 		{"log.dirs", str(s.cfg.Dir), static, kmsg.ConfigTypeString, true},
 		{"message.max.bytes", str(cluster.ConfigDefaults[cluster.ConfigMaxMessageBytes]), static, kmsg.ConfigTypeInt, true},
 		dynamic(cluster.ConfigMinInsyncReplicas, strconv.Itoa(set.MinInsyncReplicas), kmsg.ConfigTypeInt),

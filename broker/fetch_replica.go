@@ -17,10 +17,14 @@ func (s *Server) fetchForFollower(ctx context.Context, req *kmsg.FetchRequest, r
 	if req.MaxBytes > 0 && int(req.MaxBytes) < maxBytes {
 		maxBytes = int(req.MaxBytes)
 	}
+	img := s.store.Image()
 	for i := range targets {
 		t := &targets[i]
 		if t.Err == nil {
 			t.Part, t.Err = s.partition(t.Topic, t.Req.Partition)
+		}
+		if t.Err == nil {
+			t.Throttle = s.throttles.leaderQuota(img, t.Topic, t.Req.Partition, s.cfg.NodeID, replica)
 		}
 	}
 	waitCtx, cancel := withTimeout(ctx, s.cfg.Clock, time.Duration(req.MaxWaitMillis)*time.Millisecond)

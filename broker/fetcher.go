@@ -26,7 +26,9 @@ type fetchers struct {
 }
 
 func newFetchers(s *Server) *fetchers {
-	return &fetchers{s: s, fs: node.NewFetchers(s.cfg.NodeID), running: map[*node.Fetcher]*running{}}
+	fs := node.NewFetchers(s.cfg.NodeID)
+	fs.SetThrottle(s.throttles.followerThrottle())
+	return &fetchers{s: s, fs: fs, running: map[*node.Fetcher]*running{}}
 }
 
 // follow makes p fetch from leader, or from nobody when leader is this
@@ -109,7 +111,7 @@ func (f *fetchers) run(ctx context.Context, nf *node.Fetcher, wake <-chan struct
 		req, sent := nf.Build(s.cfg.Clock.Now(), s.life.epoch.Load())
 		s.log.Debug("replica fetch", "leader", nf.Leader(), "partitions", len(sent))
 		if len(sent) == 0 {
-			f.pause(ctx, node.SyncPoll, wake)
+			f.pause(ctx, nf.IdlePause(), wake)
 			continue
 		}
 		a, ok := node.LeaderAddr(s.store.Image(), nf.Leader())

@@ -365,3 +365,111 @@ func TestReassignOffStoppedBroker(t *testing.T) {
 	}
 	assert.Equal(t, want, consumeEvery(ctx, t, c, topic))
 }
+
+// A throttled reassignment (KIP-73), each side on its own: with the rate
+// at 1 B/s the new replica copies one batch a second, so after two
+// seconds it holds a small part of the log, is out of the ISR and the move
+// is still listed, while the producer goes on being acknowledged (the
+// replicas in the ISR are never throttled). Removing the rate lets the
+// move complete; nothing acknowledged is lost.
+func TestReassignThrottled(t *testing.T) {
+	for _, side := range []string{"follower", "leader"} {
+		t.Run(side, func(t *testing.T) {
+			c := brokertest.StartClusterOf(t, 4, 3, onSegment)
+			ctx := interoptest.Context(t)
+			cl := c.Client(t)
+			adm := kadm.NewClient(cl)
+			const topic = "th"
+			createAssignedAll(ctx, t, cl, topic, []int32{1, 2, 3})
+			requireReplicasEverywhere(t, c, topic, [][]int32{{1, 2, 3}})
+			// Small batches, so that one batch a second is a small share.
+			fill := c.Client(t, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchMaxBytes(8<<10))
+			const prefill = 2000
+			pad := strings.Repeat("x", 1024)
+			var recs []*kgo.Record
+			for i := range prefill {
+				recs = append(recs, &kgo.Record{Value: fmt.Appendf(nil, "%d %s", prefillBase+i, pad)})
+			}
+			require.NoError(t, fill.ProduceSync(ctx, recs...).FirstErr())
+
+			rateKey, listKey, brokers, list := cluster.ConfigFollowerThrottledRate, cluster.ConfigFollowerThrottledReplicas, []int32{4}, "0:4"
+			if side == "leader" {
+				rateKey, listKey, brokers, list = cluster.ConfigLeaderThrottledRate, cluster.ConfigLeaderThrottledReplicas, []int32{1, 2, 3}, "0:1,0:2,0:3"
+			}
+			setRate := func(v *string) {
+				op := kadm.SetConfig
+				if v == nil {
+					op = kadm.DeleteConfig
+				}
+				rs, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: op, Name: rateKey, Value: v}}, brokers...)
+				require.NoError(t, err)
+				for _, r := range rs {
+					require.NoError(t, r.Err, "broker %s: %s", r.Name, r.ErrMessage)
+				}
+			}
+			setRate(kmsg.StringPtr("1"))
+			rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: listKey, Value: kmsg.StringPtr(list)}}, topic)
+			require.NoError(t, err)
+			require.NoError(t, rs[0].Err)
+			described, err := adm.DescribeBrokerConfigs(ctx, brokers[0])
+			require.NoError(t, err)
+			rc, err := described.On(fmt.Sprint(brokers[0]), nil)
+			require.NoError(t, err)
+			idx := slices.IndexFunc(rc.Configs, func(c kadm.Config) bool { return c.Key == rateKey })
+			require.GreaterOrEqual(t, idx, 0, "%s described", rateKey)
+			assert.Equal(t, "1", *rc.Configs[idx].Value)
+			assert.Equal(t, kmsg.ConfigSourceDynamicBrokerConfig, rc.Configs[idx].Source)
+			for _, id := range []int32{1, 2, 3, 4} {
+				require.Eventually(t, func() bool {
+					tp, ok := c.Node(id).Server.Metadata().Topic(topic)
+					return ok && tp.Config(listKey, "") == list
+				}, 10*time.Second, 10*time.Millisecond, "broker %d has the throttled replicas", id)
+			}
+
+			prod := startSpreadProducer(ctx, t, c, topic)
+			var req kadm.AlterPartitionAssignmentsReq
+			req.Assign(topic, 0, []int32{2, 3, 4})
+			res, err := adm.AlterPartitionAssignments(ctx, req)
+			require.NoError(t, err)
+			require.NoError(t, res.Error())
+			n := prod.count()
+			time.Sleep(2 * time.Second)
+			require.Greater(t, prod.count(), n, "acknowledged during the throttled move")
+			ls, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{topic: {0: {}}})
+			require.NoError(t, err)
+			require.Contains(t, ls[topic], int32(0), "still moving")
+			assert.NotContains(t, partitionOn(t, c, 1, topic).ISR, int32(4))
+			end := replicaEnd(t, c.Node(4), topic)
+			assert.Less(t, end, int64(prefill/2), "the new replica copied %d records in 2 s at 1 B/s", end)
+			t.Logf("the new replica holds %d of %d records after 2 s", end, prefill)
+
+			setRate(nil)
+			require.Eventually(t, func() bool {
+				ls, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{topic: {0: {}}})
+				return err == nil && len(ls[topic]) == 0
+			}, 30*time.Second, 20*time.Millisecond, "the move completes once unthrottled")
+			requireReplicasEverywhere(t, c, topic, [][]int32{{2, 3, 4}})
+			acked, _ := prod.finish()
+			for i := range prefill {
+				acked = append(acked, prefillBase+i)
+			}
+			seen := map[int]int{}
+			for _, v := range consumeEvery(ctx, t, c, topic) {
+				seen[v]++
+			}
+			for _, v := range acked {
+				if seen[v] != 1 {
+					t.Errorf("record %d read %d times", v, seen[v])
+				}
+			}
+		})
+	}
+}
+
+// replicaEnd is the end offset of partition 0 of topic on node's replica.
+func replicaEnd(t *testing.T, nd *brokertest.Node, topic string) int64 {
+	t.Helper()
+	p, err := nd.Server.Partitions().Partition(topic, 0)
+	require.NoError(t, err)
+	return p.EndOffset()
+}

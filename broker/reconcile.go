@@ -44,6 +44,7 @@ func (s *Server) kickReconcile() {
 
 // reconcile carries out what img asks and returns its offset.
 func (s *Server) reconcile(r *node.Reconciler, img *cluster.Metadata) uint64 {
+	s.throttles.apply(img, s.cfg.NodeID)
 	st := node.Standing{Epoch: s.life.epoch.Load()}
 	plan := r.Plan(img, st, s.parts.Keys(), s.cfg.Clock.Now())
 	work := make([]func(), len(plan.Set))

@@ -44,6 +44,7 @@ type Server struct {
 	life           *lifecycle
 	groups         *groupSet
 	fetchers       *fetchers
+	throttles      *throttles
 	kick           chan struct{} // wakes the reconciler; capacity 1
 	reconciled     notifier      // the image offset the reconciler last applied
 	reconcileBegan atomic.Int64  // when (UnixNano, injected clock) it began its current round
@@ -98,6 +99,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.ctlClient = newControllerClient(s)
 	s.groups = newGroupSet(s)
+	s.throttles = newThrottles()
 	s.fetchers = newFetchers(s)
 	s.connCtx, s.hardStop = context.WithCancel(context.Background())
 	s.metrics = newMetrics(s)

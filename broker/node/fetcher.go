@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"log/slog"
+	"math"
 	"net"
 	"strconv"
 	"sync"
@@ -32,7 +33,7 @@ import (
 // take up to a second).
 //
 // The driver of a fetcher loops: Build; nothing to send, wait up to
-// SyncPoll or a wake; otherwise BeginFlight, send, EndFlight, Handle, and
+// IdlePause or a wake; otherwise BeginFlight, send, EndFlight, Handle, and
 // wait (up to SyncAwait) for the syncs of what the answer appended.
 
 const (
@@ -79,12 +80,28 @@ const (
 	// FetchTimeoutSlack is how much longer than its long poll a driver
 	// waits for a fetch's answer.
 	FetchTimeoutSlack = 5 * time.Second
+	// ThrottlePoll is how often a fetcher whose every partition is held by
+	// the follower throttle looks again: the quota's window moves on in
+	// steps of a tenth of a second.
+	ThrottlePoll = 50 * time.Millisecond
 )
+
+// FollowerThrottle is the follower side of a replication throttle
+// (follower.replication.throttled.rate): partitions for which Throttled
+// is true (listed for this broker and out of the ISR) are left out of a
+// fetch while Quota is exceeded, and what they fetch counts toward it.
+// Partitions in the ISR are never throttled: acknowledgements wait for
+// them.
+type FollowerThrottle struct {
+	Quota     *Quota
+	Throttled func(partition.Key) bool
+}
 
 // Fetchers are a broker's replica fetchers, by leader. Safe for
 // concurrent use.
 type Fetchers struct {
-	self int32
+	self     int32
+	throttle *FollowerThrottle
 
 	mu       sync.Mutex
 	byLeader map[int32]*Fetcher
@@ -95,6 +112,14 @@ type Fetchers struct {
 // NewFetchers returns the fetchers of broker self, none yet.
 func NewFetchers(self int32) *Fetchers {
 	return &Fetchers{self: self, byLeader: map[int32]*Fetcher{}, leaderOf: map[partition.Key]int32{}}
+}
+
+// SetThrottle makes every fetcher, present and future, apply t. Call it
+// before the first Follow.
+func (fs *Fetchers) SetThrottle(t *FollowerThrottle) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.throttle = t
 }
 
 // Follow makes p fetch from leader, or from nobody when leader is this
@@ -125,6 +150,7 @@ func (fs *Fetchers) Follow(now time.Time, p *partition.Partition, leader int32) 
 	f, ok := fs.byLeader[leader]
 	if !ok {
 		f = newFetcher(fs.self, leader)
+		f.throttle = fs.throttle
 		fs.byLeader[leader] = f
 		started = f
 	}
@@ -168,6 +194,7 @@ func (fs *Fetchers) Close() []*Fetcher {
 // driver fetches.
 type Fetcher struct {
 	self, leader int32
+	throttle     *FollowerThrottle // nil: none
 
 	mu    sync.Mutex
 	parts map[partition.Key]*partition.Partition
@@ -189,6 +216,9 @@ type Fetcher struct {
 	interrupts  int
 	windowStart time.Time
 	lastBurst   time.Time
+	// heldByThrottle: the last Build left a partition out for the throttle
+	// and none for its sync (IdlePause).
+	heldByThrottle bool
 }
 
 func newFetcher(self, leader int32) *Fetcher {
@@ -294,20 +324,38 @@ func (f *Fetcher) Build(now time.Time, brokerEpoch int64) (*kmsg.FetchRequest, S
 		}
 	}
 	byTopic := map[uuid.UUID]int{}
+	// allowance is what the throttle lets the throttled partitions of this
+	// fetch ask for, shared out in order; each still gets one batch.
+	allowance := int64(math.MaxInt64)
+	if f.throttle != nil {
+		allowance = f.throttle.Quota.Allowance(now)
+	}
+	heldByThrottle, syncPending := false, false
 	for _, k := range sortedKeys(f.parts) {
 		p := f.parts[k]
 		if now.Before(f.notBefore[k]) {
+			continue
+		}
+		throttled := f.throttle != nil && f.throttle.Throttled(k)
+		if throttled && allowance <= 0 {
+			heldByThrottle = true
 			continue
 		}
 		fr, ok := p.NextFetch()
 		if !ok {
 			if st, _ := p.FollowerState(); st.SyncPending {
 				wait = min(wait, syncPendingWait)
+				syncPending = true
 			}
 			continue
 		}
 		if fr.Leader != f.leader {
 			continue
+		}
+		maxBytes := int64(replicaFetchBytes)
+		if throttled {
+			maxBytes = min(maxBytes, allowance)
+			allowance -= maxBytes
 		}
 		i, ok := byTopic[k.TopicID]
 		if !ok {
@@ -319,12 +367,25 @@ func (f *Fetcher) Build(now time.Time, brokerEpoch int64) (*kmsg.FetchRequest, S
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.CurrentLeaderEpoch, rp.FetchOffset = k.Index, fr.CurrentLeaderEpoch, fr.FetchOffset
-		rp.LastFetchedEpoch, rp.LogStartOffset, rp.PartitionMaxBytes = fr.LastFetchedEpoch, fr.LogStartOffset, replicaFetchBytes
+		rp.LastFetchedEpoch, rp.LogStartOffset, rp.PartitionMaxBytes = fr.LastFetchedEpoch, fr.LogStartOffset, int32(maxBytes)
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		sent[k] = SentPartition{Part: p, Req: fr}
 	}
 	req.MaxWaitMillis = int32(max(wait/time.Millisecond, 1))
+	f.heldByThrottle = heldByThrottle && !syncPending
 	return req, sent
+}
+
+// IdlePause is how long a driver whose Build had nothing to send waits
+// before building again (unless woken): SyncPoll while a partition waits
+// for its sync, ThrottlePoll while the throttle alone holds them.
+func (f *Fetcher) IdlePause() time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.heldByThrottle {
+		return ThrottlePoll
+	}
+	return SyncPoll
 }
 
 // NextWake is when a partition held back by a backoff may fetch again
@@ -399,6 +460,9 @@ func (f *Fetcher) Handle(now time.Time, resp *kmsg.FetchResponse, sent Sent, log
 			}
 			if rp.DivergingEpoch.Epoch >= 0 && rp.DivergingEpoch.EndOffset >= 0 {
 				res.Diverging = &replication.EpochEnd{Epoch: rp.DivergingEpoch.Epoch, EndOffset: rp.DivergingEpoch.EndOffset}
+			}
+			if f.throttle != nil && len(rp.RecordBatches) > 0 && f.throttle.Throttled(k) {
+				f.throttle.Quota.Record(now, len(rp.RecordBatches))
 			}
 			if rp.ErrorCode != 0 {
 				log.Debug("replica fetch partition error", "partition", k.String(), "leader", f.leader, "err", res.Err)

@@ -106,3 +106,65 @@ func TestFetcherHoldsBackAfterErrors(t *testing.T) {
 	require.Equal(t, int32(ReplicaFetchBackoff/time.Millisecond)-int32(metadataLagBackoff/time.Millisecond), req.MaxWaitMillis,
 		"a long poll ends when the other partition's backoff does")
 }
+
+// The follower throttle leaves its partitions out of a fetch once its
+// quota is spent, shares what is left among them, counts what they fetch,
+// and never touches a partition it does not throttle.
+func TestFetcherLeavesThrottledPartitionsOut(t *testing.T) {
+	parts := followers(t, 3)
+	q := NewQuota()
+	q.SetLimit(3000)
+	throttledKey := map[partition.Key]bool{parts[0].Key(): true, parts[1].Key(): true}
+	fs := NewFetchers(2)
+	fs.SetThrottle(&FollowerThrottle{Quota: q, Throttled: func(k partition.Key) bool { return throttledKey[k] }})
+	var f *Fetcher
+	for _, p := range parts {
+		if started, _ := fs.Follow(t0, p, 1); started != nil {
+			f = started
+		}
+	}
+	q.Record(t0, 1000)
+	req, sent := f.Build(t0, 5)
+	require.Len(t, sent, 2, "the first throttled partition takes the allowance, the second waits")
+	require.NotContains(t, sent, parts[1].Key())
+	maxBytes := map[int32]int32{}
+	for _, rp := range req.Topics[0].Partitions {
+		maxBytes[rp.Partition] = rp.PartitionMaxBytes
+	}
+	require.Equal(t, map[int32]int32{0: 2000, 2: replicaFetchBytes}, maxBytes)
+
+	// An answer with 2500 bytes for a throttled partition and 5000 for the
+	// other: only the first counts, and the quota is spent.
+	resp := kmsg.NewPtrFetchResponse()
+	rt := kmsg.NewFetchResponseTopic()
+	rt.TopicID = parts[0].Key().TopicID
+	for i, n := range []int{2500, 0, 5000} {
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.Partition, rp.HighWatermark, rp.LogStartOffset = int32(i), 0, 0
+		if n > 0 {
+			rp.RecordBatches = make([]byte, n)
+		}
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	resp.Topics = append(resp.Topics, rt)
+	f.Handle(t0, resp, sent, slog.New(slog.DiscardHandler))
+	require.True(t, q.Exceeded(t0))
+	require.Equal(t, int64(3000-1000-2500), q.Allowance(t0))
+
+	// The bytes were no records: the partitions back off, then fetch.
+	t1 := t0.Add(ReplicaFetchBackoff)
+	_, sent = f.Build(t1, 5)
+	require.Len(t, sent, 1, "only the unthrottled partition")
+	require.Contains(t, sent, parts[2].Key())
+
+	throttledKey[parts[2].Key()] = true
+	_, sent = f.Build(t1, 5)
+	require.Empty(t, sent)
+	require.Equal(t, ThrottlePoll, f.IdlePause(), "held by the throttle alone")
+
+	later := t0.Add(QuotaWindow)
+	_, sent = f.Build(later, 5)
+	require.Len(t, sent, 1, "the window moved on: the first throttled partition takes all of it")
+	_, sent = f.Build(later.Add(QuotaWindow), 5)
+	require.Len(t, sent, 1)
+}

@@ -34,6 +34,14 @@ type Target struct {
 	Req     *kmsg.FetchRequestTopicPartition
 	Part    *partition.Partition // nil when the partition is not here
 	Err     error                // resolving error, sticky for the request
+	// Throttle is the leader's replication quota when this partition's
+	// copy to the follower is throttled (leader.replication.throttled.rate:
+	// the partition is listed for this broker and the follower is out of
+	// its ISR), nil otherwise. While it is exceeded the follower's fetch
+	// still counts (its offset, the ISR) but gets no records, and the long
+	// poll does not end for this partition's data (held).
+	Throttle *Quota
+	held     bool
 }
 
 // ResolveTargets resolves the partitions req names against img: topics by
@@ -105,6 +113,14 @@ func ServeFollower(resp *kmsg.FetchResponse, targets []Target, replica int32, br
 		}
 		room := maxBytes - got
 		limit := max(min(int(t.Req.PartitionMaxBytes), room), 1)
+		t.held = false
+		if t.Throttle != nil {
+			if a := t.Throttle.Allowance(now); a <= 0 {
+				t.held, limit = true, partition.NoRecords
+			} else {
+				limit = int(min(int64(limit), a))
+			}
+		}
 		rd, err := t.Part.ServeFollower(replication.FollowerFetch{
 			Replica: replica, BrokerEpoch: brokerEpoch, CurrentLeaderEpoch: t.Req.CurrentLeaderEpoch,
 			FetchOffset: t.Req.FetchOffset, LastFetchedEpoch: t.Req.LastFetchedEpoch,
@@ -128,6 +144,9 @@ func ServeFollower(resp *kmsg.FetchResponse, targets []Target, replica int32, br
 		if n := len(rd.Records); got == 0 || got+n <= maxBytes {
 			sp.RecordBatches = rd.Records
 			got += n
+			if t.Throttle != nil {
+				t.Throttle.Record(now, n)
+			}
 		}
 		st.Partitions = append(st.Partitions, sp)
 	}
@@ -149,10 +168,11 @@ func AnswerFollowerNow(req *kmsg.FetchRequest, got int, news bool) bool {
 
 // FollowerDataReady reports whether some partition of a parked follower
 // fetch has data past the offset it asked for, or a log start past the
-// follower's: the long poll ends.
+// follower's: the long poll ends. A partition the throttle held in the
+// last ServeFollower does not end it.
 func FollowerDataReady(targets []Target) bool {
 	return slices.ContainsFunc(targets, func(t Target) bool {
-		return t.Err == nil && t.Part != nil && t.Part.FollowerDataReady(t.Req.FetchOffset, t.Req.LogStartOffset)
+		return t.Err == nil && t.Part != nil && !t.held && t.Part.FollowerDataReady(t.Req.FetchOffset, t.Req.LogStartOffset)
 	})
 }
 

@@ -366,6 +366,9 @@ func (p *Partition) EndOffsetForEpoch(epoch int32) (int32, int64) {
 	return p.epochs.EndOffsetFor(epoch, p.log.EndOffset())
 }
 
+// NoRecords is ServeFollower's maxBytes for an answer without records.
+const NoRecords = -1
+
 // ReplicaRead is a leader's answer to a follower's fetch.
 type ReplicaRead struct {
 	Records        []byte
@@ -381,7 +384,9 @@ type ReplicaRead struct {
 // watermark), about maxBytes of them but at least one, or a diverging
 // epoch for it to truncate to. The fetch counts toward the ISR and the high
 // watermark. Errors wrap kerr values: NOT_LEADER_OR_FOLLOWER,
-// FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, OFFSET_OUT_OF_RANGE.
+// FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, OFFSET_OUT_OF_RANGE. With
+// maxBytes NoRecords (a throttled copy) the fetch counts all the same but
+// no records are read.
 func (p *Partition) ServeFollower(ev replication.FollowerFetch, maxBytes int) (ReplicaRead, error) {
 	if p.gone.Load() {
 		return ReplicaRead{}, p.closedErr()
@@ -400,7 +405,7 @@ func (p *Partition) ServeFollower(ev replication.FollowerFetch, maxBytes int) (R
 	if answer.Err != nil {
 		return rd, p.wrap(answer.Err)
 	}
-	if answer.Diverging != nil || answer.From >= answer.To {
+	if answer.Diverging != nil || answer.From >= answer.To || maxBytes == NoRecords {
 		return rd, nil
 	}
 	bs, err := p.log.Read(answer.From, maxBytes)
