@@ -11,7 +11,7 @@
 //	config describe TOPIC [-all] | set TOPIC k=v... | delete TOPIC k...  (-cluster: broker defaults)
 //	delete-records TOPIC -offset N [-partition P]   move the log start
 //	elect-leaders [-unclean] TOPIC [-partition P]   preferred (or unclean) leader election
-//	reassign -topic T [-partition P] -replicas 2,3,4 [-wait] | -cancel | -list   move replicas
+//	reassign -topic T [-partition P] -replicas 2,3,4 [-throttle BYTES] [-wait] | -cancel | -unthrottle | -list   move replicas
 //	log-dirs [TOPIC...]                 each broker's replicas: size and lag
 //	meta                                brokers, controller, topics
 //

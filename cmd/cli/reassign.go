@@ -20,8 +20,8 @@ import (
 func init() {
 	register(command{
 		name: "reassign",
-		summary: "reassign -topic T [-partition P] -replicas 2,3,4 [-wait] | -topic T [-partition P] -cancel | -list [-topic T]" +
-			": move partitions to other brokers, cancel a move, list the moves in progress",
+		summary: "reassign -topic T [-partition P] -replicas 2,3,4 [-throttle BYTES] [-wait] | -topic T [-partition P] -cancel | -topic T -unthrottle | -list [-topic T]" +
+			": move partitions to other brokers, cancel a move, take a move's throttle off, list the moves in progress",
 		run: runReassign,
 	})
 }
@@ -32,7 +32,10 @@ func init() {
 // replicas catch up and join the ISR, then the old ones are dropped.
 // -wait waits, within -timeout, until the moves are done. -cancel stops a
 // move in progress, back to the original replicas; -list shows the moves
-// in progress (every topic's, without -topic). Moving and cancelling print
+// in progress (every topic's, without -topic). -throttle caps the copy of
+// the moves at BYTES a second on every broker involved (throttle.go); with
+// -wait the throttle is taken off once the moves are done, without it (or
+// when -wait gives up) it stays until -unthrottle. Moving and cancelling print
 // each partition's outcome and fail after the table if any partition
 // failed.
 func runReassign(ctx context.Context, e *env, args []string) error {
@@ -45,6 +48,8 @@ func runReassign(ctx context.Context, e *env, args []string) error {
 	cancel := fs.Bool("cancel", false, "cancel the move in progress")
 	list := fs.Bool("list", false, "list the moves in progress")
 	wait := fs.Bool("wait", false, "after -replicas: wait until the moves are done")
+	throttle := fs.Int64("throttle", 0, "with -replicas: copy the moves at most this many bytes a second per broker (0: unthrottled)")
+	unthrottle := fs.Bool("unthrottle", false, "take the replication throttle off the topic and every broker")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -53,13 +58,16 @@ func runReassign(ctx context.Context, e *env, args []string) error {
 		return usageErr("reassign takes flags only, got %q", pos)
 	}
 	modes := 0
-	for _, set := range []bool{*replicas != "", *cancel, *list} {
+	for _, set := range []bool{*replicas != "", *cancel, *list, *unthrottle} {
 		if set {
 			modes++
 		}
 	}
 	if modes != 1 {
-		return usageErr("reassign needs exactly one of -replicas, -cancel and -list")
+		return usageErr("reassign needs exactly one of -replicas, -cancel, -unthrottle and -list")
+	}
+	if *throttle < 0 || *throttle > 0 && *replicas == "" {
+		return usageErr("-throttle takes a positive rate, with -replicas")
 	}
 	if *topic == "" && !*list {
 		return usageErr("reassign needs -topic")
@@ -84,9 +92,22 @@ func runReassign(ctx context.Context, e *env, args []string) error {
 		}
 		return printReassignments(ctx, e, cl, topics, int32(*partition))
 	}
+	if *unthrottle {
+		if err := removeThrottle(ctx, adm, *topic); err != nil {
+			return err
+		}
+		fmt.Fprintln(e.stdout, "unthrottled")
+		return nil
+	}
 	parts, err := topicPartitions(ctx, adm, *topic, int32(*partition))
 	if err != nil {
 		return fmt.Errorf("reassign %s: %w", *topic, err)
+	}
+	if *throttle > 0 {
+		if err := setThrottle(ctx, adm, *topic, parts, target, *throttle); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "throttled at %d bytes/s\n", *throttle)
 	}
 	var req kadm.AlterPartitionAssignmentsReq
 	for _, p := range parts {
@@ -99,7 +120,16 @@ func runReassign(ctx context.Context, e *env, args []string) error {
 	if err := printReassigned(e, rs, *topic, parts, target); err != nil || !*wait || *cancel {
 		return err
 	}
-	return awaitReassigned(ctx, e, adm, *topic, parts)
+	if err := awaitReassigned(ctx, e, adm, *topic, parts); err != nil {
+		return err
+	}
+	if *throttle > 0 {
+		if err := removeThrottle(ctx, adm, *topic); err != nil {
+			return err
+		}
+		fmt.Fprintln(e.stdout, "unthrottled")
+	}
+	return nil
 }
 
 // brokerIDs parses "2,3,4".

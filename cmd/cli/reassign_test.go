@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/minikafka/minikafka/broker/brokertest"
+	"github.com/minikafka/minikafka/cluster"
 )
 
 // TestReassign, on four brokers with a topic on three: reassign -wait
@@ -69,7 +71,80 @@ func TestReassign(t *testing.T) {
 		{"reassign", "-replicas", "1,2"},
 		{"reassign", "-topic", "rs", "-replicas", "1,x"},
 		{"reassign", "-topic", "rs", "-replicas", "1,2", "-cancel"},
+		{"reassign", "-topic", "rs", "-throttle", "10", "-cancel"},
+		{"reassign", "-topic", "rs", "-replicas", "1,2", "-throttle", "-5"},
+		{"reassign", "-topic", "rs", "-unthrottle", "-list"},
 	} {
 		assert.Equal(t, 2, cli(t, addr, "", args...).code, "%q is bad usage", args)
 	}
+}
+
+// reassign -throttle sets the rates on every broker of the move and the
+// throttled replicas on the topic (the current replicas on the leader
+// side, the new one on the follower side); at 1 B/s the move stays in
+// progress, -unthrottle takes it all off and the move completes; with
+// -wait the throttle comes off by itself.
+func TestReassignThrottle(t *testing.T) {
+	c := brokertest.StartClusterOf(t, 4, 3, brokertest.Engine("segment"))
+	addr := strings.Join(c.Seeds(), ",")
+	ok(t, addr, "", "topics", "create", "th", "-partitions", "1", "-replication-factor", "3")
+	for range 20 {
+		ok(t, addr, "", "produce", "th", strings.Repeat("x", 1000), strings.Repeat("y", 1000))
+	}
+	before := partition0(t, c, "th").Replicas
+	var spare int32
+	for id := int32(1); id <= 4; id++ {
+		if !slices.Contains(before, id) {
+			spare = id
+		}
+	}
+	target := append([]int32{spare}, before[1:]...)
+	out := ok(t, addr, "", "reassign", "-topic", "th", "-replicas", idList(target), "-throttle", "1")
+	assert.Contains(t, out, "throttled at 1 bytes/s")
+	img := c.Node(before[1]).Server.Metadata()
+	tp, _ := img.Topic("th")
+	var leaders []string
+	for _, r := range before {
+		leaders = append(leaders, fmt.Sprintf("0:%d", r))
+	}
+	assert.Equal(t, strings.Join(leaders, ","), tp.Configs[cluster.ConfigLeaderThrottledReplicas])
+	assert.Equal(t, fmt.Sprintf("0:%d", spare), tp.Configs[cluster.ConfigFollowerThrottledReplicas])
+	for id := int32(1); id <= 4; id++ {
+		assert.Equal(t, int64(1), img.ReplicationThrottle(id, cluster.ConfigFollowerThrottledRate), "broker %d", id)
+		assert.Equal(t, int64(1), img.ReplicationThrottle(id, cluster.ConfigLeaderThrottledRate), "broker %d", id)
+	}
+	time.Sleep(time.Second)
+	assert.Len(t, lines(ok(t, addr, "", "reassign", "-list", "-topic", "th")), 2, "still moving at 1 B/s")
+
+	assert.Equal(t, "unthrottled", strings.TrimSpace(ok(t, addr, "", "reassign", "-topic", "th", "-unthrottle")))
+	require.Eventually(t, func() bool {
+		p := partition0(t, c, "th")
+		return slices.Equal(p.Replicas, target) && !p.Reassigning()
+	}, 30*time.Second, 10*time.Millisecond, "the move completes once unthrottled")
+	img = c.Node(spare).Server.Metadata()
+	tp, _ = img.Topic("th")
+	assert.NotContains(t, tp.Configs, cluster.ConfigLeaderThrottledReplicas)
+	assert.NotContains(t, tp.Configs, cluster.ConfigFollowerThrottledReplicas)
+	for id := int32(1); id <= 4; id++ {
+		assert.Nil(t, img.BrokerConfigs(id), "broker %d", id)
+	}
+
+	out = ok(t, addr, "", "reassign", "-topic", "th", "-replicas", idList(before), "-throttle", "100000000", "-wait")
+	assert.Equal(t, []string{"throttled at 100000000 bytes/s", "PARTITION", "0", "done", "unthrottled"},
+		firstFields(lines(out)))
+	require.Nil(t, c.Node(spare).Server.Metadata().BrokerConfigs(before[0]))
+}
+
+// firstFields is the first word of each line, the whole line when it
+// starts with "throttled".
+func firstFields(ls []string) []string {
+	var out []string
+	for _, l := range ls {
+		if strings.HasPrefix(l, "throttled") {
+			out = append(out, l)
+		} else if f := strings.Fields(l); len(f) > 0 {
+			out = append(out, f[0])
+		}
+	}
+	return out
 }
