@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka/admin"
 )
 
 func init() {
@@ -33,7 +35,7 @@ func init() {
 // -wait waits, within -timeout, until the moves are done. -cancel stops a
 // move in progress, back to the original replicas; -list shows the moves
 // in progress (every topic's, without -topic). -throttle caps the copy of
-// the moves at BYTES a second on every broker involved (throttle.go); with
+// the moves at BYTES a second on every broker involved (admin.SetThrottle); with
 // -wait the throttle is taken off once the moves are done, without it (or
 // when -wait gives up) it stays until -unthrottle. Moving and cancelling print
 // each partition's outcome and fail after the table if any partition
@@ -93,7 +95,7 @@ func runReassign(ctx context.Context, e *env, args []string) error {
 		return printReassignments(ctx, e, cl, topics, int32(*partition))
 	}
 	if *unthrottle {
-		if err := removeThrottle(ctx, adm, *topic); err != nil {
+		if err := admin.RemoveThrottle(ctx, adm, *topic); err != nil {
 			return err
 		}
 		fmt.Fprintln(e.stdout, "unthrottled")
@@ -104,7 +106,11 @@ func runReassign(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("reassign %s: %w", *topic, err)
 	}
 	if *throttle > 0 {
-		if err := setThrottle(ctx, adm, *topic, parts, target, *throttle); err != nil {
+		moves := map[int32][]int32{}
+		for _, p := range parts {
+			moves[p] = target
+		}
+		if err := admin.SetThrottle(ctx, adm, *topic, moves, *throttle); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "throttled at %d bytes/s\n", *throttle)
@@ -124,7 +130,7 @@ func runReassign(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if *throttle > 0 {
-		if err := removeThrottle(ctx, adm, *topic); err != nil {
+		if err := admin.RemoveThrottle(ctx, adm, *topic); err != nil {
 			return err
 		}
 		fmt.Fprintln(e.stdout, "unthrottled")

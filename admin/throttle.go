@@ -1,8 +1,12 @@
-package main
+// Package admin holds operations of a running cluster that take several
+// admin requests, for every client of this repository (cmd/cli, the
+// benchmarks) to share.
+package admin
 
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,9 +24,9 @@ import (
 // follower side. Only out-of-sync replicas are ever throttled, so the
 // producers' acknowledgements do not wait for it.
 
-// setThrottle throttles the moves of topic's parts onto target at rate
-// bytes per second.
-func setThrottle(ctx context.Context, adm *kadm.Client, topic string, parts, target []int32, rate int64) error {
+// SetThrottle throttles the moves of topic's partitions onto their
+// targets (moves: partition to its new replicas) at rate bytes per second.
+func SetThrottle(ctx context.Context, adm *kadm.Client, topic string, moves map[int32][]int32, rate int64) error {
 	md, err := adm.Metadata(ctx, topic)
 	if err != nil {
 		return fmt.Errorf("throttle %s: %w", topic, err)
@@ -33,8 +37,13 @@ func setThrottle(ctx context.Context, adm *kadm.Client, topic string, parts, tar
 	}
 	var leaders, followers []string
 	var brokers []int32
-	for _, p := range parts {
-		cur := td.Partitions[p].Replicas
+	for _, p := range slices.Sorted(maps.Keys(moves)) {
+		target := moves[p]
+		pd, ok := td.Partitions[p]
+		if !ok {
+			return fmt.Errorf("throttle %s: no partition %d", topic, p)
+		}
+		cur := pd.Replicas
 		for _, r := range cur {
 			leaders = append(leaders, fmt.Sprintf("%d:%d", p, r))
 		}
@@ -61,8 +70,8 @@ func setThrottle(ctx context.Context, adm *kadm.Client, topic string, parts, tar
 	})
 }
 
-// removeThrottle takes the throttle off topic and off every broker.
-func removeThrottle(ctx context.Context, adm *kadm.Client, topic string) error {
+// RemoveThrottle takes the throttle off topic and off every broker.
+func RemoveThrottle(ctx context.Context, adm *kadm.Client, topic string) error {
 	md, err := adm.BrokerMetadata(ctx)
 	if err != nil {
 		return fmt.Errorf("unthrottle: %w", err)
@@ -82,7 +91,7 @@ func removeThrottle(ctx context.Context, adm *kadm.Client, topic string) error {
 func alterBrokers(ctx context.Context, adm *kadm.Client, brokers []int32, cs []kadm.AlterConfig) error {
 	rs, err := adm.AlterBrokerConfigs(ctx, cs, brokers...)
 	if err != nil {
-		return fmt.Errorf("throttle rates of brokers %s: %w", idList(brokers), err)
+		return fmt.Errorf("throttle rates of brokers %v: %w", brokers, err)
 	}
 	for _, r := range rs {
 		if r.Err != nil {
