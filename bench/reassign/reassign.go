@@ -5,7 +5,12 @@
 // joins the ISR, and the old one is removed), while a closed-loop acks=all
 // producer measures the throughput before and during the move and a
 // tracked idempotent producer (bench/load) gives every acknowledgement's
-// time and, read back at the end, what was lost or duplicated.
+// time and, read back at the end, what was lost or duplicated. The move is
+// throttled as an operator would (kafka-reassign-partitions --throttle,
+// admin.SetThrottle): at Throttle times the rate the closed loop wrote at
+// before the move, so that the new replica copies the backlog at a pace
+// that leaves the producers most of the machine and still outruns the
+// partitions' growth.
 package reassign
 
 import (
@@ -21,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka/admin"
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/load"
 	"github.com/minikafka/minikafka/bench/server"
@@ -40,6 +46,7 @@ const (
 	DefaultRecordBytes = 1024
 	DefaultRate        = 300
 	DefaultWindow      = 10 * time.Second
+	DefaultThrottle    = 1.5
 )
 
 // Targets (issue 25).
@@ -60,6 +67,9 @@ type Config struct {
 	Rate float64
 	// Window is how long the throughput before the move is measured.
 	Window time.Duration
+	// Throttle is the replication throttle of the move, as a multiple of
+	// the closed loop's bytes a second before it; negative: none.
+	Throttle float64
 }
 
 func (c *Config) defaults() {
@@ -75,6 +85,9 @@ func (c *Config) defaults() {
 	}
 	if c.Window <= 0 {
 		c.Window = DefaultWindow
+	}
+	if c.Throttle == 0 {
+		c.Throttle = DefaultThrottle
 	}
 }
 
@@ -98,6 +111,9 @@ type Run struct {
 	Audit      load.AuditResult `json:"audit"`
 	// Replicas are the partitions' replicas after the move.
 	Replicas [][]int32 `json:"replicas"`
+	// Throttle is the move's replication throttle in bytes a second, 0
+	// for none.
+	Throttle int64 `json:"throttle_bytes_per_s,omitempty"`
 }
 
 // Ratio is the throughput during the move over before it.
@@ -118,13 +134,14 @@ type Settings struct {
 	Rate        float64 `json:"rate"`
 	Window      float64 `json:"window_s"`
 	Sync        string  `json:"sync"`
+	Throttle    float64 `json:"throttle"`
 }
 
 // Measure moves a filled topic on each engine.
 func Measure(ctx context.Context, cfg Config) (*Result, error) {
 	cfg.defaults()
 	res := &Result{Facts: bench.Begin(cfg.Dir, cfg.Command), Config: Settings{Bytes: cfg.Bytes, RecordBytes: cfg.RecordBytes,
-		Rate: cfg.Rate, Window: cfg.Window.Seconds(), Sync: cfg.Sync}}
+		Rate: cfg.Rate, Window: cfg.Window.Seconds(), Sync: cfg.Sync, Throttle: cfg.Throttle}}
 	res.Setup = cfg.Setup
 	for _, eng := range cfg.Engines {
 		r := moveOn(ctx, cfg, eng)
@@ -201,6 +218,16 @@ func moveOn(ctx context.Context, cfg Config, engine string) (out Run) {
 	out.Before = p.rate(from, start)
 	out.Moved = p.ackedBytes()
 
+	if cfg.Throttle > 0 {
+		out.Throttle = int64(cfg.Throttle * out.Before * float64(cfg.RecordBytes))
+		moves := map[int32][]int32{}
+		for i := range Partitions {
+			moves[int32(i)] = target(i)
+		}
+		if err := admin.SetThrottle(ctx, adm, Topic, moves, out.Throttle); err != nil {
+			return fail(err)
+		}
+	}
 	if err := moveOffBroker1(ctx, adm); err != nil {
 		return fail(err)
 	}
@@ -211,6 +238,11 @@ func moveOn(ctx context.Context, cfg Config, engine string) (out Run) {
 	out.Move = end.Sub(start).Seconds()
 	out.During = p.rate(start, end)
 	out.LongestGap = load.LongestGap(tracked.Writes(0), nil, start, end).Seconds()
+	if out.Throttle > 0 {
+		if err := admin.RemoveThrottle(ctx, adm, Topic); err != nil {
+			return fail(err)
+		}
+	}
 	p.stop()
 	tr := stopTracked()
 	actx, acancel := context.WithTimeout(ctx, 5*time.Minute)

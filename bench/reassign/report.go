@@ -44,30 +44,44 @@ func (r *Result) Report() []byte {
 		"(franz-go, acks=all, idempotent, %d records in flight, values of %d B), which keeps producing through the run; a tracked "+
 		"idempotent producer at %s records/s of 100 B runs beside it from the end of the fill. Then one AlterPartitionReassignments "+
 		"request moves every partition's replica on broker 1 to broker 4 (KIP-455: the new replica is added, catches up, joins the ISR, "+
-		"and the old one leaves). *Before* is the closed loop's acknowledgement rate over the %s before the request, *during* over the "+
+		"and the old one leaves), %s. *Before* is the closed loop's acknowledgement rate over the %s before the request, *during* over the "+
 		"move, from the request until no reassignment is listed and every partition shows its target with a full ISR. The longest gap "+
 		"is the tracked producer's, per partition, during the move. At the end everything is read back. The load average was %s at the "+
 		"start and %s at the end.",
 		r.Cores(), Topic, Partitions, MinISR, r.Config.Sync, bench.Bytes(r.Config.Bytes), maxBuffered, r.Config.RecordBytes,
-		bench.Rate(r.Config.Rate), secs(r.Config.Window), bench.LoadAverages(r.Machine.LoadAvg), bench.LoadAverages(r.LoadAfter))
+		bench.Rate(r.Config.Rate), r.throttleText(), secs(r.Config.Window), bench.LoadAverages(r.Machine.LoadAvg), bench.LoadAverages(r.LoadAfter))
 	if busy := r.Busy(); busy != "" {
 		s.Para("**%s**", busy)
 	}
 	s.CheckTable(r.Checks)
-	t := rep.Section("The moves").Table("engine", "moved", "move took", "records/s before", "records/s during", "during / before",
+	t := rep.Section("The moves").Table("engine", "moved", "move took", "throttle", "records/s before", "records/s during", "during / before",
 		"longest gap", "acknowledged", "lost", "duplicated", "replicas after")
 	for _, run := range r.Runs {
 		if run.Error != "" {
 			t.Row(run.Engine, "FAILED: "+run.Error)
 			continue
 		}
-		t.Row(run.Engine, bench.Bytes(run.Moved), secs(run.Move), bench.Rate(run.Before), bench.Rate(run.During),
+		throttle := "none"
+		if run.Throttle > 0 {
+			throttle = bench.Bytes(run.Throttle) + "/s"
+		}
+		t.Row(run.Engine, bench.Bytes(run.Moved), secs(run.Move), throttle, bench.Rate(run.Before), bench.Rate(run.During),
 			fmt.Sprintf("%.2f×", run.Ratio()), secs(run.LongestGap), fmt.Sprint(run.Audit.Acked), fmt.Sprint(run.Audit.Lost),
 			fmt.Sprint(run.Audit.Duplicated), fmt.Sprint(run.Replicas))
 	}
-	t.Left(0, 10)
+	t.Left(0, 11)
 	rep.Section("Setup").List(r.List()...)
 	return rep.Markdown()
+}
+
+// throttleText says how the move was throttled.
+func (r *Result) throttleText() string {
+	if r.Config.Throttle <= 0 {
+		return "unthrottled"
+	}
+	return fmt.Sprintf("throttled as kafka-reassign-partitions --throttle does (leader and follower rates on brokers 1-4, "+
+		"the current replicas and the new one listed) at %.2g× the closed loop's bytes a second before the move, "+
+		"and only while the new replica is out of the ISR", r.Config.Throttle)
 }
 
 // Write writes reassign.md and reassign.json into dir.
