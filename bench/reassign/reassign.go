@@ -7,10 +7,10 @@
 // tracked idempotent producer (bench/load) gives every acknowledgement's
 // time and, read back at the end, what was lost or duplicated. The move is
 // throttled as an operator would (kafka-reassign-partitions --throttle,
-// admin.SetThrottle): at Throttle times the rate the closed loop wrote at
-// before the move, so that the new replica copies the backlog at a pace
-// that leaves the producers most of the machine and still outruns the
-// partitions' growth.
+// admin.SetThrottle): at Throttle times the rate the topic grew at on
+// disk before the move, so that the new replica copies the backlog at a
+// pace that leaves the producers most of the machine and still outruns
+// the partitions' growth.
 package reassign
 
 import (
@@ -96,8 +96,13 @@ type Run struct {
 	Engine string `json:"engine"`
 	Error  string `json:"error,omitempty"`
 	// Moved is the topic's size when the move started, in bytes of record
-	// values acknowledged.
-	Moved int64 `json:"moved_bytes"`
+	// values acknowledged; Stored is what broker 1 stored of it (batches as
+	// written: franz-go compresses), and StoredRate how fast that grew over
+	// the window before the move, in bytes a second: what a throttle
+	// counts.
+	Moved      int64   `json:"moved_bytes"`
+	Stored     int64   `json:"stored_bytes,omitempty"`
+	StoredRate float64 `json:"stored_per_s,omitempty"`
 	// Move is the time from the request to every partition on its new
 	// replicas with a full ISR, in seconds.
 	Move float64 `json:"move_s"`
@@ -210,16 +215,26 @@ func moveOn(ctx context.Context, cfg Config, engine string) (out Run) {
 	}
 	stopTracked := sync.OnceValue(func() load.TrackedResult { return tracked.Stop(30 * time.Second) })
 	defer stopTracked()
+	stored0, err := storedBytes(ctx, adm)
+	if err != nil {
+		return fail(err)
+	}
 	from := time.Now()
 	if err := pause(ctx, cfg.Window); err != nil {
+		return fail(err)
+	}
+	stored1, err := storedBytes(ctx, adm)
+	if err != nil {
 		return fail(err)
 	}
 	start := time.Now()
 	out.Before = p.rate(from, start)
 	out.Moved = p.ackedBytes()
+	out.Stored = stored1
+	out.StoredRate = float64(stored1-stored0) / start.Sub(from).Seconds()
 
 	if cfg.Throttle > 0 {
-		out.Throttle = int64(cfg.Throttle * out.Before * float64(cfg.RecordBytes))
+		out.Throttle = int64(cfg.Throttle * out.StoredRate)
 		moves := map[int32][]int32{}
 		for i := range Partitions {
 			moves[int32(i)] = target(i)
@@ -258,6 +273,19 @@ func moveOn(ctx context.Context, cfg Config, engine string) (out Run) {
 		out.Replicas = append(out.Replicas, slices.Clone(pd.Replicas))
 	}
 	return out
+}
+
+// storedBytes is what broker 1 (a replica of every partition) stores of
+// the topic, as DescribeLogDirs reports it.
+func storedBytes(ctx context.Context, adm *kadm.Client) (int64, error) {
+	ds, err := adm.DescribeBrokerLogDirs(ctx, 1, kadm.TopicsSet{Topic: {0: {}, 1: {}, 2: {}}})
+	if err == nil {
+		err = ds.Error()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("log dirs of broker 1: %w", err)
+	}
+	return ds.Size(), nil
 }
 
 // assignment is where each partition starts: brokers 1-3, leaders spread.

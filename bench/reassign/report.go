@@ -54,7 +54,7 @@ func (r *Result) Report() []byte {
 		s.Para("**%s**", busy)
 	}
 	s.CheckTable(r.Checks)
-	t := rep.Section("The moves").Table("engine", "moved", "move took", "throttle", "records/s before", "records/s during", "during / before",
+	t := rep.Section("The moves").Table("engine", "moved", "stored", "move took", "throttle", "records/s before", "records/s during", "during / before",
 		"longest gap", "acknowledged", "lost", "duplicated", "replicas after")
 	for _, run := range r.Runs {
 		if run.Error != "" {
@@ -65,11 +65,11 @@ func (r *Result) Report() []byte {
 		if run.Throttle > 0 {
 			throttle = bench.Bytes(run.Throttle) + "/s"
 		}
-		t.Row(run.Engine, bench.Bytes(run.Moved), secs(run.Move), throttle, bench.Rate(run.Before), bench.Rate(run.During),
+		t.Row(run.Engine, bench.Bytes(run.Moved), bench.Bytes(run.Stored), secs(run.Move), throttle, bench.Rate(run.Before), bench.Rate(run.During),
 			fmt.Sprintf("%.2f×", run.Ratio()), secs(run.LongestGap), fmt.Sprint(run.Audit.Acked), fmt.Sprint(run.Audit.Lost),
 			fmt.Sprint(run.Audit.Duplicated), fmt.Sprint(run.Replicas))
 	}
-	t.Left(0, 11)
+	t.Left(0, 12)
 	rep.Section("Setup").List(r.List()...)
 	return rep.Markdown()
 }
@@ -80,7 +80,7 @@ func (r *Result) throttleText() string {
 		return "unthrottled"
 	}
 	return fmt.Sprintf("throttled as kafka-reassign-partitions --throttle does (leader and follower rates on brokers 1-4, "+
-		"the current replicas and the new one listed) at %.2g× the closed loop's bytes a second before the move, "+
+		"the current replicas and the new one listed) at %.2g× the bytes a second the topic grew by on disk before the move (franz-go compresses the closed loop's batches), "+
 		"and only while the new replica is out of the ISR", r.Config.Throttle)
 }
 

@@ -38,7 +38,7 @@ func reassignFlags(fs *flag.FlagSet) plan {
 	fs.IntVar(&o.cfg.RecordBytes, "record-size", reassign.DefaultRecordBytes, "value bytes of the closed-loop producer's records")
 	fs.Float64Var(&o.cfg.Rate, "rate", reassign.DefaultRate, "records per second of the tracked producer")
 	fs.DurationVar(&o.cfg.Window, "window", reassign.DefaultWindow, "how long the throughput before the move is measured")
-	fs.Float64Var(&o.cfg.Throttle, "throttle", reassign.DefaultThrottle, "the move's replication throttle, times the closed loop's bytes/s before it (negative: none)")
+	fs.Float64Var(&o.cfg.Throttle, "throttle", reassign.DefaultThrottle, "the move's replication throttle, times the bytes/s the topic grew by on disk before it (negative: none)")
 	return o
 }
 
