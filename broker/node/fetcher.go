@@ -91,7 +91,8 @@ const (
 // is true (listed for this broker and out of the ISR) are left out of a
 // fetch while Quota is exceeded, and what they fetch counts toward it.
 // Partitions in the ISR are never throttled: acknowledgements wait for
-// them.
+// them; nor is one that has caught up with its leader's high watermark,
+// which is about to join the ISR.
 type FollowerThrottle struct {
 	Quota     *Quota
 	Throttled func(partition.Key) bool
@@ -336,7 +337,7 @@ func (f *Fetcher) Build(now time.Time, brokerEpoch int64) (*kmsg.FetchRequest, S
 		if now.Before(f.notBefore[k]) {
 			continue
 		}
-		throttled := f.throttle != nil && f.throttle.Throttled(k)
+		throttled := f.throttle != nil && f.throttle.Throttled(k) && !caughtUp(p)
 		if throttled && allowance <= 0 {
 			heldByThrottle = true
 			continue
@@ -374,6 +375,15 @@ func (f *Fetcher) Build(now time.Time, brokerEpoch int64) (*kmsg.FetchRequest, S
 	req.MaxWaitMillis = int32(max(wait/time.Millisecond, 1))
 	f.heldByThrottle = heldByThrottle && !syncPending
 	return req, sent
+}
+
+// caughtUp reports whether follower p has reached the high watermark its
+// leader last gave it: it is about to join the ISR (or has, and this
+// broker's metadata does not say so yet), and from then on the high
+// watermark waits for its fetches, which the throttle must not hold.
+func caughtUp(p *partition.Partition) bool {
+	st, ok := p.FollowerState()
+	return ok && st.LogEnd >= st.LeaderHW
 }
 
 // IdlePause is how long a driver whose Build had nothing to send waits

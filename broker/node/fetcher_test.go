@@ -107,9 +107,25 @@ func TestFetcherHoldsBackAfterErrors(t *testing.T) {
 		"a long poll ends when the other partition's backoff does")
 }
 
+// hwResponse is a fetch response without records for parts, each with
+// the high watermark hw.
+func hwResponse(parts []*partition.Partition, hw int64) *kmsg.FetchResponse {
+	resp := kmsg.NewPtrFetchResponse()
+	rt := kmsg.NewFetchResponseTopic()
+	rt.TopicID = parts[0].Key().TopicID
+	for _, p := range parts {
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.Partition, rp.HighWatermark, rp.LogStartOffset = p.Key().Index, hw, 0
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	resp.Topics = append(resp.Topics, rt)
+	return resp
+}
+
 // The follower throttle leaves its partitions out of a fetch once its
 // quota is spent, shares what is left among them, counts what they fetch,
-// and never touches a partition it does not throttle.
+// and never touches a partition it does not throttle, nor one that has
+// reached its leader's high watermark (about to join the ISR).
 func TestFetcherLeavesThrottledPartitionsOut(t *testing.T) {
 	parts := followers(t, 3)
 	q := NewQuota()
@@ -123,6 +139,10 @@ func TestFetcherLeavesThrottledPartitionsOut(t *testing.T) {
 			f = started
 		}
 	}
+	// The leader says its high watermark is 100: every follower is behind.
+	_, sent := f.Build(t0, 5)
+	f.Handle(t0, hwResponse(parts, 100), sent, slog.New(slog.DiscardHandler))
+
 	q.Record(t0, 1000)
 	req, sent := f.Build(t0, 5)
 	require.Len(t, sent, 2, "the first throttled partition takes the allowance, the second waits")
@@ -167,4 +187,13 @@ func TestFetcherLeavesThrottledPartitionsOut(t *testing.T) {
 	require.Len(t, sent, 1, "the window moved on: the first throttled partition takes all of it")
 	_, sent = f.Build(later.Add(QuotaWindow), 5)
 	require.Len(t, sent, 1)
+
+	caught := followers(t, 1)[0]
+	throttledKey[caught.Key()] = true
+	fs.Follow(t0, caught, 1)
+	end := later.Add(3 * QuotaWindow)
+	q.Record(end, 1<<20)
+	_, sent = f.Build(end, 5)
+	require.Len(t, sent, 1, "at the leader's high watermark: not held")
+	require.Contains(t, sent, caught.Key())
 }

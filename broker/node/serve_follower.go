@@ -37,7 +37,8 @@ type Target struct {
 	// Throttle is the leader's replication quota when this partition's
 	// copy to the follower is throttled (leader.replication.throttled.rate:
 	// the partition is listed for this broker and the follower is out of
-	// its ISR), nil otherwise. While it is exceeded the follower's fetch
+	// its ISR), nil otherwise. It does not hold a follower that fetches
+	// from the high watermark on. While it is exceeded the follower's fetch
 	// still counts (its offset, the ISR) but gets no records, and the long
 	// poll does not end for this partition's data (held).
 	Throttle *Quota
@@ -114,7 +115,9 @@ func ServeFollower(resp *kmsg.FetchResponse, targets []Target, replica int32, br
 		room := maxBytes - got
 		limit := max(min(int(t.Req.PartitionMaxBytes), room), 1)
 		t.held = false
-		if t.Throttle != nil {
+		// A follower at the high watermark is not throttled: it is about
+		// to join the ISR, or has and this broker's image lags.
+		if t.Throttle != nil && t.Req.FetchOffset < t.Part.HighWatermark() {
 			if a := t.Throttle.Allowance(now); a <= 0 {
 				t.held, limit = true, partition.NoRecords
 			} else {
