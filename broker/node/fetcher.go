@@ -380,10 +380,11 @@ func (f *Fetcher) Build(now time.Time, brokerEpoch int64) (*kmsg.FetchRequest, S
 // caughtUp reports whether follower p has reached the high watermark its
 // leader last gave it: it is about to join the ISR (or has, and this
 // broker's metadata does not say so yet), and from then on the high
-// watermark waits for its fetches, which the throttle must not hold.
+// watermark waits for its fetches, which the throttle must not hold. A
+// follower that has not heard of a high watermark yet is not.
 func caughtUp(p *partition.Partition) bool {
 	st, ok := p.FollowerState()
-	return ok && st.LogEnd >= st.LeaderHW
+	return ok && st.LeaderHW > 0 && st.LogEnd >= st.LeaderHW
 }
 
 // IdlePause is how long a driver whose Build had nothing to send waits

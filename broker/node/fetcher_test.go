@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka/broker/batch/batchtest"
 	"github.com/minikafka/minikafka/broker/partition"
 	"github.com/minikafka/minikafka/clock"
 	_ "github.com/minikafka/minikafka/engines/memory"
@@ -191,6 +192,11 @@ func TestFetcherLeavesThrottledPartitionsOut(t *testing.T) {
 	caught := followers(t, 1)[0]
 	throttledKey[caught.Key()] = true
 	fs.Follow(t0, caught, 1)
+	_, sent = f.Build(later.Add(2*QuotaWindow), 5)
+	one := hwResponse([]*partition.Partition{caught}, 3)
+	one.Topics[0].Partitions[0].RecordBatches = batchtest.Plain(t, 3) // offsets 0-2: at the leader's HW
+	f.Handle(later.Add(2*QuotaWindow), one, sent, slog.New(slog.DiscardHandler))
+	caught.Sync() // manual partitions sync when told
 	end := later.Add(3 * QuotaWindow)
 	q.Record(end, 1<<20)
 	_, sent = f.Build(end, 5)
