@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/minikafka/minikafka/broker/batch"
+	"github.com/minikafka/minikafka/broker/bufpool"
 	"github.com/minikafka/minikafka/engine"
 	"github.com/minikafka/minikafka/replication"
 )
@@ -383,6 +384,13 @@ type ReplicaRead struct {
 // watermark. Errors wrap kerr values: NOT_LEADER_OR_FOLLOWER,
 // FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, OFFSET_OUT_OF_RANGE.
 func (p *Partition) ServeFollower(ev replication.FollowerFetch, maxBytes int) (ReplicaRead, error) {
+	return p.ServeFollowerLeased(ev, maxBytes, nil)
+}
+
+// ServeFollowerLeased is ServeFollower reading into pooled memory that
+// lease holds (bufpool): the records are valid until the lease is
+// released. A nil lease is ServeFollower.
+func (p *Partition) ServeFollowerLeased(ev replication.FollowerFetch, maxBytes int, lease *bufpool.Lease) (ReplicaRead, error) {
 	if p.gone.Load() {
 		return ReplicaRead{}, p.closedErr()
 	}
@@ -403,11 +411,11 @@ func (p *Partition) ServeFollower(ev replication.FollowerFetch, maxBytes int) (R
 	if answer.Diverging != nil || answer.From >= answer.To {
 		return rd, nil
 	}
-	bs, err := p.log.Read(answer.From, maxBytes)
+	recs, err := p.readRecords(answer.From, maxBytes, answer.To, lease)
 	if err != nil {
 		return rd, p.storageErr("read for a follower", err)
 	}
-	rd.Records = Concat(bs, answer.To)
+	rd.Records = recs
 	p.replBytesOut.Add(int64(len(rd.Records)))
 	return rd, nil
 }
