@@ -57,12 +57,15 @@ type Read struct {
 // Partition is one topic partition: its log engine, producer state and high
 // watermark. All methods are safe for concurrent use.
 type Partition struct {
-	topic    string
-	index    int32
-	key      Key
-	dir      string
-	fs       vfs.FS
-	log      engine.LogEngine
+	topic string
+	index int32
+	key   Key
+	dir   string
+	fs    vfs.FS
+	log   engine.LogEngine
+	// readHint is about what the last pooled read took (readbuf.go): the
+	// size of the next one's first buffer.
+	readHint atomic.Int64
 	logID    engine.LogID                // log's id in the data directory's store
 	cfg      atomic.Pointer[topicConfig] // the topic's configs may change
 	resized  bool                        // setConfig has given the log its segment size (Manager.Ensure serializes it)

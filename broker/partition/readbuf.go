@@ -10,6 +10,14 @@ import (
 // (segment reads up to two index intervals and a header more).
 const readSlackBytes = 16 << 10
 
+// readBufMin is the smallest first buffer of a pooled read. The first
+// buffer is sized by what the partition's last read took, not by the
+// budget: a fetch of many partitions at their tails would otherwise hold a
+// budget-sized buffer per partition until its response is written. A read
+// that needs more grows its buffer (the engine allocates the bigger one,
+// which the lease then puts in the pool).
+const readBufMin = 32 << 10
+
 // readRecords reads the batches from the one holding offset, about
 // maxBytes of them but at least one, and returns those that end at or
 // below end, concatenated. With a lease, the bytes are read and joined in
@@ -29,9 +37,15 @@ func (p *Partition) readRecords(offset int64, maxBytes int, end int64, lease *bu
 		err error
 	)
 	if into, ok := engine.As[engine.BufferReader](p.log); ok {
-		buf := bufpool.Get(maxBytes + readSlackBytes)[:0]
+		size := min(maxBytes+readSlackBytes, max(int(p.readHint.Load()), readBufMin))
+		buf := bufpool.Get(size)[:0]
 		var used []byte
 		bs, used, err = into.ReadInto(buf, offset, maxBytes)
+		took := readSlackBytes
+		for _, b := range bs {
+			took += len(b.Data) + len(b.Data)/16 // and the engine's framing, about
+		}
+		p.readHint.Store(int64(took))
 		// The batches lie in buf, in used when the engine replaced buf,
 		// or in memory the engine allocated on the way: hold both.
 		lease.Hold(buf)
