@@ -227,6 +227,17 @@
 //     from the start is checked once (a read starting elsewhere checks
 //     again what it serves, as before).
 //
+// The frame CRC is still computed on write, over the bytes being copied
+// into the tail, though the broker has just verified the batch CRC over
+// most of them. A frame CRC over the header and the batch's own CRC field
+// alone would make torn frames ambiguous: a frame whose header reached the
+// disk but whose body did not (zeros, or a recycled file's old bytes)
+// would pass recovery, which cannot check the batch CRC without parsing
+// Kafka bytes. Deriving the full frame CRC from the batch CRC (CRC
+// combination) keeps the format but costs O(log n) GF(2) products per
+// frame, while CRC-32C here runs at 16 to 23 GB/s (60 ns for 1 KiB): no
+// saving worth a second way to compute a format constant.
+//
 // Recovery (Open, below) still checks every frame it scans, so a torn or
 // unsynced tail is cut as before. What is given up is detecting, in the
 // engine, a disk that silently corrupts a block after this process wrote
