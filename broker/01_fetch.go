@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka/broker/bufpool"
 	"github.com/minikafka/minikafka/broker/node"
 	"github.com/minikafka/minikafka/broker/partition"
 )
@@ -54,16 +55,17 @@ func init() { register(1, 4, 15, handleFetch) }
 
 func handleFetch(r *request) reply {
 	req := r.body.(*kmsg.FetchRequest)
-	charge := &r.p.respCharge
-	return later(func(ctx context.Context) kmsg.Response { return r.s.fetch(ctx, req, charge) })
+	charge, lease := &r.p.respCharge, &r.p.lease
+	return later(func(ctx context.Context) kmsg.Response { return r.s.fetch(ctx, req, charge, lease) })
 }
 
 // fetchTarget is one requested partition, resolved.
 type fetchTarget = node.Target
 
 // fetch serves req; *charge is what the response holds of the server's
-// response budget when it returns.
-func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest, charge *int64) kmsg.Response {
+// response budget when it returns, and lease holds the pooled memory its
+// records are in, which the connection releases once it is written.
+func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest, charge *int64, lease *bufpool.Lease) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	if req.Version >= 7 && req.SessionID != 0 {
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
@@ -71,7 +73,7 @@ func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest, charge *int6
 	}
 	targets := node.ResolveTargets(s.store.Image(), req)
 	if replica, epoch := node.ReplicaOf(req); replica >= 0 {
-		return s.fetchForFollower(ctx, req, resp, targets, replica, epoch, charge)
+		return s.fetchForFollower(ctx, req, resp, targets, replica, epoch, charge, lease)
 	}
 	for i := range targets {
 		t := &targets[i]
@@ -89,14 +91,14 @@ func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest, charge *int6
 	waitCtx, cancel := withTimeout(ctx, s.cfg.Clock, time.Duration(req.MaxWaitMillis)*time.Millisecond)
 	defer cancel()
 	for {
-		got, stop := s.chargedReadFetch(ctx, resp, req, targets, maxBytes, charge)
+		got, stop := s.chargedReadFetch(ctx, resp, req, targets, maxBytes, charge, lease)
 		if stop || got >= int(req.MinBytes) || req.MaxWaitMillis <= 0 || waitCtx.Err() != nil {
 			return resp
 		}
 		if !s.waitFetch(waitCtx, targets) {
 			// Timed out or shutting down: answer with what there is,
 			// which may have arrived since the last read.
-			s.chargedReadFetch(ctx, resp, req, targets, maxBytes, charge)
+			s.chargedReadFetch(ctx, resp, req, targets, maxBytes, charge, lease)
 			return resp
 		}
 	}
@@ -106,7 +108,7 @@ func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest, charge *int6
 // what an earlier read of this fetch held, waits for room for the most this
 // read can return, and keeps only what it returned. A long poll holds
 // nothing while it waits.
-func (s *Server) chargedReadFetch(ctx context.Context, resp *kmsg.FetchResponse, req *kmsg.FetchRequest, targets []fetchTarget, maxBytes int, charge *int64) (int, bool) {
+func (s *Server) chargedReadFetch(ctx context.Context, resp *kmsg.FetchResponse, req *kmsg.FetchRequest, targets []fetchTarget, maxBytes int, charge *int64, lease *bufpool.Lease) (int, bool) {
 	s.respBudget.release(*charge)
 	*charge = 0
 	want := int64(min(maxBytes, sumLimits(targets, maxBytes)))
@@ -115,7 +117,7 @@ func (s *Server) chargedReadFetch(ctx context.Context, resp *kmsg.FetchResponse,
 		resp.Topics = resp.Topics[:0]
 		return 0, true
 	}
-	got, stop := s.readFetch(resp, req, targets, maxBytes)
+	got, stop := s.readFetch(resp, req, targets, maxBytes, lease)
 	switch read := int64(got); {
 	case read < want:
 		s.respBudget.release(want - read)
@@ -147,7 +149,12 @@ func checkEpoch(check bool, epoch int32, p *partition.Partition) error {
 // read can be wasted, so the partitions are read concurrently (a consumer
 // waits for its fetch: the broker's time per fetch is its throughput).
 // Otherwise they are read in order, each within what is left.
-func (s *Server) readFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, targets []fetchTarget, maxBytes int) (int, bool) {
+//
+// The records go into memory lease holds; what an earlier read of this
+// fetch put there is released first, as resp forgets it.
+func (s *Server) readFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, targets []fetchTarget, maxBytes int, lease *bufpool.Lease) (int, bool) {
+	resp.Topics = resp.Topics[:0]
+	lease.Release()
 	reads := make([]partRead, len(targets))
 	parallel := len(targets) > 1 && sumLimits(targets, maxBytes) <= maxBytes
 	if parallel {
@@ -156,7 +163,7 @@ func (s *Server) readFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, tar
 		var next atomic.Int64
 		read := func() {
 			for i := int(next.Add(1) - 1); i < len(targets); i = int(next.Add(1) - 1) {
-				reads[i] = readPartition(&targets[i], maxBytes, true)
+				reads[i] = readPartition(&targets[i], maxBytes, true, lease)
 			}
 		}
 		var wg sync.WaitGroup
@@ -176,7 +183,7 @@ func (s *Server) readFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, tar
 		st = node.ResponseTopic(resp, st, t)
 		if !parallel {
 			room := maxBytes - total
-			reads[i] = readPartition(t, room, total == 0 || room > 0)
+			reads[i] = readPartition(t, room, total == 0 || room > 0, lease)
 		}
 		rd := &reads[i]
 		if rd.err != nil {
@@ -218,7 +225,7 @@ func sumLimits(targets []fetchTarget, maxBytes int) int {
 // records, and at least one batch if there is any: whether that batch may
 // go in the response is the caller's decision. Without data it only fills in
 // the partition's offsets.
-func readPartition(t *fetchTarget, room int, data bool) partRead {
+func readPartition(t *fetchTarget, room int, data bool, lease *bufpool.Lease) partRead {
 	r := partRead{sp: kmsg.NewFetchResponseTopicPartition()}
 	r.sp.Partition = t.Req.Partition
 	if t.Err != nil {
@@ -232,7 +239,7 @@ func readPartition(t *fetchTarget, room int, data bool) partRead {
 		return r
 	}
 	limit := max(min(int(t.Req.PartitionMaxBytes), room), 1)
-	rd, err := t.Part.Read(t.Req.FetchOffset, limit)
+	rd, err := t.Part.ReadLeased(t.Req.FetchOffset, limit, lease)
 	if err != nil {
 		r.err = err
 		return r

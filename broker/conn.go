@@ -17,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka/broker/bufpool"
 	"github.com/minikafka/minikafka/cluster"
 )
 
@@ -78,6 +79,10 @@ type pending struct {
 	// budget (a fetch's records); the waiting phase sets it, the writer
 	// releases it once the response is written.
 	respCharge int64
+	// lease holds the pooled memory the response's records are in (a
+	// fetch's); the writer releases it once the response is encoded, which
+	// copies them, and written or dropped.
+	lease bufpool.Lease
 }
 
 func newConn(s *Server, nc net.Conn, l listener) *conn {
@@ -433,6 +438,7 @@ func responseSizeHint(resp kmsg.Response) int {
 func (c *conn) finish(p *pending) {
 	c.s.budget.release(p.charge)
 	c.s.respBudget.release(p.respCharge)
+	p.lease.Release()
 	<-c.slots
 	if p.api != nil && p.err == nil {
 		c.s.metrics.observe(p.api.name, c.s.cfg.Clock.Now().Sub(p.read))

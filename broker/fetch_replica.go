@@ -6,13 +6,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka/broker/bufpool"
 	"github.com/minikafka/minikafka/broker/node"
 )
 
 // A follower's fetch (Fetch with a replica id), served by
 // node.ServeFollower within the response budget, with its long poll here.
 
-func (s *Server) fetchForFollower(ctx context.Context, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, targets []fetchTarget, replica int32, epoch int64, charge *int64) kmsg.Response {
+func (s *Server) fetchForFollower(ctx context.Context, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, targets []fetchTarget, replica int32, epoch int64, charge *int64, lease *bufpool.Lease) kmsg.Response {
 	maxBytes := int(s.cfg.FetchMaxBytes)
 	if req.MaxBytes > 0 && int(req.MaxBytes) < maxBytes {
 		maxBytes = int(req.MaxBytes)
@@ -36,21 +37,25 @@ func (s *Server) fetchForFollower(ctx context.Context, req *kmsg.FetchRequest, r
 			resp.Topics = resp.Topics[:0]
 			return resp
 		}
-		got, news := s.serveFollower(resp, targets, replica, epoch, maxBytes)
+		got, news := s.serveFollower(resp, targets, replica, epoch, maxBytes, lease)
 		s.respBudget.release(int64(maxBytes) - int64(got))
 		*charge = int64(got)
 		if node.AnswerFollowerNow(req, got, news) || waitCtx.Err() != nil {
 			return resp
 		}
 		if !s.waitFollowerData(waitCtx, targets) {
-			s.serveFollower(resp, targets, replica, epoch, maxBytes)
+			s.serveFollower(resp, targets, replica, epoch, maxBytes, lease)
 			return resp
 		}
 	}
 }
 
-func (s *Server) serveFollower(resp *kmsg.FetchResponse, targets []fetchTarget, replica int32, epoch int64, maxBytes int) (int, bool) {
-	got, news, failed := node.ServeFollower(resp, targets, replica, epoch, maxBytes, s.cfg.Clock.Now())
+// serveFollower rebuilds resp, its records in memory lease holds: what an
+// earlier call put there is released first, as resp forgets it.
+func (s *Server) serveFollower(resp *kmsg.FetchResponse, targets []fetchTarget, replica int32, epoch int64, maxBytes int, lease *bufpool.Lease) (int, bool) {
+	resp.Topics = resp.Topics[:0]
+	lease.Release()
+	got, news, failed := node.ServeFollower(resp, targets, replica, epoch, maxBytes, s.cfg.Clock.Now(), lease)
 	for _, f := range failed {
 		s.log.Error("serving a follower", "topic", f.Target.Topic, "partition", f.Target.Req.Partition, "replica", replica, "err", f.Err)
 	}

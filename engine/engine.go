@@ -127,8 +127,14 @@ type LogEngine interface {
 	// many as fit in maxBytes of Data but always at least one. Reading at
 	// EndOffset returns no batches and no error (a consumer at the tail).
 	// An offset below StartOffset, above EndOffset or negative returns
-	// ErrOffsetOutOfRange. A batch that fails its checksum returns ErrCorrupt;
-	// corrupt bytes are never returned as data.
+	// ErrOffsetOutOfRange. A batch that fails its checksum or framing returns
+	// ErrCorrupt; bytes found corrupt are never returned as data, and a batch
+	// is never returned under another batch's offsets. An engine may skip the
+	// checksum of bytes it knows good (framed by this process from memory, or
+	// checked since Open: the segment engine does, see its package doc),
+	// since the broker's batches carry a CRC of their own that every
+	// receiver verifies; data from before Open that was not checked since is
+	// always checked.
 	Read(offset int64, maxBytes int) ([]Batch, error)
 
 	// Truncate drops every batch that holds an offset at or above offset. If

@@ -21,7 +21,7 @@ type BufferReader interface {
 	// buffer it used, for the next call. The Data stay the caller's until it
 	// lends that buffer again: the engine keeps no reference to it. Every
 	// guarantee of Read holds (whole batches, at least one, checksums
-	// verified, ErrCorrupt never returned as data, the same errors).
+	// verified as Read verifies them, ErrCorrupt never returned as data, the same errors).
 	ReadInto(buf []byte, offset int64, maxBytes int) ([]Batch, []byte, error)
 }
 

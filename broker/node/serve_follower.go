@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka/broker/bufpool"
 	"github.com/minikafka/minikafka/broker/partition"
 	"github.com/minikafka/minikafka/cluster"
 	"github.com/minikafka/minikafka/replication"
@@ -98,7 +99,7 @@ func ResponseTopic(resp *kmsg.FetchResponse, last *kmsg.FetchResponseTopic, t *T
 // data gets at least one batch). It returns the record bytes gathered,
 // whether some partition has news without records that the follower must
 // get at once, and the partitions whose storage failed (for the log).
-func ServeFollower(resp *kmsg.FetchResponse, targets []Target, replica int32, brokerEpoch int64, maxBytes int, now time.Time) (got int, news bool, failed []Failed) {
+func ServeFollower(resp *kmsg.FetchResponse, targets []Target, replica int32, brokerEpoch int64, maxBytes int, now time.Time, lease *bufpool.Lease) (got int, news bool, failed []Failed) {
 	resp.Topics = resp.Topics[:0]
 	var st *kmsg.FetchResponseTopic
 	for i := range targets {
@@ -124,11 +125,11 @@ func ServeFollower(resp *kmsg.FetchResponse, targets []Target, replica int32, br
 				limit = int(min(int64(limit), a))
 			}
 		}
-		rd, err := t.Part.ServeFollower(replication.FollowerFetch{
+		rd, err := t.Part.ServeFollowerLeased(replication.FollowerFetch{
 			Replica: replica, BrokerEpoch: brokerEpoch, CurrentLeaderEpoch: t.Req.CurrentLeaderEpoch,
 			FetchOffset: t.Req.FetchOffset, LastFetchedEpoch: t.Req.LastFetchedEpoch,
 			LogStartOffset: t.Req.LogStartOffset, Now: now,
-		}, limit)
+		}, limit, lease)
 		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = rd.HighWatermark, rd.HighWatermark, rd.LogStartOffset
 		if err != nil {
 			news = true

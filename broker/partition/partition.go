@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/minikafka/minikafka/broker/batch"
+	"github.com/minikafka/minikafka/broker/bufpool"
 	"github.com/minikafka/minikafka/broker/producer"
 	"github.com/minikafka/minikafka/clock"
 	"github.com/minikafka/minikafka/cluster"
@@ -56,12 +57,15 @@ type Read struct {
 // Partition is one topic partition: its log engine, producer state and high
 // watermark. All methods are safe for concurrent use.
 type Partition struct {
-	topic    string
-	index    int32
-	key      Key
-	dir      string
-	fs       vfs.FS
-	log      engine.LogEngine
+	topic string
+	index int32
+	key   Key
+	dir   string
+	fs    vfs.FS
+	log   engine.LogEngine
+	// readHint is about what the last pooled read took (readbuf.go): the
+	// size of the next one's first buffer.
+	readHint atomic.Int64
 	logID    engine.LogID                // log's id in the data directory's store
 	cfg      atomic.Pointer[topicConfig] // the topic's configs may change
 	resized  bool                        // setConfig has given the log its segment size (Manager.Ensure serializes it)
@@ -344,6 +348,12 @@ func (p *Partition) afterAppendLocked(end int64) {
 // (a consumer at the tail); outside [StartOffset, EndOffset] returns
 // kerr.OffsetOutOfRange. Corrupt stored data returns kerr.KafkaStorageError.
 func (p *Partition) Read(offset int64, maxBytes int) (Read, error) {
+	return p.ReadLeased(offset, maxBytes, nil)
+}
+
+// ReadLeased is Read into pooled memory that lease holds (bufpool): the
+// records are valid until the lease is released. A nil lease is Read.
+func (p *Partition) ReadLeased(offset int64, maxBytes int, lease *bufpool.Lease) (Read, error) {
 	if p.gone.Load() {
 		return Read{}, p.closedErr()
 	}
@@ -356,11 +366,11 @@ func (p *Partition) Read(offset int64, maxBytes int) (Read, error) {
 	if offset >= hw {
 		return r, nil
 	}
-	bs, err := p.log.Read(offset, maxBytes)
+	recs, err := p.readRecords(offset, maxBytes, hw, lease)
 	if err != nil {
 		return r, p.storageErr("read", err)
 	}
-	r.Records = Concat(bs, hw)
+	r.Records = recs
 	return r, nil
 }
 

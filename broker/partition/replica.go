@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/minikafka/minikafka/broker/batch"
+	"github.com/minikafka/minikafka/broker/bufpool"
 	"github.com/minikafka/minikafka/engine"
 	"github.com/minikafka/minikafka/replication"
 )
@@ -388,6 +389,13 @@ type ReplicaRead struct {
 // maxBytes NoRecords (a throttled copy) the fetch counts all the same but
 // no records are read.
 func (p *Partition) ServeFollower(ev replication.FollowerFetch, maxBytes int) (ReplicaRead, error) {
+	return p.ServeFollowerLeased(ev, maxBytes, nil)
+}
+
+// ServeFollowerLeased is ServeFollower reading into pooled memory that
+// lease holds (bufpool): the records are valid until the lease is
+// released. A nil lease is ServeFollower.
+func (p *Partition) ServeFollowerLeased(ev replication.FollowerFetch, maxBytes int, lease *bufpool.Lease) (ReplicaRead, error) {
 	if p.gone.Load() {
 		return ReplicaRead{}, p.closedErr()
 	}
@@ -408,11 +416,11 @@ func (p *Partition) ServeFollower(ev replication.FollowerFetch, maxBytes int) (R
 	if answer.Diverging != nil || answer.From >= answer.To || maxBytes == NoRecords {
 		return rd, nil
 	}
-	bs, err := p.log.Read(answer.From, maxBytes)
+	recs, err := p.readRecords(answer.From, maxBytes, answer.To, lease)
 	if err != nil {
 		return rd, p.storageErr("read for a follower", err)
 	}
-	rd.Records = Concat(bs, answer.To)
+	rd.Records = recs
 	p.replBytesOut.Add(int64(len(rd.Records)))
 	return rd, nil
 }

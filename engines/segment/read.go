@@ -21,8 +21,9 @@ const (
 // one ReadAt sized to the budget (more only when batches past that first
 // read still fit: a batch larger than the budget, say) into one new buffer
 // that the returned batches share, each capped so that appending to one
-// cannot touch another. Every returned frame's CRC is checked first. The
-// read continues into the next segment while the budget lasts.
+// cannot touch another. Every returned frame's framing is checked, and its
+// CRC when the frame is not known good (see Reading in the package doc).
+// The read continues into the next segment while the budget lasts.
 func (e *Engine) Read(offset int64, maxBytes int) ([]engine.Batch, error) {
 	return e.read(nil, offset, maxBytes)
 }
@@ -37,8 +38,8 @@ var _ engine.BufferReader = (*Engine)(nil)
 // few MiB, which is most of a cold sequential scan's CPU.
 //
 // The batches' Data are the caller's until it hands that buffer (or buf) to
-// ReadInto again: the engine keeps no reference to either, and checks every
-// frame as Read does. buf's old contents are overwritten.
+// ReadInto again: the engine keeps no reference to either, and checks
+// frames as Read does. buf's old contents are overwritten.
 func (e *Engine) ReadInto(buf []byte, offset int64, maxBytes int) ([]engine.Batch, []byte, error) {
 	mem := &arena{buf: buf[:0]}
 	bs, err := e.read(mem, offset, maxBytes)
@@ -163,13 +164,31 @@ func (r *frameReader) header(pos, wantBase, ahead int64) (frameHeader, error) {
 	return h, nil
 }
 
-// frame reads the whole frame at pos and verifies its checksum.
-func (r *frameReader) frame(pos int64, h frameHeader, ahead int64) ([]byte, error) {
+// frame reads the whole frame at pos and, when check is set, verifies its
+// checksum.
+func (r *frameReader) frame(pos int64, h frameHeader, ahead int64, check bool) ([]byte, error) {
 	b, err := r.bytes(pos, h.frameLen(), ahead)
-	if err != nil {
-		return nil, err
+	if err != nil || !check {
+		return b, err
 	}
 	return b, checkFrame(b, h)
+}
+
+// follows checks that the frame h at pos ends where another begins: the
+// header after it is valid and carries the base offset that h says comes
+// next, or h ends the segment at end. A frame served without its CRC check
+// goes out only after this: a damaged length or record count then cannot
+// pass for a batch, since the next header would not line up.
+func (r *frameReader) follows(pos int64, h frameHeader, end, ahead int64) error {
+	switch next := h.next(); {
+	case next == end:
+		return nil
+	case next > end:
+		return fmt.Errorf("%w: frame at %d ends at offset %d, past the segment's end %d", errBadFrame, pos, next, end)
+	}
+	at := pos + h.frameLen()
+	_, err := r.header(at, h.next(), max(ahead, at+frameHeaderLen))
+	return err
 }
 
 // corrupt turns a bad frame met while reading into engine.ErrCorrupt with
@@ -244,9 +263,21 @@ func (s *segment) read(mem *arena, offset int64, maxBytes int, out []engine.Batc
 			if len(out) > 0 && left < 0 {
 				return out, size, frameBase, true, nil
 			}
-			b, err := r.frame(pos, h, max(firstEnd, pos+h.frameLen()+max(left, 0)+frameHeaderLen))
+			ahead := max(firstEnd, pos+h.frameLen()+max(left, 0)+frameHeaderLen)
+			check := s.mustCheck(pos)
+			b, err := r.frame(pos, h, ahead, check)
+			if err == nil && !check {
+				if err = r.follows(pos, h, end, ahead); err != nil {
+					// The frame's header or the next one is damaged:
+					// the frame's CRC tells which.
+					check, err = true, checkFrame(b, h)
+				}
+			}
 			if err != nil {
 				return bad(err)
+			}
+			if check {
+				s.checked(pos, pos+h.frameLen())
 			}
 			out = append(out, engine.Batch{BaseOffset: h.base, Records: h.records, Data: b[frameHeaderLen:]})
 			size += int(h.length)

@@ -142,6 +142,7 @@ func (e *Engine) openClean() (bool, error) {
 	}
 	last.f = f
 	last.adoptLocked(st)
+	last.trustFrom(st.endPos) // appends from here on are this process's
 	e.active = last
 	e.end.Store(st.end)
 	return true, nil
@@ -212,6 +213,7 @@ func (e *Engine) recoverTail() error {
 		if err := last.f.SyncData(); err != nil { // what recovery found is durable from here on
 			return fmt.Errorf("segment %d: sync: %w", last.base, err)
 		}
+		last.trustFrom(last.endPos.Load()) // appends from here on are this process's
 		e.active = last
 		e.end.Store(last.end.Load())
 		return nil
@@ -251,6 +253,7 @@ func (e *Engine) scanTail(s *segment, bound, next int64) (bool, error) {
 		return false, err
 	}
 	s.adoptLocked(st)
+	s.trustFrom(max(from.endPos, fileHeaderLen)) // the scan checked the rest
 	if !last {
 		if st.end != next {
 			return false, nil

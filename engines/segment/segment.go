@@ -44,6 +44,16 @@ type segment struct {
 	loaded  bool         // entries and endPos are known
 	removed bool         // the files are deleted: write no index for it
 
+	// Frames at byte positions in [checkFrom, checkTo) have their CRC
+	// checked when a read serves them; the others are trusted (see Reading
+	// in the package doc). Frames from checkTo on were framed by this
+	// process or checked by a scan in it: a segment begun in this process
+	// has checkTo 0, one found at Open math.MaxInt64 until a scan lowers it.
+	// checkFrom moves forward over each frame checked right at it, so data
+	// from before Open that is read in order is checked once.
+	checkFrom atomic.Int64
+	checkTo   atomic.Int64
+
 	builder indexBuilder // the appender's; guarded by the engine's mu
 	ckpt    checkpointer // guarded by the engine's flushMu
 
@@ -69,6 +79,8 @@ func newSegment(fs vfs.FS, dir string, base int64) *segment {
 	}
 	s.refs.Store(1)
 	s.end.Store(base)
+	s.checkFrom.Store(fileHeaderLen)
+	s.checkTo.Store(math.MaxInt64)
 	return s
 }
 
@@ -97,6 +109,7 @@ func (s *segment) begin(f vfs.File) error {
 	}
 	s.f = f
 	s.loaded = true
+	s.checkTo.Store(0) // every frame of this file is framed from here on
 	s.endPos.Store(fileHeaderLen)
 	s.written.Store(fileHeaderLen)
 	return nil
@@ -227,6 +240,29 @@ func (s *segment) adoptLocked(st indexState) {
 	s.loaded = true
 }
 
+// trustFrom records that reads need not check the frames from byte pos on:
+// a scan in this process checked them up to the extent, or the extent is
+// pos and every frame after it will be framed by this process.
+func (s *segment) trustFrom(pos int64) {
+	for {
+		to := s.checkTo.Load()
+		if to <= pos || s.checkTo.CompareAndSwap(to, pos) {
+			return
+		}
+	}
+}
+
+// mustCheck reports whether a read must check the CRC of the frame at pos.
+func (s *segment) mustCheck(pos int64) bool {
+	return pos >= s.checkFrom.Load() && pos < s.checkTo.Load()
+}
+
+// checked records that the frame [pos, next) passed its CRC check: when it
+// is the first frame not yet checked, the checked prefix grows past it.
+func (s *segment) checked(pos, next int64) {
+	s.checkFrom.CompareAndSwap(pos, next)
+}
+
 // ready makes a sealed segment readable: opens its file and loads its index
 // file, or rebuilds the index by scanning (up to the next segment's base,
 // never further) when the file is missing, bad, or not a sealed index ending
@@ -259,6 +295,7 @@ func (s *segment) ready() error {
 	if err != nil {
 		return err
 	}
+	s.trustFrom(fileHeaderLen)
 	complete := st.end == want
 	// Frames that stop short of the next segment's base leave a hole: keep
 	// what is readable; reads past it report the corruption.
@@ -326,7 +363,7 @@ func scanFrames(r *frameReader, st indexState, stopAt int64) (indexState, error)
 	for st.end < stopAt {
 		h, err := r.header(pos, st.end, pos+scanBytes)
 		if err == nil {
-			_, err = r.frame(pos, h, pos+scanBytes)
+			_, err = r.frame(pos, h, pos+scanBytes, true)
 		}
 		if errors.Is(err, errBadFrame) {
 			break
