@@ -189,14 +189,18 @@ func TestFetcherLeavesThrottledPartitionsOut(t *testing.T) {
 	_, sent = f.Build(later.Add(QuotaWindow), 5)
 	require.Len(t, sent, 1)
 
+	// A follower that reaches the leader's high watermark while unthrottled
+	// (its topic's UUID may sort anywhere among the others, which take the
+	// allowance) and is throttled from then on.
 	caught := followers(t, 1)[0]
-	throttledKey[caught.Key()] = true
 	fs.Follow(t0, caught, 1)
 	_, sent = f.Build(later.Add(2*QuotaWindow), 5)
+	require.Contains(t, sent, caught.Key())
 	one := hwResponse([]*partition.Partition{caught}, 3)
 	one.Topics[0].Partitions[0].RecordBatches = batchtest.Plain(t, 3) // offsets 0-2: at the leader's HW
 	f.Handle(later.Add(2*QuotaWindow), one, sent, slog.New(slog.DiscardHandler))
 	caught.Sync() // manual partitions sync when told
+	throttledKey[caught.Key()] = true
 	end := later.Add(3 * QuotaWindow)
 	q.Record(end, 1<<20)
 	_, sent = f.Build(end, 5)

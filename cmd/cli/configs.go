@@ -92,7 +92,11 @@ func configDescribe(ctx context.Context, e *env, adm *kadm.Client, args []string
 		if !all && !dynamicSource(c.Source) {
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Key, c.MaybeValue(), c.Source)
+		v := c.MaybeValue()
+		if v == "" {
+			v = `""` // an empty value still fills its column
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Key, v, c.Source)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write: %w", err)
