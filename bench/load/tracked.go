@@ -162,21 +162,38 @@ func (t *Tracked) Writes(i int) []Write {
 // falls in [from, to], or from a partition's last acknowledgement to to (a
 // stall not over yet).
 func LongestGap(ws []Write, only map[int32]bool, from, to time.Time) time.Duration {
+	return WidestGap(ws, only, from, to).Length()
+}
+
+// Gap is a time without acknowledgements on one partition.
+type Gap struct {
+	Partition int32
+	From, To  time.Time
+}
+
+// Length is how long the gap lasted.
+func (g Gap) Length() time.Duration { return g.To.Sub(g.From) }
+
+// WidestGap is LongestGap's gap with where and when it was (the zero Gap
+// when no partition was acknowledged).
+func WidestGap(ws []Write, only map[int32]bool, from, to time.Time) Gap {
 	last := map[int32]time.Time{}
-	var longest time.Duration
+	var widest Gap
 	for _, w := range ws {
 		if (only != nil && !only[w.Partition]) || w.At.After(to) {
 			continue
 		}
-		if prev, ok := last[w.Partition]; ok && !w.At.Before(from) {
-			longest = max(longest, w.At.Sub(prev))
+		if prev, ok := last[w.Partition]; ok && !w.At.Before(from) && w.At.Sub(prev) > widest.Length() {
+			widest = Gap{Partition: w.Partition, From: prev, To: w.At}
 		}
 		last[w.Partition] = w.At
 	}
-	for _, at := range last {
-		longest = max(longest, to.Sub(at))
+	for p, at := range last {
+		if to.Sub(at) > widest.Length() {
+			widest = Gap{Partition: p, From: at, To: to}
+		}
 	}
-	return longest
+	return widest
 }
 
 // TrackedResult is what a tracked producer was told.

@@ -119,6 +119,19 @@ type Run struct {
 	// Throttle is the move's replication throttle in bytes a second, 0
 	// for none.
 	Throttle int64 `json:"throttle_bytes_per_s,omitempty"`
+	// GapPartition, GapFrom and GapTo are where the longest gap was, its
+	// ends in seconds since the request; Timeline is every change of the
+	// partitions' metadata seen during the move (polled every 50 ms).
+	// GapBefore is the longest gap in the window before the move: what
+	// the load alone does, the baseline of LongestGap.
+	GapBefore    float64 `json:"gap_before_s"`
+	GapPartition int32   `json:"gap_partition"`
+	// Request is when the reassignment was asked for, to read the gap
+	// against a machine's own traces.
+	Request  time.Time `json:"request"`
+	GapFrom  float64   `json:"gap_from_s"`
+	GapTo    float64   `json:"gap_to_s"`
+	Timeline []Change  `json:"timeline,omitempty"`
 }
 
 // Ratio is the throughput during the move over before it.
@@ -228,7 +241,9 @@ func moveOn(ctx context.Context, cfg Config, engine string) (out Run) {
 		return fail(err)
 	}
 	start := time.Now()
+	out.Request = start
 	out.Before = p.rate(from, start)
+	out.GapBefore = load.LongestGap(tracked.Writes(0), nil, from, start).Seconds()
 	out.Moved = p.ackedBytes()
 	out.Stored = stored1
 	out.StoredRate = float64(stored1-stored0) / start.Sub(from).Seconds()
@@ -243,16 +258,22 @@ func moveOn(ctx context.Context, cfg Config, engine string) (out Run) {
 			return fail(err)
 		}
 	}
+	w := startWatch(ctx, adm, start, 50*time.Millisecond)
 	if err := moveOffBroker1(ctx, adm); err != nil {
+		w.stop()
 		return fail(err)
 	}
-	if err := waitMoved(ctx, adm); err != nil {
+	err = waitMoved(ctx, adm)
+	out.Timeline = w.stop()
+	if err != nil {
 		return fail(err)
 	}
 	end := time.Now()
 	out.Move = end.Sub(start).Seconds()
 	out.During = p.rate(start, end)
-	out.LongestGap = load.LongestGap(tracked.Writes(0), nil, start, end).Seconds()
+	gap := load.WidestGap(tracked.Writes(0), nil, start, end)
+	out.LongestGap = gap.Length().Seconds()
+	out.GapPartition, out.GapFrom, out.GapTo = gap.Partition, gap.From.Sub(start).Seconds(), gap.To.Sub(start).Seconds()
 	if out.Throttle > 0 {
 		if err := admin.RemoveThrottle(ctx, adm, Topic); err != nil {
 			return fail(err)

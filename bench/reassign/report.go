@@ -55,7 +55,7 @@ func (r *Result) Report() []byte {
 	}
 	s.CheckTable(r.Checks)
 	t := rep.Section("The moves").Table("engine", "moved", "stored", "move took", "throttle", "records/s before", "records/s during", "during / before",
-		"longest gap", "acknowledged", "lost", "duplicated", "replicas after")
+		"longest gap", "longest gap before", "acknowledged", "lost", "duplicated", "replicas after")
 	for _, run := range r.Runs {
 		if run.Error != "" {
 			t.Row(run.Engine, "FAILED: "+run.Error)
@@ -66,10 +66,20 @@ func (r *Result) Report() []byte {
 			throttle = bench.Bytes(run.Throttle) + "/s"
 		}
 		t.Row(run.Engine, bench.Bytes(run.Moved), bench.Bytes(run.Stored), secs(run.Move), throttle, bench.Rate(run.Before), bench.Rate(run.During),
-			fmt.Sprintf("%.2f×", run.Ratio()), secs(run.LongestGap), fmt.Sprint(run.Audit.Acked), fmt.Sprint(run.Audit.Lost),
+			fmt.Sprintf("%.2f×", run.Ratio()), secs(run.LongestGap), secs(run.GapBefore), fmt.Sprint(run.Audit.Acked), fmt.Sprint(run.Audit.Lost),
 			fmt.Sprint(run.Audit.Duplicated), fmt.Sprint(run.Replicas))
 	}
-	t.Left(0, 12)
+	t.Left(0, 13)
+	var gaps []string
+	for _, run := range r.Runs {
+		if run.Error == "" && run.Timeline != nil {
+			gaps = append(gaps, fmt.Sprintf("%s: partition %d, from +%.2f s to +%.2f s after the request; its metadata within a second of it: %s",
+				run.Engine, run.GapPartition, run.GapFrom, run.GapTo, around(run.Timeline, run.GapPartition, run.GapFrom, run.GapTo)))
+		}
+	}
+	if len(gaps) > 0 {
+		rep.Section("Where the longest gaps fell").List(gaps...)
+	}
 	rep.Section("Setup").List(r.List()...)
 	return rep.Markdown()
 }

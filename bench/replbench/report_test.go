@@ -99,6 +99,7 @@ func TestLongestGap(t *testing.T) {
 	from, to := t0.Add(100*time.Millisecond), t0.Add(340*time.Millisecond)
 	assert.Equal(t, 300*time.Millisecond, load.LongestGap(ws, nil, from, to), "partition 1 from 10 to 310: the gap straddling the window counts whole")
 	assert.Equal(t, 280*time.Millisecond, load.LongestGap(ws, map[int32]bool{0: true}, from, to))
+	assert.Equal(t, int32(1), load.WidestGap(ws, nil, from, to).Partition, "the widest gap says where it was")
 	assert.Equal(t, 340*time.Millisecond, load.LongestGap(ws[:2], nil, from, to), "a stall not over yet runs from the last acknowledgement to the window's end")
 	tl := timeline(ws, 0, t0.Add(TimelineFrom))
 	assert.Equal(t, 2, tl[0], "records at 0 and 20 ms fall in the first bin")
