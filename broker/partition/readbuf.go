@@ -64,14 +64,7 @@ func (p *Partition) readRecords(offset int64, maxBytes int, end int64, lease *bu
 // concatInto is Concat into a pooled buffer the lease holds, when more
 // than one batch must be joined.
 func concatInto(bs []engine.Batch, end int64, lease *bufpool.Lease) []byte {
-	n, size := 0, 0
-	for _, b := range bs {
-		if b.NextOffset() > end {
-			break
-		}
-		n++
-		size += len(b.Data)
-	}
+	n, size := wholeBatches(bs, end)
 	if n <= 1 {
 		return Concat(bs[:n], end)
 	}

@@ -452,11 +452,9 @@ func (p *Partition) StartPassed(logStart int64) bool {
 	return logStart >= 0 && p.leaderStart.Load() > logStart
 }
 
-// Concat joins the whole batches of bs that end at or below end into one
-// record set, as a Fetch answer carries them (one batch as it is, without a
-// copy; none: empty, not nil).
-func Concat(bs []engine.Batch, end int64) []byte {
-	n, size := 0, 0
+// wholeBatches counts the leading batches of bs that end at or below end,
+// and their bytes.
+func wholeBatches(bs []engine.Batch, end int64) (n, size int) {
 	for _, b := range bs {
 		if b.NextOffset() > end {
 			break
@@ -464,6 +462,14 @@ func Concat(bs []engine.Batch, end int64) []byte {
 		n++
 		size += len(b.Data)
 	}
+	return n, size
+}
+
+// Concat joins the whole batches of bs that end at or below end into one
+// record set, as a Fetch answer carries them (one batch as it is, without a
+// copy; none: empty, not nil).
+func Concat(bs []engine.Batch, end int64) []byte {
+	n, size := wholeBatches(bs, end)
 	switch n {
 	case 0:
 		return []byte{}
