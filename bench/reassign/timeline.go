@@ -85,7 +85,7 @@ func around(changes []Change, p int32, from, to float64) string {
 		}
 	}
 	if len(out) == 0 {
-		return "no change of partition's metadata within a second of it"
+		return "no change"
 	}
 	return strings.Join(out, "; ")
 }
