@@ -3,7 +3,6 @@ package reassign
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -12,7 +11,11 @@ import (
 
 // pump is a closed-loop acks=all idempotent producer: it keeps
 // maxBuffered records in flight and no more, so its acknowledgement rate
-// is what the cluster sustains; it keeps every acknowledgement's time.
+// is what the cluster sustains. It counts its acknowledgements in buckets
+// of time rather than keeping each one's: at hundreds of thousands a
+// second such a record grows by hundreds of MB a minute, and copying and
+// collecting it pauses every producer of this process, the tracked one
+// whose gaps the report measures too.
 type pump struct {
 	cl     *kgo.Client
 	cancel context.CancelFunc
@@ -20,7 +23,7 @@ type pump struct {
 	value  []byte
 
 	mu    sync.Mutex
-	acks  []time.Time // in the order the callbacks ran
+	acks  ackCounts
 	bytes int64
 	first error
 	once  sync.Once
@@ -36,7 +39,7 @@ func startPump(ctx context.Context, seeds []string, recordBytes int) (*pump, err
 		return nil, fmt.Errorf("reassign: producer: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	p := &pump{cl: cl, cancel: cancel, done: make(chan struct{}), value: make([]byte, recordBytes)}
+	p := &pump{cl: cl, cancel: cancel, done: make(chan struct{}), value: make([]byte, recordBytes), acks: ackCounts{start: time.Now()}}
 	go p.run(ctx)
 	return p, nil
 }
@@ -59,7 +62,7 @@ func (p *pump) acked(r *kgo.Record, err error) {
 		}
 		return
 	}
-	p.acks = append(p.acks, now)
+	p.acks.add(now)
 	p.bytes += int64(len(r.Value))
 }
 
@@ -75,16 +78,42 @@ func (p *pump) err() error {
 	return p.first
 }
 
-// rate is the acknowledgements per second in [from, to).
+// rate is the acknowledgements per second in [from, to), to a bucket.
 func (p *pump) rate(from, to time.Time) float64 {
 	p.mu.Lock()
-	acks := append([]time.Time(nil), p.acks...)
-	p.mu.Unlock()
-	// Callbacks run in order per partition, not across them: sort first.
-	sort.Slice(acks, func(i, j int) bool { return acks[i].Before(acks[j]) })
-	lo := sort.Search(len(acks), func(i int) bool { return !acks[i].Before(from) })
-	hi := sort.Search(len(acks), func(i int) bool { return !acks[i].Before(to) })
-	return float64(hi-lo) / to.Sub(from).Seconds()
+	defer p.mu.Unlock()
+	return p.acks.rate(from, to)
+}
+
+// ackBucket is the resolution of a pump's record of its acknowledgements.
+const ackBucket = 10 * time.Millisecond
+
+// ackCounts counts events in consecutive buckets of ackBucket from start.
+type ackCounts struct {
+	start  time.Time
+	counts []int64
+}
+
+func (c *ackCounts) add(at time.Time) {
+	i := max(int(at.Sub(c.start)/ackBucket), 0)
+	for len(c.counts) <= i {
+		c.counts = append(c.counts, 0)
+	}
+	c.counts[i]++
+}
+
+// rate is the events per second in the buckets that begin in [from, to).
+func (c *ackCounts) rate(from, to time.Time) float64 {
+	if !to.After(from) {
+		return 0
+	}
+	lo := max(int((from.Sub(c.start)+ackBucket-1)/ackBucket), 0)
+	hi := min(int((to.Sub(c.start)+ackBucket-1)/ackBucket), len(c.counts))
+	var n int64
+	for i := lo; i < hi; i++ {
+		n += c.counts[i]
+	}
+	return float64(n) / to.Sub(from).Seconds()
 }
 
 // stop ends the producer; records in flight are abandoned.
