@@ -115,6 +115,8 @@ func testProduceThenConsume(t *testing.T, c Client, codec string) {
 		assert.Zero(t, pr.Errors, pr.FirstError)
 		assert.Equal(t, int64(2000), pr.Latency.Count)
 		assert.Equal(t, int64(2000*(100+len("key-0"))), pr.Bytes)
+		assert.Positive(t, pr.Batches)
+		assert.LessOrEqual(t, pr.Batches, pr.Records, "a batch holds at least one record")
 		require.NotEmpty(t, progress)
 		assert.Equal(t, int64(2000), progress[len(progress)-1], "the last progress call has the final count")
 
@@ -155,6 +157,7 @@ func TestMoreClientsThanRecords(t *testing.T) {
 	pr, err := Produce(ctx, ProduceConfig{Client: c, Topic: "few", Records: 2, Clients: 3, RecordBytes: 10})
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), pr.Records)
+	assert.Equal(t, int64(2), pr.Batches, "two clients, one record each: a batch each")
 }
 
 func TestDurationRun(t *testing.T) {

@@ -118,7 +118,10 @@ func (c *ProduceConfig) clientOpts() ([]kgo.Opt, error) {
 
 // ProduceResult is what a producer workload measured.
 type ProduceResult struct {
-	Records       int64   `json:"records"`
+	Records int64 `json:"records"`
+	// Batches are the record batches acknowledged (franz-go's
+	// HookProduceBatchWritten): what the leaders appended for Records.
+	Batches       int64   `json:"batches,omitempty"`
 	Bytes         int64   `json:"bytes"`
 	Errors        int64   `json:"errors"`
 	FirstError    string  `json:"first_error,omitempty"`
@@ -177,7 +180,8 @@ func Produce(ctx context.Context, cfg ProduceConfig) (ProduceResult, error) {
 	}
 	payload := bench.NewPayload(cfg.Seed, max(1<<20, 4*cfg.RecordBytes))
 	lat := bench.NewLatency()
-	var acked atomic.Int64
+	var acked, batches atomic.Int64
+	opts = append(opts, kgo.WithHooks(batchCounter{&batches}))
 	ps := make([]*producer, cfg.Clients)
 	for i := range ps {
 		cl, err := kgo.NewClient(opts...)
@@ -200,7 +204,16 @@ func Produce(ctx context.Context, cfg ProduceConfig) (ProduceResult, error) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	stop()
-	return summarize(ps, lat, acked.Load(), elapsed), nil
+	r := summarize(ps, lat, acked.Load(), elapsed)
+	r.Batches = batches.Load()
+	return r, nil
+}
+
+// batchCounter counts the batches acknowledged.
+type batchCounter struct{ n *atomic.Int64 }
+
+func (c batchCounter) OnProduceBatchWritten(kgo.BrokerMetadata, string, int32, kgo.ProduceBatchMetrics) {
+	c.n.Add(1)
 }
 
 func summarize(ps []*producer, lat *bench.Latency, acked int64, elapsed time.Duration) ProduceResult {

@@ -3,6 +3,7 @@ package replbench
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/minikafka/minikafka/bench"
 )
@@ -21,6 +22,21 @@ func spreadOf(c *Cell, fig func(Rep) float64) float64 {
 // median RF 1 rate.
 func (r *Result) ThroughputRatio(engine string) float64 {
 	return bench.Div(r.Cell(engine, ProduceRF3).Median(RecordsPerSec), r.Cell(engine, ProduceRF1).Median(RecordsPerSec))
+}
+
+// segmentName is the engine the others' flushes are measured against.
+const segmentName = "segment"
+
+// CPURatio is the engine's median broker CPU per record at RF 3 (every
+// broker's) over its median at RF 1.
+func (r *Result) CPURatio(engine string) float64 {
+	return bench.Div(r.Cell(engine, ProduceRF3).Median(CPUPerRecord), r.Cell(engine, ProduceRF1).Median(CPUPerRecord))
+}
+
+// FlushRatio is the engine's median device flushes per acknowledged batch
+// at RF 3 over segment's in the same run.
+func (r *Result) FlushRatio(engine string) float64 {
+	return bench.Div(r.Cell(engine, ProduceRF3).Median(FlushesPerBatch), r.Cell(segmentName, ProduceRF3).Median(FlushesPerBatch))
 }
 
 // CatchUpRatio is the engine's catch-up rate over its median bulk-ingest
@@ -48,7 +64,11 @@ func count(v int, ok bool) float64 {
 func (r *Result) Judge() []bench.Check {
 	var out []bench.Check
 	for _, e := range r.Config.Engines {
-		out = append(out, r.throughputCheck(e), r.latencyCheck(e))
+		out = append(out, r.throughputCheck(e), r.cpuCheck(e))
+		if e != segmentName && slices.Contains(r.Config.Engines, segmentName) {
+			out = append(out, r.flushCheck(e))
+		}
+		out = append(out, r.latencyCheck(e))
 		out = append(out, r.killChecks(e)...)
 		a, ok := r.audit(e)
 		lost := bench.Judge("acknowledged records lost through the kills and stops, "+e, count(a.Lost, ok), "", false, 0)
@@ -71,6 +91,30 @@ func (r *Result) throughputCheck(e string) bench.Check {
 	}
 	noise := max(spreadOf(rf1, RecordsPerSec), spreadOf(rf3, RecordsPerSec))
 	c = c.Because("%s vs %s records/s; the runs of a side differ by up to %.0f %%", bench.Rate(rf3.Median(RecordsPerSec)), bench.Rate(rf1.Median(RecordsPerSec)), noise*100)
+	return c.Resolve(v*(1-noise), v*(1+noise), "the ratio give or take that")
+}
+
+func (r *Result) cpuCheck(e string) bench.Check {
+	rf1, rf3 := r.Cell(e, ProduceRF1), r.Cell(e, ProduceRF3)
+	v := r.CPURatio(e)
+	c := bench.Judge("broker CPU per record at RF 3 (every broker) / at RF 1, "+e, v, "×", false, TargetCPURatio)
+	if c.Verdict == bench.Missing {
+		return c.Because("a side has no counted run")
+	}
+	noise := max(spreadOf(rf1, CPUPerRecord), spreadOf(rf3, CPUPerRecord))
+	c = c.Because("%.1f µs vs %.1f µs; the runs of a side differ by up to %.0f %%", rf3.Median(CPUPerRecord)*1e6, rf1.Median(CPUPerRecord)*1e6, noise*100)
+	return c.Resolve(v*(1-noise), v*(1+noise), "the ratio give or take that")
+}
+
+func (r *Result) flushCheck(e string) bench.Check {
+	own, seg := r.Cell(e, ProduceRF3), r.Cell(segmentName, ProduceRF3)
+	v := r.FlushRatio(e)
+	c := bench.Judge("device flushes per acknowledged batch at RF 3 / segment's, "+e, v, "×", false, TargetFlushRatio)
+	if c.Verdict == bench.Missing {
+		return c.Because("a side has no counted run")
+	}
+	noise := max(spreadOf(own, FlushesPerBatch), spreadOf(seg, FlushesPerBatch))
+	c = c.Because("%.2f vs %.2f; the runs of a side differ by up to %.0f %%", own.Median(FlushesPerBatch), seg.Median(FlushesPerBatch), noise*100)
 	return c.Resolve(v*(1-noise), v*(1+noise), "the ratio give or take that")
 }
 
@@ -151,8 +195,9 @@ func (r *Result) catchUpCheck(e string) bench.Check {
 func (r *Result) Ratios() []bench.Ratio {
 	var out bench.Ratios
 	for _, e := range r.Config.Engines {
-		out.Add("produce RF 3 / RF 1, "+e, r.ThroughputRatio(e), e == "segment")
+		out.Add("produce RF 3 / RF 1, "+e, r.ThroughputRatio(e), e == segmentName)
 		out.Add("catch-up / bulk ingest, "+e, r.CatchUpRatio(e), false)
+		out.Add("CPU per record target / RF 3 over RF 1, "+e, bench.Div(TargetCPURatio, r.CPURatio(e)), false)
 		out.Add("half-rate p99 target / p99, "+e, bench.Div(TargetHalfRateP99.Seconds(), r.Cell(e, LatencyRF3).Median(P99)), false)
 		out.Add("leader failover target / median, "+e, bench.Div(TargetFailoverMedian.Seconds(), r.Cell(e, KillLeader).Median(Seconds)), false)
 		out.Add("controlled shutdown stall target / median, "+e, bench.Div(TargetStall.Seconds(), r.Cell(e, StopLeader).Median(Seconds)), false)

@@ -49,12 +49,16 @@ const (
 
 // The targets.
 const (
-	TargetThroughputRatio = 0.5 // RF 3 produce / RF 1 produce
-	TargetHalfRateP99     = 10 * time.Millisecond
-	TargetFailoverMedian  = time.Second
-	TargetFailoverMax     = 2 * time.Second
-	TargetStall           = 200 * time.Millisecond
-	TargetCatchUpRatio    = 0.5 // catch-up bytes/s / bulk ingest bytes/s
+	TargetThroughputRatio = 0.6 // RF 3 produce / RF 1 produce
+	TargetCPURatio        = 2.5 // CPU per record, RF 3 / RF 1
+	// TargetFlushRatio bounds each other engine's device flushes per
+	// acknowledged batch at RF 3 over segment's in the same run.
+	TargetFlushRatio     = 1.0
+	TargetHalfRateP99    = 10 * time.Millisecond
+	TargetFailoverMedian = time.Second
+	TargetFailoverMax    = 2 * time.Second
+	TargetStall          = 200 * time.Millisecond
+	TargetCatchUpRatio   = 0.5 // catch-up bytes/s / bulk ingest bytes/s
 )
 
 // Defaults of the committed run.
@@ -118,6 +122,14 @@ type Rep struct {
 	// Behind is how far the open-loop schedule fell behind at worst.
 	Behind float64 `json:"behind_s,omitempty"`
 	Errors int64   `json:"errors,omitempty"`
+	// Closed-loop throughput runs: the records and batches acknowledged,
+	// the CPU seconds every broker process spent meanwhile, and the flush
+	// requests the data's block device completed (what the engines' fsyncs
+	// cost the disk, every broker's).
+	Records    int64   `json:"records,omitempty"`
+	Batches    int64   `json:"batches,omitempty"`
+	CPUSeconds float64 `json:"cpu_s,omitempty"`
+	Flushes    int64   `json:"flushes,omitempty"`
 
 	// Faults: Seconds is the figure (kill: to the first acknowledgement
 	// from the new leader; stop: the longest gap between two
@@ -183,6 +195,9 @@ var (
 	Listed        = bench.Figure(func(r Rep) float64 { return r.Listed })
 	// CatchUpRate is the catch-up's bytes over its time.
 	CatchUpRate = bench.Figure(func(r Rep) float64 { return bench.Div(float64(r.Bytes), r.Seconds) })
+	// FlushesPerBatch and CPUPerRecord (seconds) of a closed-loop run.
+	FlushesPerBatch = bench.Figure(func(r Rep) float64 { return bench.Div(float64(r.Flushes), float64(r.Batches)) })
+	CPUPerRecord    = bench.Figure(func(r Rep) float64 { return bench.Div(r.CPUSeconds, float64(r.Records)) })
 )
 
 // Cell is one engine under one workload.

@@ -60,6 +60,31 @@ func (r *Result) throughputSection(rep *bench.Report) {
 			bench.Times(r.ThroughputRatio(e)), bench.MB(rf1.Median(BytesPerSec)), bench.MB(rf3.Median(BytesPerSec)),
 			bench.SpreadText(rf1.Spread(P99), ms), bench.SpreadText(rf3.Spread(P99), ms))
 	}
+	s.Para("What the same runs cost the brokers: the flush requests the data's block device completed during each run's produce (from its counters in /sys/dev/block; " +
+		"every fsync or fdatasync of every broker reaches the disk as one or more; the run's other servers are idle meanwhile) per batch the producer had acknowledged, " +
+		"and the CPU time (user and system) of every broker process over the same time per record acknowledged: at RF 3 all three brokers', the followers' included.")
+	c := s.Table("engine", "RF 1 flushes per batch", "RF 3 flushes per batch", "RF 3 flushes / segment's", "RF 1 CPU per record", "RF 3 CPU per record", "CPU RF 3 / RF 1")
+	for _, e := range r.Config.Engines {
+		rf1, rf3 := r.Cell(e, ProduceRF1), r.Cell(e, ProduceRF3)
+		c.Row(e, bench.SpreadText(rf1.Spread(FlushesPerBatch), flushes), bench.SpreadText(rf3.Spread(FlushesPerBatch), flushes),
+			bench.Times(r.FlushRatio(e)), bench.SpreadText(rf1.Spread(CPUPerRecord), micros), bench.SpreadText(rf3.Spread(CPUPerRecord), micros),
+			bench.Times(r.CPURatio(e)))
+	}
+}
+
+// micros formats seconds as microseconds.
+func micros(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f µs", v*1e6)
+}
+
+func flushes(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", v)
 }
 
 func secs(s float64) string { return bench.Millis(s) }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/load"
+	"github.com/minikafka/minikafka/bench/proc"
 	"github.com/minikafka/minikafka/bench/server"
 )
 
@@ -32,11 +33,11 @@ func (e *engineRun) throughput(ctx context.Context) {
 			return
 		}
 		if single != nil {
-			r := e.produceRun(ctx, []string{single.Addr()}, []string{e.singleDir()}, fmt.Sprintf("rf1-%d", i), 1, 0)
+			r := e.measuredRun(ctx, []*proc.Child{single.Child}, []string{single.Addr()}, []string{e.singleDir()}, fmt.Sprintf("rf1-%d", i), 1)
 			e.logf("RF 1 run %d: %s", i+1, sayRun(r))
 			e.add(ProduceRF1, r)
 		}
-		r := e.produceRun(ctx, e.c.Seeds(), e.c.Dirs(), fmt.Sprintf("rf3-%d", i), Replicas, 0)
+		r := e.measuredRun(ctx, e.brokers(), e.c.Seeds(), e.c.Dirs(), fmt.Sprintf("rf3-%d", i), Replicas)
 		e.logf("RF 3 run %d: %s", i+1, sayRun(r))
 		e.add(ProduceRF3, r)
 	}
@@ -81,8 +82,78 @@ func sayRun(r Rep) string {
 	if r.Error != "" {
 		return "FAILED: " + r.Error
 	}
-	return fmt.Sprintf("%s records/s, %s MB/s, ack p50 %s, p99 %s", bench.Rate(r.RecordsPerSec), bench.MB(r.BytesPerSec),
+	out := fmt.Sprintf("%s records/s, %s MB/s, ack p50 %s, p99 %s", bench.Rate(r.RecordsPerSec), bench.MB(r.BytesPerSec),
 		bench.Millis(r.P50), bench.Millis(r.P99))
+	if r.Batches > 0 {
+		out += fmt.Sprintf("; %.2f device flushes per batch, %.1f µs of broker CPU per record", FlushesPerBatch(r), CPUPerRecord(r)*1e6)
+	}
+	return out
+}
+
+// brokers are the cluster's broker processes.
+func (e *engineRun) brokers() []*proc.Child {
+	var out []*proc.Child
+	for _, n := range e.c.Running() {
+		out = append(out, n.Child())
+	}
+	return out
+}
+
+// measuredRun is a closed-loop produceRun that also counts what the
+// brokers spent on it: the CPU of their processes and the flush requests
+// of the data directory's block device over the produce (the topic's
+// creation and deletion left out).
+func (e *engineRun) measuredRun(ctx context.Context, brokers []*proc.Child, seeds, dirs []string, topic string, rf int16) Rep {
+	disk, uerr := bench.DiskFor(e.dir)
+	var before, spent usage
+	r := e.produceRun(ctx, seeds, dirs, topic, rf, 0, func(begin bool) {
+		if uerr != nil {
+			return
+		}
+		u, err := usageOf(brokers, disk)
+		switch {
+		case err != nil:
+			uerr = err
+		case begin:
+			before = u
+		default:
+			spent = u.sub(before)
+		}
+	})
+	if r.Error != "" {
+		return r
+	}
+	if uerr != nil {
+		e.logf("no CPU or flush counts for %s: %v", topic, uerr)
+		return r
+	}
+	r.CPUSeconds, r.Flushes = spent.cpu, spent.flushes
+	return r
+}
+
+// usage is what the brokers had spent at a moment.
+type usage struct {
+	cpu     float64 // seconds, user and system, every broker
+	flushes int64   // flush requests the device completed
+}
+
+func (u usage) sub(o usage) usage { return usage{cpu: u.cpu - o.cpu, flushes: u.flushes - o.flushes} }
+
+func usageOf(brokers []*proc.Child, disk *bench.Disk) (usage, error) {
+	var u usage
+	for _, b := range brokers {
+		c, err := proc.CPU(b.Pid())
+		if err != nil {
+			return usage{}, err
+		}
+		u.cpu += c
+	}
+	st, err := disk.Stats()
+	if err != nil {
+		return usage{}, err
+	}
+	u.flushes = st.FlushOps
+	return u, nil
 }
 
 func (e *engineRun) singleDir() string { return filepath.Join(e.dir, "single") }
@@ -91,7 +162,7 @@ func (e *engineRun) singleDir() string { return filepath.Join(e.dir, "single") }
 // Run with acks=all and idempotence (closed loop, or open loop at rate),
 // deletes it, and waits until the brokers on dirs have deleted its files:
 // the next run must not share the disk with this one's cleanup.
-func (e *engineRun) produceRun(ctx context.Context, seeds, dirs []string, topic string, rf int16, rate float64) Rep {
+func (e *engineRun) produceRun(ctx context.Context, seeds, dirs []string, topic string, rf int16, rate float64, around ...func(begin bool)) Rep {
 	client := load.Client{Brokers: seeds}
 	id, err := createTopic(ctx, seeds, topic, e.cfg.Partitions, rf)
 	if err != nil {
@@ -110,11 +181,17 @@ func (e *engineRun) produceRun(ctx context.Context, seeds, dirs []string, topic 
 	if rate > 0 {
 		pc.Linger, pc.Warmup = LatencyLinger, LatencyWarmup
 	}
+	for _, f := range around {
+		f(true)
+	}
 	p, err := load.Produce(ctx, pc)
+	for _, f := range around {
+		f(false)
+	}
 	if err != nil {
 		return failed(err)
 	}
-	r := Rep{RecordsPerSec: p.RecordsPerSec, BytesPerSec: p.MBPerSec * 1e6, Rate: rate, Errors: p.Errors,
+	r := Rep{Records: p.Records, Batches: p.Batches, RecordsPerSec: p.RecordsPerSec, BytesPerSec: p.MBPerSec * 1e6, Rate: rate, Errors: p.Errors,
 		P50: p.Latency.P50.Seconds(), P99: p.Latency.P99.Seconds(), P999: p.Latency.P999.Seconds(), Max: p.Latency.Max.Seconds(),
 		Behind: p.Behind.Seconds()}
 	if p.Errors > 0 {
