@@ -84,7 +84,7 @@ func sayRun(r Rep) string {
 	}
 	out := fmt.Sprintf("%s records/s, %s MB/s, ack p50 %s, p99 %s", bench.Rate(r.RecordsPerSec), bench.MB(r.BytesPerSec),
 		bench.Millis(r.P50), bench.Millis(r.P99))
-	if r.Batches > 0 {
+	if r.CPUSeconds > 0 { // a measuredRun
 		out += fmt.Sprintf("; %.2f device flushes per batch, %.1f µs of broker CPU per record", FlushesPerBatch(r), CPUPerRecord(r)*1e6)
 	}
 	return out
