@@ -82,40 +82,35 @@ func (r *Result) Judge() []bench.Check {
 	return out
 }
 
-func (r *Result) throughputCheck(e string) bench.Check {
-	rf1, rf3 := r.Cell(e, ProduceRF1), r.Cell(e, ProduceRF3)
-	v := r.ThroughputRatio(e)
-	c := bench.Judge(fmt.Sprintf("produce at RF 3 (acks=all, min.insync.replicas %d) / at RF 1 on one broker, %s", MinISR, e), v, "×", true, TargetThroughputRatio)
+// ratioCheck judges num's median figure over den's, a check named name
+// against bound (a floor when higher is better), say formatting the two
+// medians; it is unresolved when the bound lies within the ratio give or
+// take the larger spread of the two sides' runs.
+func ratioCheck(name string, num, den *Cell, fig func(Rep) float64, higher bool, bound float64, missing string, say func(float64) string) bench.Check {
+	v := bench.Div(num.Median(fig), den.Median(fig))
+	c := bench.Judge(name, v, "×", higher, bound)
 	if c.Verdict == bench.Missing {
-		return c.Because("a side has no finished run")
+		return c.Because("%s", missing)
 	}
-	noise := max(spreadOf(rf1, RecordsPerSec), spreadOf(rf3, RecordsPerSec))
-	c = c.Because("%s vs %s records/s; the runs of a side differ by up to %.0f %%", bench.Rate(rf3.Median(RecordsPerSec)), bench.Rate(rf1.Median(RecordsPerSec)), noise*100)
+	noise := max(spreadOf(num, fig), spreadOf(den, fig))
+	c = c.Because("%s vs %s; the runs of a side differ by up to %.0f %%", say(num.Median(fig)), say(den.Median(fig)), noise*100)
 	return c.Resolve(v*(1-noise), v*(1+noise), "the ratio give or take that")
+}
+
+func (r *Result) throughputCheck(e string) bench.Check {
+	return ratioCheck(fmt.Sprintf("produce at RF 3 (acks=all, min.insync.replicas %d) / at RF 1 on one broker, %s", MinISR, e),
+		r.Cell(e, ProduceRF3), r.Cell(e, ProduceRF1), RecordsPerSec, true, TargetThroughputRatio, "a side has no finished run",
+		func(v float64) string { return bench.Rate(v) + " records/s" })
 }
 
 func (r *Result) cpuCheck(e string) bench.Check {
-	rf1, rf3 := r.Cell(e, ProduceRF1), r.Cell(e, ProduceRF3)
-	v := r.CPURatio(e)
-	c := bench.Judge("broker CPU per record at RF 3 (every broker) / at RF 1, "+e, v, "×", false, TargetCPURatio)
-	if c.Verdict == bench.Missing {
-		return c.Because("a side has no counted run")
-	}
-	noise := max(spreadOf(rf1, CPUPerRecord), spreadOf(rf3, CPUPerRecord))
-	c = c.Because("%.1f µs vs %.1f µs; the runs of a side differ by up to %.0f %%", rf3.Median(CPUPerRecord)*1e6, rf1.Median(CPUPerRecord)*1e6, noise*100)
-	return c.Resolve(v*(1-noise), v*(1+noise), "the ratio give or take that")
+	return ratioCheck("broker CPU per record at RF 3 (every broker) / at RF 1, "+e, r.Cell(e, ProduceRF3), r.Cell(e, ProduceRF1),
+		CPUPerRecord, false, TargetCPURatio, "a side has no counted run", micros)
 }
 
 func (r *Result) flushCheck(e string) bench.Check {
-	own, seg := r.Cell(e, ProduceRF3), r.Cell(segmentName, ProduceRF3)
-	v := r.FlushRatio(e)
-	c := bench.Judge("device flushes per acknowledged batch at RF 3 / segment's, "+e, v, "×", false, TargetFlushRatio)
-	if c.Verdict == bench.Missing {
-		return c.Because("a side has no counted run")
-	}
-	noise := max(spreadOf(own, FlushesPerBatch), spreadOf(seg, FlushesPerBatch))
-	c = c.Because("%.2f vs %.2f; the runs of a side differ by up to %.0f %%", own.Median(FlushesPerBatch), seg.Median(FlushesPerBatch), noise*100)
-	return c.Resolve(v*(1-noise), v*(1+noise), "the ratio give or take that")
+	return ratioCheck("device flushes per acknowledged batch at RF 3 / segment's, "+e, r.Cell(e, ProduceRF3), r.Cell(segmentName, ProduceRF3),
+		FlushesPerBatch, false, TargetFlushRatio, "a side has no counted run", flushes)
 }
 
 func (r *Result) latencyCheck(e string) bench.Check {
