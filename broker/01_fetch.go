@@ -36,15 +36,19 @@ import (
 //     outside the log: OFFSET_OUT_OF_RANGE with the log's bounds.
 //   - v9+: CurrentLeaderEpoch newer than ours UNKNOWN_LEADER_EPOCH, older
 //     FENCED_LEADER_EPOCH (-1 skips the check).
-//   - read_committed reads the same as read_uncommitted: without
-//     transactions the last stable offset is the high watermark.
+//   - read_committed (IsolationLevel 1) reads up to the last stable offset
+//     (the first offset of a transaction not yet decided and committed, or
+//     the high watermark) and returns the aborted transactions whose
+//     records the answer may hold (producer id and first offset), which
+//     the consumer drops along with the markers. read_uncommitted reads to
+//     the high watermark, markers and aborted records included.
 //   - A fetch with a replica id (ReplicaID, or ReplicaState from v15) is a
 //     follower's (fetch_replica.go): served up to the leader's durable end,
 //     not the high watermark, with a diverging epoch when its log parts
 //     from the leader's; it counts toward the ISR and the high watermark.
 //
 // Version notes:
-//   - v4: LastStableOffset, AbortedTransactions (always null here);
+//   - v4: LastStableOffset, AbortedTransactions (null for read_uncommitted);
 //     v5: LogStartOffset; v7: sessions; v9: CurrentLeaderEpoch;
 //     v11: PreferredReadReplica (-1); v12: flexible, LastFetchedEpoch
 //     (a follower's, checked against the leader's epochs); v13: topics by
@@ -155,6 +159,7 @@ func checkEpoch(check bool, epoch int32, p *partition.Partition) error {
 func (s *Server) readFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, targets []fetchTarget, maxBytes int, lease *bufpool.Lease) (int, bool) {
 	resp.Topics = resp.Topics[:0]
 	lease.Release()
+	committed := req.IsolationLevel == 1
 	reads := make([]partRead, len(targets))
 	parallel := len(targets) > 1 && sumLimits(targets, maxBytes) <= maxBytes
 	if parallel {
@@ -163,7 +168,7 @@ func (s *Server) readFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, tar
 		var next atomic.Int64
 		read := func() {
 			for i := int(next.Add(1) - 1); i < len(targets); i = int(next.Add(1) - 1) {
-				reads[i] = readPartition(&targets[i], maxBytes, true, lease)
+				reads[i] = readPartition(&targets[i], maxBytes, true, committed, lease)
 			}
 		}
 		var wg sync.WaitGroup
@@ -183,7 +188,7 @@ func (s *Server) readFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, tar
 		st = node.ResponseTopic(resp, st, t)
 		if !parallel {
 			room := maxBytes - total
-			reads[i] = readPartition(t, room, total == 0 || room > 0, lease)
+			reads[i] = readPartition(t, room, total == 0 || room > 0, committed, lease)
 		}
 		rd := &reads[i]
 		if rd.err != nil {
@@ -224,8 +229,8 @@ func sumLimits(targets []fetchTarget, maxBytes int) int {
 // readPartition reads up to min(PartitionMaxBytes, room) bytes of t's
 // records, and at least one batch if there is any: whether that batch may
 // go in the response is the caller's decision. Without data it only fills in
-// the partition's offsets.
-func readPartition(t *fetchTarget, room int, data bool, lease *bufpool.Lease) partRead {
+// the partition's offsets. committed reads as read_committed.
+func readPartition(t *fetchTarget, room int, data, committed bool, lease *bufpool.Lease) partRead {
 	r := partRead{sp: kmsg.NewFetchResponseTopicPartition()}
 	r.sp.Partition = t.Req.Partition
 	if t.Err != nil {
@@ -233,19 +238,31 @@ func readPartition(t *fetchTarget, room int, data bool, lease *bufpool.Lease) pa
 		return r
 	}
 	r.sp.HighWatermark = t.Part.HighWatermark()
-	r.sp.LastStableOffset = r.sp.HighWatermark
+	r.sp.LastStableOffset = t.Part.LastStableOffset()
 	r.sp.LogStartOffset = t.Part.StartOffset()
 	if !data {
 		return r
 	}
 	limit := max(min(int(t.Req.PartitionMaxBytes), room), 1)
-	rd, err := t.Part.ReadLeased(t.Req.FetchOffset, limit, lease)
+	read := t.Part.ReadLeased
+	if committed {
+		read = t.Part.ReadCommitted
+	}
+	rd, err := read(t.Req.FetchOffset, limit, lease)
 	if err != nil {
 		r.err = err
 		return r
 	}
 	r.sp.HighWatermark, r.sp.LastStableOffset, r.sp.LogStartOffset = rd.HighWatermark, rd.LastStableOffset, rd.LogStartOffset
 	r.sp.RecordBatches = rd.Records
+	if committed {
+		r.sp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, 0, len(rd.Aborted))
+		for _, a := range rd.Aborted {
+			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+			at.ProducerID, at.FirstOffset = a.ProducerID, a.First
+			r.sp.AbortedTransactions = append(r.sp.AbortedTransactions, at)
+		}
+	}
 	return r
 }
 

@@ -3,6 +3,8 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka/broker/partition"
 )
 
 // ListOffsets: v1-7
@@ -13,8 +15,8 @@ import (
 //     record with the largest timestamp; any other timestamp: the first
 //     offset whose batch holds a timestamp at or after it, or the high
 //     watermark with timestamp -1 when there is none.
-//   - read_committed (v2+) answers as read_uncommitted: without transactions
-//     the last stable offset is the high watermark.
+//   - read_committed (v2+): -1 is the last stable offset, and no offset
+//     found by timestamp is past it.
 //   - Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION.
 //   - v4+: CurrentLeaderEpoch fencing as in Fetch; the response carries our
 //     leader epoch.
@@ -34,7 +36,7 @@ func handleListOffsets(r *request) reply {
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
-			if err := r.s.listOffset(req.Version, rt.Topic, &rp, &sp); err != nil {
+			if err := r.s.listOffset(req.Version, req.IsolationLevel == 1, rt.Topic, &rp, &sp); err != nil {
 				sp.ErrorCode = errorCode(nil, err)
 			}
 			st.Partitions = append(st.Partitions, sp)
@@ -44,7 +46,7 @@ func handleListOffsets(r *request) reply {
 	return done(resp)
 }
 
-func (s *Server) listOffset(version int16, topic string, rp *kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) error {
+func (s *Server) listOffset(version int16, committed bool, topic string, rp *kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) error {
 	p, err := s.leaderOf(topic, rp.Partition)
 	if err != nil {
 		return err
@@ -58,6 +60,9 @@ func (s *Server) listOffset(version int16, topic string, rp *kmsg.ListOffsetsReq
 	offset, ts, err := p.ListOffset(rp.Timestamp)
 	if err != nil {
 		return err
+	}
+	if lso := p.LastStableOffset(); committed && rp.Timestamp != partition.TimestampEarliest && offset > lso {
+		offset, ts = lso, -1
 	}
 	sp.Offset, sp.Timestamp = offset, ts
 	if version >= 4 {

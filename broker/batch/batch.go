@@ -34,9 +34,10 @@
 //     lastOffsetDelta or with the records actually framed, an unknown
 //     compression codec, a magic byte that is not a Kafka format at all.
 //   - kerr.InvalidRecord: a well-formed batch this broker refuses: magic 0 or
-//     1 (pre-0.11 message sets), transactional or control batches
-//     (transactions are not supported), an idempotent batch with a negative
-//     epoch or sequence, an empty produce.
+//     1 (pre-0.11 message sets), a control batch from a client (only the
+//     broker writes transaction markers), a transactional batch without a
+//     producer id, an idempotent batch with a negative epoch or sequence, an
+//     empty produce.
 package batch
 
 import (
@@ -232,10 +233,33 @@ func ParseHeader(b []byte) (Header, error) {
 // header. On top of ParseHeader it checks the CRC-32C, a known codec, a
 // record count equal to lastOffsetDelta+1 and at least 1, the record framing
 // of an uncompressed batch (the count must match the records actually there),
-// and the broker's policy: no transactional or control batches, and an
-// idempotent batch has a non-negative epoch and sequence. See the package
-// documentation for which errors are CorruptMessage and which InvalidRecord.
+// and the broker's policy: no control batches (markers are the broker's own), a
+// transactional batch is idempotent, and an idempotent batch has a
+// non-negative epoch and sequence. See the package documentation for which
+// errors are CorruptMessage and which InvalidRecord.
 func Parse(b []byte) (Header, error) {
+	h, err := ParseStored(b)
+	if err != nil {
+		return Header{}, err
+	}
+	if h.Attributes.Control() {
+		return Header{}, invalid("a control batch from a client (attributes %#x): only the broker writes transaction markers", uint16(h.Attributes))
+	}
+	if h.Attributes.Transactional() && !h.Idempotent() {
+		return Header{}, invalid("a transactional batch without a producer id")
+	}
+	if h.Idempotent() && (h.ProducerEpoch < 0 || h.BaseSequence < 0) {
+		return Header{}, invalid("producer id %d with epoch %d and base sequence %d", h.ProducerID, h.ProducerEpoch, h.BaseSequence)
+	}
+	return h, nil
+}
+
+// ParseStored is Parse for a batch that a broker stored: what a follower
+// checks of the batches it fetches. It checks the bytes as Parse does, but
+// not the producers' policy, since a leader's log also holds the broker's
+// own batches: transaction markers, and transactional batches without a
+// sequence.
+func ParseStored(b []byte) (Header, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
 		return Header{}, err
@@ -253,12 +277,6 @@ func Parse(b []byte) (Header, error) {
 		if err := checkFraming(b[HeaderSize:], h.NumRecords); err != nil {
 			return Header{}, err
 		}
-	}
-	if h.Attributes.Transactional() || h.Attributes.Control() {
-		return Header{}, invalid("transactional and control batches are not supported (attributes %#x)", uint16(h.Attributes))
-	}
-	if h.Idempotent() && (h.ProducerEpoch < 0 || h.BaseSequence < 0) {
-		return Header{}, invalid("producer id %d with epoch %d and base sequence %d", h.ProducerID, h.ProducerEpoch, h.BaseSequence)
 	}
 	return h, nil
 }

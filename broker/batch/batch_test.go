@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -119,7 +120,11 @@ func TestParseRejects(t *testing.T) {
 		{name: "magic 0", fn: func(b []byte) []byte { b[16] = 0; return b }, want: kerr.InvalidRecord},
 		{name: "magic 3", fn: func(b []byte) []byte { b[16] = 3; return b }, want: kerr.CorruptMessage},
 		{name: "unknown codec", fn: func(b []byte) []byte { b[22] |= 0x05; return b }, recrc: true, want: kerr.CorruptMessage},
-		{name: "transactional", fn: func(b []byte) []byte { b[22] |= 0x10; return b }, recrc: true, want: kerr.InvalidRecord},
+		{name: "transactional without a producer id", fn: func(b []byte) []byte {
+			b[22] |= 0x10
+			binary.BigEndian.PutUint64(b[43:], math.MaxUint64)
+			return b
+		}, recrc: true, want: kerr.InvalidRecord},
 		{name: "control", fn: func(b []byte) []byte { b[22] |= 0x20; return b }, recrc: true, want: kerr.InvalidRecord},
 		{name: "idempotent with negative sequence", fn: putU32(53, 0xffffffff), recrc: true, want: kerr.InvalidRecord},
 		{name: "idempotent with negative epoch", fn: func(b []byte) []byte { b[51], b[52] = 0xff, 0xff; return b }, recrc: true, want: kerr.InvalidRecord},
@@ -210,4 +215,33 @@ func TestAddSequenceWraps(t *testing.T) {
 	for _, c := range cases {
 		assert.Equal(t, c.want, batch.AddSequence(c.seq, c.n), "AddSequence(%d, %d)", c.seq, c.n)
 	}
+}
+
+func TestMarkerRoundTrip(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_000)
+	for _, m := range []batch.Marker{{Commit: true, CoordinatorEpoch: 7}, {Commit: false, CoordinatorEpoch: 0}} {
+		b := batch.EncodeMarker(batch.Producer{ID: 42, Epoch: 3}, m, now)
+		h, err := batch.ParseHeader(b)
+		require.NoError(t, err)
+		assert.True(t, h.Attributes.Control())
+		assert.True(t, h.Attributes.Transactional())
+		assert.Equal(t, int64(42), h.ProducerID)
+		assert.Equal(t, int16(3), h.ProducerEpoch)
+		got, err := batch.ParseMarker(b)
+		require.NoError(t, err)
+		assert.Equal(t, m, got)
+		// A client may not send one.
+		_, err = batch.Parse(b)
+		assert.ErrorIs(t, err, kerr.InvalidRecord)
+	}
+	_, err := batch.ParseMarker(batch.Encode([]batch.KV{{Value: []byte("x")}}, now))
+	assert.ErrorIs(t, err, kerr.CorruptMessage)
+}
+
+func TestParseAcceptsTransactional(t *testing.T) {
+	b := batchtest.Make(t, batchtest.Spec{Values: batchtest.Values("v", 2), Idempotent: true,
+		ProducerID: 9, ProducerEpoch: 1, ExtraAttributes: 0x10})
+	h, err := batch.Parse(b)
+	require.NoError(t, err)
+	assert.True(t, h.Attributes.Transactional())
 }

@@ -18,6 +18,24 @@ type KV struct{ Key, Value []byte }
 // what the broker writes itself (the group coordinator's records, the
 // metadata log served to brokers).
 func Encode(recs []KV, now time.Time) []byte {
+	return encode(recs, 0, Producer{ID: -1, Epoch: -1}, now)
+}
+
+// Producer names the producer a broker-written batch is part of.
+type Producer struct {
+	ID    int64
+	Epoch int16
+}
+
+// EncodeTxn is Encode for records the broker writes inside producer pr's
+// transaction (the group coordinator's TxnOffsetCommit): a transactional
+// batch whose base sequence is -1, as Kafka writes them, since the broker,
+// not the producer, numbers nothing in it.
+func EncodeTxn(recs []KV, pr Producer, now time.Time) []byte {
+	return encode(recs, attrTransactional, pr, now)
+}
+
+func encode(recs []KV, attrs Attributes, pr Producer, now time.Time) []byte {
 	var body []byte
 	for i, r := range recs {
 		rec := kmsg.Record{OffsetDelta: int32(i), Key: r.Key, Value: r.Value}
@@ -30,11 +48,12 @@ func Encode(recs []KV, now time.Time) []byte {
 		Length:               int32((HeaderSize - LengthOverhead) + len(body)),
 		PartitionLeaderEpoch: -1,
 		Magic:                2,
+		Attributes:           int16(attrs),
 		LastOffsetDelta:      int32(len(recs) - 1),
 		FirstTimestamp:       ts,
 		MaxTimestamp:         ts,
-		ProducerID:           -1,
-		ProducerEpoch:        -1,
+		ProducerID:           pr.ID,
+		ProducerEpoch:        pr.Epoch,
 		FirstSequence:        -1,
 		NumRecords:           int32(len(recs)),
 		Records:              body,

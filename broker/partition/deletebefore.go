@@ -82,6 +82,9 @@ func (p *Partition) deleteBefore(offset int64) (start int64, moved bool, _ error
 // moves the start writes a snapshot at or past it first
 // (snapshotCoveringLocked).
 func (p *Partition) logStartMoved(start int64) {
+	p.mu.Lock()
+	p.producers.PruneAborted(start)
+	p.mu.Unlock()
 	p.repMu.Lock()
 	defer p.repMu.Unlock()
 	ev := replication.LogStartMoved{Start: start}

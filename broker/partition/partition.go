@@ -51,7 +51,10 @@ type Read struct {
 	Records          []byte
 	HighWatermark    int64
 	LogStartOffset   int64
-	LastStableOffset int64 // no transactions: always HighWatermark
+	LastStableOffset int64
+	// Aborted are the aborted transactions whose records Records may hold
+	// (ReadCommitted only), by marker offset.
+	Aborted []Aborted
 }
 
 // Partition is one topic partition: its log engine, producer state and high
@@ -84,7 +87,18 @@ type Partition struct {
 	closed    bool
 	gone      atomic.Bool // closed, readable without mu
 	producers *producer.State
-	epoch     int32 // the leader epoch of the current role
+	// verifying are the transactions' verifications under way (txn.go), by
+	// producer id; guards numbers them.
+	verifying map[int64]uint64
+	guards    uint64
+	// txnSeen: a transactional batch has been in the log since the
+	// partition opened (or its snapshot says one was); until then reads
+	// need not look at transactions. unstable mirrors
+	// producers.Unstable(): 0 means the last stable offset is the high
+	// watermark.
+	txnSeen  atomic.Bool
+	unstable atomic.Int64
+	epoch    int32 // the leader epoch of the current role
 	// self and brokerEpoch are this broker's id and the epoch the current
 	// role was built with.
 	self        int32
@@ -244,6 +258,12 @@ func (p *Partition) Index() int32 { return p.index }
 // OutOfOrderSequenceNumber, InvalidProducerEpoch, KafkaStorageError, or
 // NotLeaderForPartition once the partition is closed.
 func (p *Partition) Append(records []byte) (Appended, error) {
+	return p.appendGuarded(records, 0)
+}
+
+// appendGuarded is Append; guard is the verification a batch that opens a
+// transaction comes with (AppendVerified), 0 for none.
+func (p *Partition) appendGuarded(records []byte, guard uint64) (Appended, error) {
 	parts, hs, err := p.validate(records)
 	if err != nil {
 		return Appended{}, err
@@ -267,9 +287,21 @@ func (p *Partition) Append(records []byte) (Appended, error) {
 				LogStartOffset: p.log.StartOffset(), Duplicate: true,
 			}, nil
 		}
+		if d.StartsTxn {
+			if err := p.takeGuardLocked(hs[0], guard); err != nil {
+				return Appended{}, err
+			}
+		}
 	}
+	return p.appendLocked(parts, hs)
+}
+
+// appendLocked assigns offsets to the validated batches parts, whose
+// headers are hs, and appends them; the caller holds mu and has checked
+// the producer state.
+func (p *Partition) appendLocked(parts [][]byte, hs []batch.Header) (Appended, error) {
 	p.repMu.Lock()
-	err = p.flushEpochsLocked()
+	err := p.flushEpochsLocked()
 	p.repMu.Unlock()
 	if err != nil {
 		return Appended{}, err
@@ -286,7 +318,11 @@ func (p *Partition) Append(records []byte) (Appended, error) {
 			p.afterAppend(next)
 			return Appended{}, p.writeFailed("append", err)
 		}
-		p.producers.Record(h, next, nowMs)
+		if err := recordBatch(p.producers, b, h, next, nowMs); err != nil {
+			p.afterAppend(next + int64(h.Offsets()))
+			return Appended{}, p.wrap(err)
+		}
+		p.noteTxnsLocked(h)
 		p.sinceSnap += int64(len(b))
 		next += int64(h.Offsets())
 	}
@@ -359,7 +395,7 @@ func (p *Partition) ReadLeased(offset int64, maxBytes int, lease *bufpool.Lease)
 	}
 	hw := p.wm.get()
 	start, end := p.log.StartOffset(), p.log.EndOffset()
-	r := Read{Records: []byte{}, HighWatermark: hw, LastStableOffset: hw, LogStartOffset: start}
+	r := Read{Records: []byte{}, HighWatermark: hw, LastStableOffset: p.lastStable(hw), LogStartOffset: start}
 	if offset < start || offset > end {
 		return r, p.wrap(fmt.Errorf("offset %d not in [%d, %d]: %w", offset, start, end, kerr.OffsetOutOfRange))
 	}

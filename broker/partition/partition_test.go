@@ -180,7 +180,8 @@ func TestAppendRejects(t *testing.T) {
 		{"lying length", good[:len(good)-1], kerr.CorruptMessage},
 		{"empty", nil, kerr.InvalidRecord},
 		{"too large", batchtest.Make(t, batchtest.Spec{Values: [][]byte{make([]byte, 300)}}), kerr.MessageTooLarge},
-		{"transactional", batchtest.Make(t, batchtest.Spec{Values: batchtest.Values("x", 1), ExtraAttributes: 0x10,
+		{"transactional without a producer id", batchtest.Make(t, batchtest.Spec{Values: batchtest.Values("x", 1), ExtraAttributes: 0x10}), kerr.InvalidRecord},
+		{"control", batchtest.Make(t, batchtest.Spec{Values: batchtest.Values("x", 1), ExtraAttributes: 0x30,
 			Idempotent: true, ProducerID: 1}), kerr.InvalidRecord},
 		{"two batches, one idempotent", append(batchtest.Plain(t, 1), batchtest.Idempotent(t, 1, 0, 0, 1)...), kerr.InvalidRecord},
 	}

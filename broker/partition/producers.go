@@ -99,6 +99,8 @@ func (p *Partition) restoreProducers() error {
 		return err
 	}
 	p.producers = st
+	p.txnSeen.Store(st.HasAborted() || st.Unstable() > 0)
+	p.unstable.Store(int64(st.Unstable()))
 	p.snapSaved.Store(-1)
 	if used == end {
 		// Read from a snapshot at the log end, nothing replayed: the file
@@ -124,10 +126,12 @@ func scanProducers(p *Partition, st *producer.State, from, end int64) error {
 				continue // the log start lies inside this batch
 			}
 			h, err := batch.ParseHeader(b.Data)
+			if err == nil {
+				err = recordBatch(st, b.Data, h, b.BaseOffset, nowMs)
+			}
 			if err != nil {
 				return fmt.Errorf("rebuild producer state: batch at %d: %w", b.BaseOffset, err)
 			}
-			st.Record(h, b.BaseOffset, nowMs)
 			n++
 		}
 		off = bs[len(bs)-1].NextOffset()
@@ -135,6 +139,22 @@ func scanProducers(p *Partition, st *producer.State, from, end int64) error {
 	if n > 0 {
 		p.logger.Info("rebuilt producer state from the log", "from", from, "end", end, "batches", n, "producers", st.Len())
 	}
+	return nil
+}
+
+// recordBatch records stored batch b, whose header is h, at offset base in
+// st: a marker (control batch) ends a transaction, any other batch is a
+// producer's.
+func recordBatch(st *producer.State, b []byte, h batch.Header, base, nowMs int64) error {
+	if !h.Attributes.Control() {
+		st.Record(h, base, nowMs)
+		return nil
+	}
+	m, err := batch.ParseMarker(b)
+	if err != nil {
+		return err
+	}
+	st.RecordMarker(h, m, base, nowMs)
 	return nil
 }
 
@@ -166,6 +186,7 @@ func (p *Partition) maybeSnapshot(ctx context.Context) {
 		return
 	}
 	p.producers.Expire(p.clock.Now().UnixMilli(), producerExpiryMs)
+	p.producers.PruneAborted(p.log.StartOffset())
 	st, end, gen := p.producers.Clone(), p.log.EndOffset(), p.rebuilds
 	p.sinceSnap = 0
 	p.mu.Unlock()

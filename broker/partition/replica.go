@@ -598,7 +598,7 @@ func splitFetched(records []byte) (map[int64][]byte, []replication.BatchInfo, er
 	bytesAt := make(map[int64][]byte, len(parts))
 	infos := make([]replication.BatchInfo, 0, len(parts))
 	for _, b := range parts {
-		h, err := batch.Parse(b)
+		h, err := batch.ParseStored(b)
 		if err != nil {
 			hh, herr := batch.ParseHeader(b)
 			infos = append(infos, replication.BatchInfo{BaseOffset: hh.BaseOffset, LastOffset: hh.BaseOffset + int64(hh.LastOffsetDelta), Corrupt: true})
@@ -634,7 +634,9 @@ func (p *Partition) appendReplicatedLocked(infos []replication.BatchInfo, bytesA
 			}
 			return p.writeFailed("append replicated", err)
 		}
-		p.producers.Record(h, info.BaseOffset, nowMs)
+		if err := recordBatch(p.producers, b, h, info.BaseOffset, nowMs); err != nil {
+			return p.wrap(fmt.Errorf("replicated batch at %d: %w", info.BaseOffset, err))
+		}
 		p.sinceSnap += int64(len(b))
 		p.replBytesIn.Add(int64(len(b)))
 	}

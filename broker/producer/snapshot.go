@@ -19,19 +19,28 @@ import (
 //
 //	+-------+---------+--------+-----------------+--------+-----------+
 //	| magic | version | crc32c | offset          | count  | entries   |
-//	| "MKPS"| u16 = 1 | u32    | i64             | u32    | ...       |
+//	| "MKPS"| u16 = 2 | u32    | i64             | u32    | ...       |
 //	+-------+---------+--------+-----------------+--------+-----------+
+//	then, in version 2: ended count u32 | ended txns | aborted count u32 | aborted txns
+//
 //	crc32c (Castagnoli) covers every byte after it.
 //	offset: the log offset the state is as of: every batch below it is
 //	        reflected, none at or above it.
 //	entry:  id i64 | epoch i16 | lastActiveMs i64 | n u8 (<= 5) |
 //	        n x (firstSeq i32 | lastSeq i32 | baseOffset i64 | lastOffset i64)
+//	        then, in version 2: txnFirst i64 | coordinatorEpoch i32
+//	txn:    producerId i64 | first i64 | last i64
+//
+// Version 1 (before transactions) is still read: no transaction is open,
+// ended or aborted in it.
 const (
 	snapshotMagic   = "MKPS"
-	snapshotVersion = 1
+	snapshotVersion = 2
 	snapshotHeader  = 4 + 2 + 4 + 8 + 4
 	entryFixed      = 8 + 2 + 8 + 1
+	entryTxnSize    = 8 + 4
 	batchInfoSize   = 4 + 4 + 8 + 8
+	txnSize         = 8 + 8 + 8
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -46,7 +55,8 @@ var ErrBadSnapshot = errors.New("producer: bad snapshot")
 // MarshalSnapshot encodes the state as of log offset offset.
 func (s *State) MarshalSnapshot(offset int64) []byte {
 	be := binary.BigEndian
-	b := make([]byte, 0, snapshotHeader+len(s.producers)*(entryFixed+Window*batchInfoSize))
+	b := make([]byte, 0, snapshotHeader+len(s.producers)*(entryFixed+Window*batchInfoSize+entryTxnSize)+
+		(len(s.ended)+len(s.aborted))*txnSize+8)
 	b = append(b, snapshotMagic...)
 	b = be.AppendUint16(b, snapshotVersion)
 	b = be.AppendUint32(b, 0) // crc, filled in below
@@ -63,6 +73,16 @@ func (s *State) MarshalSnapshot(offset int64) []byte {
 			b = be.AppendUint64(b, uint64(bi.BaseOffset))
 			b = be.AppendUint64(b, uint64(bi.LastOffset))
 		}
+		b = be.AppendUint64(b, uint64(e.TxnFirst))
+		b = be.AppendUint32(b, uint32(e.CoordinatorEpoch))
+	}
+	for _, txns := range [][]Txn{s.ended, s.aborted} {
+		b = be.AppendUint32(b, uint32(len(txns)))
+		for _, t := range txns {
+			b = be.AppendUint64(b, uint64(t.ProducerID))
+			b = be.AppendUint64(b, uint64(t.First))
+			b = be.AppendUint64(b, uint64(t.Last))
+		}
 	}
 	be.PutUint32(b[6:], crc32.Checksum(b[10:], castagnoli))
 	return b
@@ -78,8 +98,9 @@ func UnmarshalSnapshot(b []byte) (*State, int64, error) {
 	if len(b) < snapshotHeader || string(b[:4]) != snapshotMagic {
 		return bad("%d bytes without the %s header", len(b), snapshotMagic)
 	}
-	if v := be.Uint16(b[4:]); v != snapshotVersion {
-		return bad("version %d", v)
+	version := be.Uint16(b[4:])
+	if version != 1 && version != snapshotVersion {
+		return bad("version %d", version)
 	}
 	if got, want := crc32.Checksum(b[10:], castagnoli), be.Uint32(b[6:]); got != want {
 		return bad("crc %08x, computed %08x", want, got)
@@ -95,7 +116,8 @@ func UnmarshalSnapshot(b []byte) (*State, int64, error) {
 		if len(rest) < entryFixed {
 			return bad("entry %d truncated", i)
 		}
-		e := &Entry{ID: int64(be.Uint64(rest)), Epoch: int16(be.Uint16(rest[8:])), LastActiveMs: int64(be.Uint64(rest[10:]))}
+		e := &Entry{ID: int64(be.Uint64(rest)), Epoch: int16(be.Uint16(rest[8:])), LastActiveMs: int64(be.Uint64(rest[10:])),
+			TxnFirst: -1, CoordinatorEpoch: -1}
 		n := int(rest[18])
 		rest = rest[entryFixed:]
 		if n > Window || len(rest) < n*batchInfoSize {
@@ -108,10 +130,36 @@ func UnmarshalSnapshot(b []byte) (*State, int64, error) {
 			})
 			rest = rest[batchInfoSize:]
 		}
+		if version >= 2 {
+			if len(rest) < entryTxnSize {
+				return bad("entry %d: transaction truncated", i)
+			}
+			e.TxnFirst, e.CoordinatorEpoch = int64(be.Uint64(rest)), int32(be.Uint32(rest[8:]))
+			rest = rest[entryTxnSize:]
+			if e.TxnFirst >= 0 {
+				s.open[e.ID] = e.TxnFirst
+			}
+		}
 		if _, dup := s.producers[e.ID]; dup {
 			return bad("producer %d twice", e.ID)
 		}
 		s.producers[e.ID] = e
+	}
+	if version >= 2 {
+		for _, txns := range []*[]Txn{&s.ended, &s.aborted} {
+			if len(rest) < 4 {
+				return bad("transactions truncated")
+			}
+			n := be.Uint32(rest)
+			rest = rest[4:]
+			if uint64(n)*txnSize > uint64(len(rest)) {
+				return bad("%d transactions in %d bytes", n, len(rest))
+			}
+			for range n {
+				*txns = append(*txns, Txn{ProducerID: int64(be.Uint64(rest)), First: int64(be.Uint64(rest[8:])), Last: int64(be.Uint64(rest[16:]))})
+				rest = rest[txnSize:]
+			}
+		}
 	}
 	if len(rest) != 0 {
 		return bad("%d trailing bytes", len(rest))
