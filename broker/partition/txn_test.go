@@ -72,7 +72,7 @@ func TestTxnLastStableOffsetAndAborted(t *testing.T) {
 
 			_, err := p.Append(batchtest.Plain(t, 2)) // 0-1
 			require.NoError(t, err)
-			appendTxn(t, p, txnBatch(t, 1, 0, 0, 2, "aborted")) // 2-3
+			appendTxn(t, p, txnBatch(t, 1, 0, 0, 2, "aborted"))   // 2-3
 			appendTxn(t, p, txnBatch(t, 2, 0, 0, 1, "committed")) // 4
 			end, err := p.Append(batchtest.Plain(t, 1))           // 5
 			require.NoError(t, err)
