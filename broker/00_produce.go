@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -48,8 +49,15 @@ import (
 //     franz-go's with AllowAutoTopicCreation do.
 //   - Internal topics (__consumer_offsets) are written by the broker only:
 //     a client's produce to one gets INVALID_TOPIC_EXCEPTION.
-//   - A transactional produce (TransactionID set): every partition gets
-//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED; transactions are not supported.
+//   - Transactional produce (TransactionID set): the batches are
+//     transactional. The first batch of a producer's transaction in a
+//     partition is appended only once the transaction coordinator says the
+//     partition is in that ongoing transaction (KIP-890; in process, or
+//     AddPartitionsToTxn with VerifyOnly): INVALID_TXN_STATE if it is not,
+//     NOT_ENOUGH_REPLICAS (retriable) while the coordinator cannot say.
+//     The reader waits for that answer, so the connection's later requests
+//     stay in order behind it. A transactional batch in a produce without
+//     a TransactionID: INVALID_RECORD.
 //   - Batch errors come from the log layer as Kafka codes: CORRUPT_MESSAGE
 //     (CRC, counts, lengths), INVALID_RECORD, MESSAGE_TOO_LARGE,
 //     OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH; a retried
@@ -76,13 +84,12 @@ func handleProduce(r *request) reply {
 	switch {
 	case req.Version < 3:
 		refuse = kerr.UnsupportedVersion
-	case req.TransactionID != nil:
-		refuse = kerr.TransactionalIDAuthorizationFailed
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 		refuse = kerr.InvalidRequiredAcks
 	}
 
 	var waits []produceWait
+	var verifies []produceVerify
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
@@ -101,11 +108,16 @@ func handleProduce(r *request) reply {
 				sp.ErrorCode = topicRefuse.Code
 				continue
 			}
-			if w, ok := r.s.appendPartition(req, rt.Topic, rp, sp); ok {
+			w, v, ok := r.s.appendPartition(req, rt.Topic, rp, sp)
+			if ok {
 				waits = append(waits, w)
+			}
+			if v != nil {
+				verifies = append(verifies, *v)
 			}
 		}
 	}
+	waits = append(waits, r.s.appendVerified(req, verifies)...)
 	if req.Acks == 0 {
 		return produceNoAck(resp)
 	}
@@ -133,39 +145,55 @@ func produceNoAck(resp *kmsg.ProduceResponse) reply {
 }
 
 // appendPartition runs the ordering phase for one partition: it fills sp
-// and reports whether there is an acknowledgement to wait for.
-func (s *Server) appendPartition(req *kmsg.ProduceRequest, topic string, rp kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) (produceWait, bool) {
-	setErr := func(err error) {
-		sp.ErrorCode = errorCode(nil, err)
-		if req.Version >= 8 {
-			sp.ErrorMessage = errorMessage(err)
-		}
-		if sp.ErrorCode == kerr.KafkaStorageError.Code {
-			s.log.Error("produce failed", "topic", topic, "partition", rp.Partition, "err", err)
-		}
-	}
+// and reports whether there is an acknowledgement to wait for, or returns
+// the verification the batch must wait for (transactions, KIP-890).
+func (s *Server) appendPartition(req *kmsg.ProduceRequest, topic string, rp kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) (produceWait, *produceVerify, bool) {
 	p, err := s.partition(topic, rp.Partition)
 	if err != nil {
-		setErr(err)
-		return produceWait{}, false
+		s.setProduceErr(req, topic, sp, err)
+		return produceWait{}, nil, false
 	}
 	if req.Acks == -1 {
 		// NOT_ENOUGH_REPLICAS before anything is appended when the ISR is
 		// below min.insync.replicas.
 		if err := p.CheckProduce(-1); err != nil {
-			setErr(err)
-			return produceWait{}, false
+			s.setProduceErr(req, topic, sp, err)
+			return produceWait{}, nil, false
 		}
 	}
 	app, err := p.Append(rp.Records)
-	if err != nil {
-		setErr(err)
-		return produceWait{}, false
+	var verify *partition.VerifyNeeded
+	switch {
+	case errors.As(err, &verify) && req.TransactionID == nil:
+		p.DropGuard(verify.ProducerID, verify.Guard)
+		s.setProduceErr(req, topic, sp, fmt.Errorf("a transactional batch in a produce without a transactional id: %w", kerr.InvalidRecord))
+		return produceWait{}, nil, false
+	case errors.As(err, &verify):
+		return produceWait{}, &produceVerify{topic: topic, part: p, records: rp.Records, need: verify, resp: sp}, false
+	case err != nil:
+		s.setProduceErr(req, topic, sp, err)
+		return produceWait{}, nil, false
 	}
+	return s.produced(p, app, sp), nil, true
+}
+
+// produced fills sp with where the batch went and returns its wait.
+func (s *Server) produced(p *partition.Partition, app partition.Appended, sp *kmsg.ProduceResponseTopicPartition) produceWait {
 	sp.BaseOffset = app.BaseOffset
 	sp.LogAppendTime = app.LogAppendTime
 	sp.LogStartOffset = app.LogStartOffset
-	return produceWait{part: p, end: app.LastOffset + 1, resp: sp}, true
+	return produceWait{part: p, end: app.LastOffset + 1, resp: sp}
+}
+
+// setProduceErr answers one partition of a produce with err.
+func (s *Server) setProduceErr(req *kmsg.ProduceRequest, topic string, sp *kmsg.ProduceResponseTopicPartition, err error) {
+	sp.ErrorCode = errorCode(nil, err)
+	if req.Version >= 8 {
+		sp.ErrorMessage = errorMessage(err)
+	}
+	if sp.ErrorCode == kerr.KafkaStorageError.Code {
+		s.log.Error("produce failed", "topic", topic, "partition", sp.Partition, "err", err)
+	}
 }
 
 // awaitProduce is the waiting phase: it sets each partition's error code

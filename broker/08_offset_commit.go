@@ -33,7 +33,7 @@ func init() { register(8, 2, 8, handleOffsetCommit) }
 
 func handleOffsetCommit(r *request) reply {
 	req := r.body.(*kmsg.OffsetCommitRequest)
-	c, code := r.s.groups.forGroup(req.Group)
+	c, code := r.s.groups.forKey(req.Group)
 	if c == nil {
 		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 		for _, rt := range req.Topics {

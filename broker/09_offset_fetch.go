@@ -24,7 +24,7 @@ func init() { register(9, 1, 7, handleOffsetFetch) }
 
 func handleOffsetFetch(r *request) reply {
 	req := r.body.(*kmsg.OffsetFetchRequest)
-	c, code := r.s.groups.forGroup(req.Group)
+	c, code := r.s.groups.forKey(req.Group)
 	if c == nil {
 		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 		resp.ErrorCode = code

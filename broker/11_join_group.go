@@ -33,7 +33,7 @@ func init() { register(11, 0, 9, handleJoinGroup) }
 
 func handleJoinGroup(r *request) reply {
 	req := r.body.(*kmsg.JoinGroupRequest)
-	c, code := r.s.groups.forGroup(req.Group)
+	c, code := r.s.groups.forKey(req.Group)
 	if c == nil {
 		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 		resp.ErrorCode = code

@@ -19,7 +19,7 @@ func init() { register(12, 0, 4, handleHeartbeat) }
 
 func handleHeartbeat(r *request) reply {
 	req := r.body.(*kmsg.HeartbeatRequest)
-	c, code := r.s.groups.forGroup(req.Group)
+	c, code := r.s.groups.forKey(req.Group)
 	if c == nil {
 		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
 		resp.ErrorCode = code

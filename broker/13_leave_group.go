@@ -21,7 +21,7 @@ func init() { register(13, 0, 5, handleLeaveGroup) }
 
 func handleLeaveGroup(r *request) reply {
 	req := r.body.(*kmsg.LeaveGroupRequest)
-	c, code := r.s.groups.forGroup(req.Group)
+	c, code := r.s.groups.forKey(req.Group)
 	if c == nil {
 		resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 		resp.ErrorCode = code

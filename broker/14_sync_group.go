@@ -26,7 +26,7 @@ func init() { register(14, 0, 5, handleSyncGroup) }
 
 func handleSyncGroup(r *request) reply {
 	req := r.body.(*kmsg.SyncGroupRequest)
-	c, code := r.s.groups.forGroup(req.Group)
+	c, code := r.s.groups.forKey(req.Group)
 	if c == nil {
 		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 		resp.ErrorCode = code

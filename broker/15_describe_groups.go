@@ -26,7 +26,7 @@ func handleDescribeGroups(r *request) reply {
 	// Each group is described by its own coordinator; one this broker does
 	// not coordinate gets NOT_COORDINATOR, as Kafka answers.
 	for _, id := range req.Groups {
-		c, code := r.s.groups.forGroup(id)
+		c, code := r.s.groups.forKey(id)
 		if c == nil {
 			g := kmsg.NewDescribeGroupsResponseGroup()
 			g.Group, g.ErrorCode = id, code

@@ -29,7 +29,7 @@ func handleDeleteGroups(r *request) reply {
 	}
 	var parts []part
 	for _, id := range req.Groups {
-		c, code := r.s.groups.forGroup(id)
+		c, code := r.s.groups.forKey(id)
 		if c == nil {
 			parts = append(parts, part{code: code, id: id})
 			continue

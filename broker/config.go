@@ -161,6 +161,14 @@ type ClusterConfig struct {
 	// __consumer_offsets when it is created.
 	OffsetsTopicPartitions        int32
 	OffsetsTopicReplicationFactor int16
+	// TxnTopicPartitions and TxnTopicReplicationFactor shape
+	// __transaction_state when it is created (Kafka's
+	// transaction.state.log.num.partitions and .replication.factor).
+	TxnTopicPartitions        int32
+	TxnTopicReplicationFactor int16
+	// TxnMaxTimeout is transaction.max.timeout.ms: the longest transaction
+	// timeout a producer may ask for (zero: txn.DefaultMaxTimeout).
+	TxnMaxTimeout time.Duration
 	// TickInterval is the controller quorum's raft tick.
 	TickInterval time.Duration
 	// ReplicaLagTime is replica.lag.time.max.ms: a follower that has not
@@ -246,6 +254,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Cluster.OffsetsTopicReplicationFactor <= 0 {
 		c.Cluster.OffsetsTopicReplicationFactor = DefaultOffsetsTopicReplicationFactor
+	}
+	if c.Cluster.TxnTopicPartitions <= 0 {
+		c.Cluster.TxnTopicPartitions = DefaultOffsetsTopicPartitions
+	}
+	if c.Cluster.TxnTopicReplicationFactor <= 0 {
+		c.Cluster.TxnTopicReplicationFactor = DefaultOffsetsTopicReplicationFactor
 	}
 	if c.Clock == nil {
 		c.Clock = clock.Real

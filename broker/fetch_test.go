@@ -217,6 +217,7 @@ func TestAcksZeroHasNoResponse(t *testing.T) {
 func TestProduceRefusals(t *testing.T) {
 	b := brokertest.Start(t)
 	b.CreateTopic(t, "pr", 1)
+	txnBatch := batchtest.Make(t, batchtest.Spec{Values: batchtest.Values("t", 1), Idempotent: true, ProducerID: 5, ExtraAttributes: 0x10})
 	for _, tc := range []struct {
 		name    string
 		topic   string
@@ -224,14 +225,17 @@ func TestProduceRefusals(t *testing.T) {
 		acks    int16
 		txn     bool
 		want    *kerr.Error
+		records []byte
 	}{
-		{"v2 message sets", "pr", 2, -1, false, kerr.UnsupportedVersion},
-		{"acks=2", "pr", 9, 2, false, kerr.InvalidRequiredAcks},
-		{"transactional", "pr", 9, -1, true, kerr.TransactionalIDAuthorizationFailed},
-		{"internal topic", "__consumer_offsets", 9, -1, false, kerr.InvalidTopicException},
+		{"v2 message sets", "pr", 2, -1, false, kerr.UnsupportedVersion, nil},
+		{"acks=2", "pr", 9, 2, false, kerr.InvalidRequiredAcks, nil},
+		// No transaction coordinator yet: the client retries.
+		{"transactional, not verified", "pr", 9, -1, true, kerr.NotEnoughReplicas, txnBatch},
+		{"transactional batch without a transactional id", "pr", 9, -1, false, kerr.InvalidRecord, txnBatch},
+		{"internal topic", "__consumer_offsets", 9, -1, false, kerr.InvalidTopicException, nil},
 		// Auto-creation is on (brokertest's default), but as in Kafka only
 		// a Metadata request creates a topic.
-		{"unknown topic", "never-created", 9, -1, false, kerr.UnknownTopicOrPartition},
+		{"unknown topic", "never-created", 9, -1, false, kerr.UnknownTopicOrPartition, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := kmsg.NewPtrProduceRequest()
@@ -245,6 +249,9 @@ func TestProduceRefusals(t *testing.T) {
 			rt.Topic = tc.topic
 			rp := kmsg.NewProduceRequestTopicPartition()
 			rp.Records = batchtest.Plain(t, 1)
+			if tc.records != nil {
+				rp.Records = tc.records
+			}
 			rt.Partitions = append(rt.Partitions, rp)
 			p.Topics = append(p.Topics, rt)
 			resp := dialRaw(t, b.Addr).roundTrip(p).(*kmsg.ProduceResponse)

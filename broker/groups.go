@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -32,126 +30,16 @@ import (
 
 const offsetsTopic = cluster.OffsetsTopic
 
-type groupSet struct {
-	s *Server
-
-	mu     sync.RWMutex
-	coords map[int32]*group.Coordinator // by __consumer_offsets partition led here
-	count  int32                        // the topic's partitions; 0 while it does not exist
-	closed bool
-}
+type groupSet = coordSet[*group.Coordinator]
 
 func newGroupSet(s *Server) *groupSet {
-	return &groupSet{s: s, coords: map[int32]*group.Coordinator{}}
-}
-
-// partitionFor is the __consumer_offsets partition of group id among n:
-// Kafka's abs(id.hashCode()) % n, with Java's String.hashCode (UTF-16).
-func partitionFor(id string, n int32) int32 {
-	var h int32
-	for _, r := range id {
-		if r >= 0x10000 {
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	return (h & 0x7fffffff) % n
-}
-
-// forGroup is the coordinator of group id if this broker is it, or the
-// error code to answer: NOT_COORDINATOR (another broker is),
-// COORDINATOR_NOT_AVAILABLE (no leader, or no topic yet).
-func (g *groupSet) forGroup(id string) (*group.Coordinator, int16) {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	if g.count == 0 || g.closed {
-		return nil, kerr.CoordinatorNotAvailable.Code
-	}
-	if c, ok := g.coords[partitionFor(id, g.count)]; ok {
-		return c, 0
-	}
-	return nil, kerr.NotCoordinator.Code
-}
-
-// all lists the coordinators here, by partition.
-func (g *groupSet) all() []*group.Coordinator {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	var ps []int32
-	for p := range g.coords {
-		ps = append(ps, p)
-	}
-	slices.Sort(ps)
-	out := make([]*group.Coordinator, 0, len(ps))
-	for _, p := range ps {
-		out = append(out, g.coords[p])
-	}
-	return out
-}
-
-// reconcile opens the coordinators of the __consumer_offsets partitions
-// this broker leads and closes the others.
-func (g *groupSet) reconcile(img *cluster.Metadata, lead bool) {
-	t, ok := img.Topic(offsetsTopic)
-	led := map[int32]*partition.Partition{}
-	if ok && lead {
-		for i := range t.Partitions {
-			if p, err := g.s.parts.Partition(offsetsTopic, int32(i)); err == nil && p.Role().Local && p.Key().TopicID == t.ID {
-				led[int32(i)] = p
-			}
-		}
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
-		return
-	}
-	g.count = 0
-	if ok {
-		g.count = int32(len(t.Partitions))
-	}
-	for i, c := range g.coords {
-		if _, still := led[i]; !still {
-			delete(g.coords, i)
-			g.s.log.Info("no longer the group coordinator of __consumer_offsets partition", "partition", i)
-			if err := c.Close(); err != nil {
-				g.s.log.Warn("closing a group coordinator", "partition", i, "err", err)
-			}
-		}
-	}
-	for i, p := range led {
-		if _, open := g.coords[i]; open {
-			continue
-		}
-		c, err := g.s.openCoordinator(p)
-		if err != nil {
-			g.s.log.Error("loading a group coordinator", "partition", i, "err", err)
-			continue
-		}
-		g.coords[i] = c
-		g.s.log.Info("group coordinator of __consumer_offsets partition", "partition", i)
-	}
-}
-
-func (g *groupSet) close() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.closed = true
-	for i, c := range g.coords {
-		if err := c.Close(); err != nil {
-			g.s.log.Warn("closing a group coordinator", "partition", i, "err", err)
-		}
-	}
-	g.coords = map[int32]*group.Coordinator{}
+	return newCoordSet(s, offsetsTopic, "group coordinator", s.openCoordinator)
 }
 
 // openCoordinator loads the coordinator of one __consumer_offsets partition.
 func (s *Server) openCoordinator(p *partition.Partition) (*group.Coordinator, error) {
 	c, err := group.Open(group.Config{
-		Log:    offsetsLog{p, s.cfg.Clock},
+		Log:    coordLog{p, s.cfg.Clock},
 		Clock:  s.cfg.Clock,
 		Logger: s.log.With("component", "groups", "partition", p.Index()),
 		PartitionExists: func(topic string, part int32) bool {
@@ -192,8 +80,9 @@ func validGroupID(id string, allowEmpty bool) bool {
 	return len(id) <= group.DefaultMaxGroupIDBytes && (allowEmpty || id != "")
 }
 
-// offsetsLog is the group coordinator's view of a partition (group.Log).
-type offsetsLog struct {
+// coordLog is a coordinator's view of its internal partition
+// (coordlog.Log): the group coordinator's, the transaction coordinator's.
+type coordLog struct {
 	p     *partition.Partition
 	clock clock.Clock
 }
@@ -205,12 +94,11 @@ type offsetsLog struct {
 // the write stays in the log and may yet commit.
 const offsetsCommitTimeout = 5 * time.Second
 
-func (l offsetsLog) Append(batch []byte) (int64, error) {
-	a, err := l.p.Append(batch)
-	if err != nil {
-		return 0, err
-	}
-	return a.LastOffset + 1, nil
+// Append appends a batch the coordinator built (partition.AppendOwn: a
+// group's offsets in a transaction are the broker's own transactional
+// batches).
+func (l coordLog) Append(batch []byte) (int64, error) {
+	return l.p.AppendOwn(batch)
 }
 
 // WaitDurable is, for the coordinator's writes, what acks=all is for a
@@ -219,7 +107,7 @@ func (l offsetsLog) Append(batch []byte) (int64, error) {
 // writes offsets and group metadata the same way; acknowledged on the
 // leader's disk alone, a commit would go back when leadership moved to a
 // follower that had not fetched it yet.
-func (l offsetsLog) WaitDurable(ctx context.Context, end int64) error {
+func (l coordLog) WaitDurable(ctx context.Context, end int64) error {
 	wctx, cancel := withTimeout(ctx, l.clock, offsetsCommitTimeout)
 	defer cancel()
 	err := l.p.WaitHighWatermark(wctx, end)
@@ -233,7 +121,7 @@ func (l offsetsLog) WaitDurable(ctx context.Context, end int64) error {
 // loads when its broker becomes the partition's leader, whose high
 // watermark may not yet have caught up with what it holds (and will
 // commit), as Kafka's coordinator loads to the log end too.
-func (l offsetsLog) Read(offset int64, maxBytes int) ([]byte, error) {
+func (l coordLog) Read(offset int64, maxBytes int) ([]byte, error) {
 	if offset >= l.p.EndOffset() {
 		return nil, nil
 	}
@@ -244,12 +132,12 @@ func (l offsetsLog) Read(offset int64, maxBytes int) ([]byte, error) {
 	return partition.Concat(bs, math.MaxInt64), nil
 }
 
-func (l offsetsLog) StartOffset() int64 { return l.p.StartOffset() }
+func (l coordLog) StartOffset() int64 { return l.p.StartOffset() }
 
 // DeleteBefore moves the log start (the coordinator's compaction). The
 // coordinator has waited (WaitDurable) until offset is below the high
 // watermark, above which the partition never deletes.
-func (l offsetsLog) DeleteBefore(ctx context.Context, offset int64) error {
+func (l coordLog) DeleteBefore(ctx context.Context, offset int64) error {
 	if err := l.p.WaitHighWatermark(ctx, offset); err != nil {
 		return err
 	}

@@ -37,7 +37,7 @@ func TestOffsetsLogIsReplicated(t *testing.T) {
 	}
 	lead(1, 2) // broker 2 is in the ISR and has fetched nothing
 	clk := clock.NewManual(time.Now())
-	log := offsetsLog{p, clk}
+	log := coordLog{p, clk}
 	end, err := log.Append(batchtest.Plain(t, 3))
 	require.NoError(t, err)
 	require.Equal(t, int64(3), end)

@@ -65,6 +65,7 @@ func (s *Server) reconcile(r *node.Reconciler, img *cluster.Metadata) uint64 {
 		}
 	}
 	s.groups.reconcile(img, plan.Lead)
+	s.txns.reconcile(img, plan.Lead)
 	// A topic deleted (or deleted and created again under its name) takes
 	// its committed offsets with it, in every group coordinated here.
 	for _, name := range plan.Deleted {

@@ -43,6 +43,8 @@ type Server struct {
 	ctlClient      *controllerClient
 	life           *lifecycle
 	groups         *groupSet
+	txns           *txnSet
+	peers          *peerClients
 	fetchers       *fetchers
 	throttles      *throttles
 	kick           chan struct{} // wakes the reconciler; capacity 1
@@ -99,6 +101,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.ctlClient = newControllerClient(s)
 	s.groups = newGroupSet(s)
+	s.txns = newTxnSet(s)
+	s.peers = &peerClients{s: s}
 	s.throttles = newThrottles()
 	s.fetchers = newFetchers(s)
 	s.connCtx, s.hardStop = context.WithCancel(context.Background())
@@ -381,7 +385,9 @@ func (s *Server) shutdown() error {
 	if s.stopLife != nil {
 		s.stopLife()
 	}
+	s.txns.close()
 	s.groups.close()
+	s.peers.close()
 	s.fetchers.close()
 	s.closeCluster()
 	s.bg.Wait()

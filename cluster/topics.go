@@ -20,10 +20,14 @@ const MaxTopicNameLength = 249
 // OffsetsTopic is where consumer groups keep their offsets.
 const OffsetsTopic = "__consumer_offsets"
 
+// TransactionStateTopic is where transaction coordinators keep the state
+// of transactional ids.
+const TransactionStateTopic = "__transaction_state"
+
 // Internal reports whether name is one of Kafka's internal topics, which
 // clients may not produce to and retention never trims.
 func Internal(name string) bool {
-	return name == OffsetsTopic || name == "__transaction_state"
+	return name == OffsetsTopic || name == TransactionStateTopic
 }
 
 // ValidTopicName applies Kafka's rules: 1-249 characters of [a-zA-Z0-9._-],

@@ -1,10 +1,13 @@
 package group
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka/broker/coordlog"
 )
 
 // OffsetCommit serves OffsetCommit v2-8. Every valid partition of the
@@ -21,8 +24,26 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 // once appended is applied or failed by the log, never abandoned.
 func (c *Coordinator) StartOffsetCommit(req *kmsg.OffsetCommitRequest) func() *kmsg.OffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	groupOK := c.ValidGroupID(req.Group, true)
-	for _, t := range req.Topics {
+	var commits []Commit
+	resp.Topics, commits = c.checkCommits(req.Group, req.Version >= 6, req.Topics)
+	if len(commits) == 0 {
+		return func() *kmsg.OffsetCommitResponse { return resp }
+	}
+	wait := c.commit(req, commits)
+	return func() *kmsg.OffsetCommitResponse {
+		setCodes(resp.Topics, wait())
+		return resp
+	}
+}
+
+// checkCommits checks each partition of an offset commit of group: the
+// answer's topics, with the codes of the partitions refused, and the
+// commits of the others. epochs: the request carries leader epochs.
+func (c *Coordinator) checkCommits(group string, epochs bool, topics []kmsg.OffsetCommitRequestTopic) ([]kmsg.OffsetCommitResponseTopic, []Commit) {
+	groupOK := c.ValidGroupID(group, true)
+	var out []kmsg.OffsetCommitResponseTopic
+	var commits []Commit
+	for _, t := range topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
@@ -35,40 +56,33 @@ func (c *Coordinator) StartOffsetCommit(req *kmsg.OffsetCommitRequest) func() *k
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case len(deref(p.Metadata)) > c.cfg.MaxOffsetMetadataBytes:
 				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
+			default:
+				epoch := int32(-1)
+				if epochs {
+					epoch = p.LeaderEpoch
+				}
+				commits = append(commits, Commit{
+					TopicPartition: TopicPartition{Topic: t.Topic, Partition: p.Partition},
+					Offset:         Offset{Offset: p.Offset, LeaderEpoch: epoch, Metadata: deref(p.Metadata)},
+				})
+				rp.ErrorCode = -1 // to be answered with the commit's code
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
-		resp.Topics = append(resp.Topics, rt)
+		out = append(out, rt)
 	}
-	var commits []Commit
-	var codes []*int16
-	for ti, t := range req.Topics {
-		for pi, p := range t.Partitions {
-			rp := &resp.Topics[ti].Partitions[pi]
-			if rp.ErrorCode != 0 {
-				continue
+	return out, commits
+}
+
+// setCodes answers every partition checkCommits left to the commit with
+// code.
+func setCodes(topics []kmsg.OffsetCommitResponseTopic, code int16) {
+	for i := range topics {
+		for j := range topics[i].Partitions {
+			if p := &topics[i].Partitions[j]; p.ErrorCode == -1 {
+				p.ErrorCode = code
 			}
-			epoch := int32(-1)
-			if req.Version >= 6 {
-				epoch = p.LeaderEpoch
-			}
-			commits = append(commits, Commit{
-				TopicPartition: TopicPartition{Topic: t.Topic, Partition: p.Partition},
-				Offset:         Offset{Offset: p.Offset, LeaderEpoch: epoch, Metadata: deref(p.Metadata)},
-			})
-			codes = append(codes, &rp.ErrorCode)
 		}
-	}
-	if len(commits) == 0 {
-		return func() *kmsg.OffsetCommitResponse { return resp }
-	}
-	wait := c.commit(req, commits)
-	return func() *kmsg.OffsetCommitResponse {
-		code := wait()
-		for _, p := range codes {
-			*p = code
-		}
-		return resp
 	}
 }
 
@@ -106,7 +120,7 @@ func (c *Coordinator) commit(req *kmsg.OffsetCommitRequest, commits []Commit) fu
 		code = c.missingGroupCode(kerr.IllegalGeneration.Code)
 	case appendErr != nil:
 		c.cfg.Logger.Warn("group: offset commit append failed", "group", req.Group, "err", appendErr)
-		code = storeErrorCode(appendErr)
+		code = coordlog.ErrorCode(appendErr)
 	}
 	if e == nil || code != 0 {
 		return func() int16 { return code }
@@ -118,7 +132,7 @@ func (c *Coordinator) commit(req *kmsg.OffsetCommitRequest, commits []Commit) fu
 		c.stepOn(e, func(g *Group, _ time.Time) { g.CommitDone(commits, end, err == nil) })
 		if err != nil {
 			c.cfg.Logger.Warn("group: offset commit not durable", "group", req.Group, "err", err)
-			return storeErrorCode(err)
+			return coordlog.ErrorCode(err)
 		}
 		return 0
 	}
@@ -144,10 +158,14 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 	}
 	var all []Commit
 	found := map[TopicPartition]Offset{}
+	unstable := map[TopicPartition]bool{}
 	if groupOK {
 		c.step(req.Group, false, func(g *Group, _ time.Time) {
 			if req.Topics == nil {
 				all = g.AllCommitted()
+				for _, cm := range all {
+					unstable[cm.TopicPartition] = req.RequireStable && g.Unstable(cm.TopicPartition)
+				}
 				return
 			}
 			for _, t := range req.Topics {
@@ -156,6 +174,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 					if o, ok := g.Committed(tp); ok {
 						found[tp] = o
 					}
+					unstable[tp] = req.RequireStable && g.Unstable(tp)
 				}
 			}
 		})
@@ -168,7 +187,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 				resp.Topics = append(resp.Topics, rt)
 			}
 			rt := &resp.Topics[len(resp.Topics)-1]
-			rt.Partitions = append(rt.Partitions, fetchPartition(cm.Partition, cm.Offset, true, 0))
+			rt.Partitions = append(rt.Partitions, fetchPartition(cm.Partition, cm.Offset, true, unstableCode(unstable[cm.TopicPartition])))
 		}
 		return resp
 	}
@@ -180,12 +199,22 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 		rt := kmsg.NewOffsetFetchResponseTopic()
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
-			o, ok := found[TopicPartition{Topic: t.Topic, Partition: p}]
-			rt.Partitions = append(rt.Partitions, fetchPartition(p, o, ok, code))
+			tp := TopicPartition{Topic: t.Topic, Partition: p}
+			o, ok := found[tp]
+			rt.Partitions = append(rt.Partitions, fetchPartition(p, o, ok, cmp.Or(code, unstableCode(unstable[tp]))))
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
+}
+
+// unstableCode is a partition's code in an OffsetFetch with RequireStable:
+// UNSTABLE_OFFSET_COMMIT while a transaction has an offset pending for it.
+func unstableCode(unstable bool) int16 {
+	if unstable {
+		return kerr.UnstableOffsetCommit.Code
+	}
+	return 0
 }
 
 func fetchPartition(p int32, o Offset, ok bool, code int16) kmsg.OffsetFetchResponseTopicPartition {

@@ -68,7 +68,11 @@ var errClosing = errors.New("group: coordinator closing")
 type logState struct {
 	mu    sync.Mutex // orders every append of the coordinator
 	live  map[string][]byte
-	start int64 // log start, as the coordinator last moved or read it
+	// txnFirst is the offset of each producer's first batch of offsets in
+	// its undecided transaction: compaction never moves the log start past
+	// one, or replay would find the marker without the offsets.
+	txnFirst map[int64]int64
+	start    int64 // log start, as the coordinator last moved or read it
 	end   int64 // log end after the coordinator's latest append
 	bytes int64 // batch bytes between start and end
 
@@ -226,8 +230,12 @@ func (c *Coordinator) compact() error {
 		keys = append(keys, k)
 	}
 	// The new log start, taken with the keys: every key written below it is
-	// in keys or was tombstoned by then.
+	// in keys or was tombstoned by then, and no undecided transaction's
+	// offsets lie below it.
 	first, firstBytes, copyEnd := l.end, l.bytes, l.end
+	for _, off := range l.txnFirst {
+		first = min(first, off)
+	}
 	l.mu.Unlock()
 	if c.compactHook != nil {
 		c.compactHook()

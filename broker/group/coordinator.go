@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/minikafka/minikafka/broker/coordlog"
 	"github.com/minikafka/minikafka/clock"
-	"github.com/minikafka/minikafka/engine"
 )
 
 // Defaults for the zero fields of Config.
@@ -149,6 +149,9 @@ type Coordinator struct {
 	mu     sync.Mutex
 	groups map[string]*entry
 	closed bool
+	// txnGroups are the groups with offsets pending in each producer's
+	// transaction (txn.go).
+	txnGroups map[int64]map[string]struct{}
 
 	wmu        sync.Mutex
 	waiters    map[Waiter]chan Reply
@@ -189,8 +192,9 @@ func Open(cfg Config) (*Coordinator, error) {
 			MaxMetadataBytes:      cfg.MaxMetadataBytes,
 			OffsetsRetention:      cfg.OffsetsRetention,
 		},
-		groups:  map[string]*entry{},
-		waiters: map[Waiter]chan Reply{},
+		groups:    map[string]*entry{},
+		waiters:   map[Waiter]chan Reply{},
+		txnGroups: map[int64]map[string]struct{}{},
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.compactCtx, c.stopCompact = context.WithCancel(c.ctx)
@@ -198,11 +202,26 @@ func Open(cfg Config) (*Coordinator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("group: load: %w", err)
 	}
-	c.lg = logState{live: found.live, start: found.start, end: found.end, bytes: found.bytes}
+	c.lg = logState{live: found.live, start: found.start, end: found.end, bytes: found.bytes, txnFirst: found.txnFirst}
 	now := cfg.Clock.Now()
 	for id, l := range found.groups {
-		e := &entry{g: restoreGroup(id, l, c.set, now)}
-		c.groups[id] = e
+		c.groups[id] = &entry{g: restoreGroup(id, l, c.set, now)}
+	}
+	for pid, recs := range found.txns {
+		for id, commits := range pendingCommits(recs) {
+			e := c.groups[id]
+			if e == nil {
+				e = &entry{g: NewGroup(id, c.set, now)}
+				c.groups[id] = e
+			}
+			e.g.txnPending(pid, commits)
+			if c.txnGroups[pid] == nil {
+				c.txnGroups[pid] = map[string]struct{}{}
+			}
+			c.txnGroups[pid][id] = struct{}{}
+		}
+	}
+	for _, e := range c.groups {
 		e.mu.Lock()
 		c.reschedule(e)
 		e.mu.Unlock()
@@ -363,7 +382,7 @@ func (c *Coordinator) startStore(e *entry, s Store, now time.Time) {
 			return
 		}
 		c.cfg.Logger.Warn("group: store failed", "group", e.g.ID(), "err", err)
-		code := storeErrorCode(err)
+		code := coordlog.ErrorCode(err)
 		e.mu.Lock()
 		e.g.StoreFailed(c.cfg.Clock.Now(), s)
 		c.finish(e, c.cfg.Clock.Now())
@@ -379,29 +398,6 @@ func (c *Coordinator) startStore(e *entry, s Store, now time.Time) {
 			c.deliver(r)
 		}
 	}()
-}
-
-// storeErrorCode maps a failed write to what Kafka answers: retriable
-// COORDINATOR_NOT_AVAILABLE when the log is going away, the log's own Kafka
-// error if it has one, UNKNOWN_SERVER_ERROR otherwise.
-func storeErrorCode(err error) int16 {
-	var ke *kerr.Error
-	switch {
-	case errors.Is(err, engine.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return kerr.CoordinatorNotAvailable.Code
-	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge), errors.Is(err, engine.ErrBatchTooLarge):
-		return kerr.InvalidCommitOffsetSize.Code
-	// As Kafka answers a group write that its log refused: retry here
-	// later, or find the coordinator again.
-	case errors.Is(err, kerr.NotEnoughReplicas), errors.Is(err, kerr.NotEnoughReplicasAfterAppend),
-		errors.Is(err, kerr.RequestTimedOut), errors.Is(err, kerr.UnknownTopicOrPartition):
-		return kerr.CoordinatorNotAvailable.Code
-	case errors.Is(err, kerr.NotLeaderForPartition), errors.Is(err, kerr.KafkaStorageError):
-		return kerr.NotCoordinator.Code
-	case errors.As(err, &ke):
-		return ke.Code
-	}
-	return kerr.UnknownServerError.Code
 }
 
 func (c *Coordinator) newWaiter() (Waiter, chan Reply) {

@@ -2,35 +2,21 @@ package group
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka/broker/batch"
+	"github.com/minikafka/minikafka/broker/coordlog"
 )
 
-// Log is the __consumer_offsets partition as the coordinator uses it. The
-// broker satisfies it with the partition layer; tests with grouptest.
-type Log interface {
-	// Append appends one RecordBatch v2 (its base offset is assigned by the
-	// log) and returns the offset just past it, as soon as the batch is
-	// ordered; it need not be durable yet.
-	Append(batch []byte) (end int64, err error)
-	// WaitDurable returns once every batch below end is durable: for the
-	// broker, committed (below the high watermark, on every ISR member),
-	// so that it survives the partition's leadership moving.
-	WaitDurable(ctx context.Context, end int64) error
-	// Read returns whole stored batches, concatenated, starting with the one
-	// that holds offset, about maxBytes of them; nothing at the end.
-	Read(offset int64, maxBytes int) ([]byte, error)
-	// StartOffset is the first offset Read accepts.
-	StartOffset() int64
-	// DeleteBefore moves the log start to offset, durably (compaction).
-	// offset is never past an end that WaitDurable returned for.
-	DeleteBefore(ctx context.Context, offset int64) error
-}
+// Log is the __consumer_offsets partition as the coordinator uses it
+// (coordlog.Log). The broker satisfies it with the partition layer; tests
+// with grouptest.
+type Log = coordlog.Log
 
 const replayReadBytes = 1 << 20
 
@@ -50,6 +36,16 @@ type replayed struct {
 	start int64 // the log's start and end offsets
 	end   int64
 	bytes int64 // batch bytes between them
+	// txns are the records of transactions with no marker yet, by producer
+	// id, and txnFirst the offset of each one's first batch.
+	txns     map[int64][]txnRecord
+	txnFirst map[int64]int64
+}
+
+// txnRecord is a record of an undecided transaction, and its offset.
+type txnRecord struct {
+	off int64
+	r   kmsg.Record
 }
 
 // replay reads the whole log; for each key the latest record wins and a
@@ -78,7 +74,56 @@ func replay(log Log, logger *slog.Logger) (*replayed, error) {
 	}
 	skip := func(err error) { logger.Warn("__consumer_offsets: skipping batch", "err", err) }
 	offset := log.StartOffset()
-	out := &replayed{groups: groups, live: live, start: offset}
+	out := &replayed{groups: groups, live: live, start: offset, txns: map[int64][]txnRecord{}, txnFirst: map[int64]int64{}}
+	// A transaction's records wait for its marker: a commit applies them
+	// at the marker's offset, an abort drops them.
+	decode := func(data []byte) (int64, error) {
+		next := int64(-1)
+		bs, err := batch.SplitWhole(data)
+		if err != nil || len(bs) == 0 {
+			return next, fmt.Errorf("split batches: %v", err)
+		}
+		{
+			for _, b := range bs {
+				h, err := batch.ParseHeader(b)
+				if err != nil {
+					return next, err
+				}
+				next = h.LastOffset() + 1
+				switch {
+				case h.Attributes.Control():
+					m, err := batch.ParseMarker(b)
+					if err != nil {
+						skip(fmt.Errorf("marker at %d: %w", h.BaseOffset, err))
+						continue
+					}
+					recs := out.txns[h.ProducerID]
+					delete(out.txns, h.ProducerID)
+					delete(out.txnFirst, h.ProducerID)
+					if m.Commit {
+						for _, tr := range recs {
+							apply(h.BaseOffset, tr.r)
+						}
+					}
+				case h.Attributes.Transactional():
+					if _, ok := out.txnFirst[h.ProducerID]; !ok {
+						out.txnFirst[h.ProducerID] = h.BaseOffset
+					}
+					if _, err := decodeBatches(b, func(off int64, r kmsg.Record) {
+						r.Key, r.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
+						out.txns[h.ProducerID] = append(out.txns[h.ProducerID], txnRecord{off, r})
+					}, skip); err != nil {
+						return next, err
+					}
+				default:
+					if _, err := decodeBatches(b, apply, skip); err != nil {
+						return next, err
+					}
+				}
+			}
+		}
+		return next, nil
+	}
 	for {
 		data, err := log.Read(offset, replayReadBytes)
 		if err != nil {
@@ -87,7 +132,7 @@ func replay(log Log, logger *slog.Logger) (*replayed, error) {
 		if len(data) == 0 {
 			break
 		}
-		next, err := decodeBatches(data, apply, skip)
+		next, err := decode(data)
 		if err != nil {
 			return nil, fmt.Errorf("replay __consumer_offsets at %d: %w", offset, err)
 		}
@@ -160,6 +205,30 @@ func applyRecord(get func(string) *loaded, off int64, r kmsg.Record) ([]byte, er
 	default:
 		return nil, fmt.Errorf("key version %d is not written by this coordinator", v)
 	}
+}
+
+// pendingCommits are the offsets of undecided transaction records recs, by
+// group.
+func pendingCommits(recs []txnRecord) map[string][]Commit {
+	scratch := map[string]*loaded{}
+	get := func(id string) *loaded {
+		l := scratch[id]
+		if l == nil {
+			l = &loaded{offsets: map[TopicPartition]Offset{}}
+			scratch[id] = l
+		}
+		return l
+	}
+	for _, tr := range recs {
+		_, _ = applyRecord(get, tr.off, tr.r) // the coordinator wrote only offsets in a transaction
+	}
+	out := map[string][]Commit{}
+	for id, l := range scratch {
+		for tp, o := range l.offsets {
+			out[id] = append(out[id], Commit{TopicPartition: tp, Offset: o})
+		}
+	}
+	return out
 }
 
 // restoreGroup rebuilds a group from what replay found. Members come back

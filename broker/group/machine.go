@@ -198,6 +198,9 @@ type Group struct {
 	offsets   map[TopicPartition]Offset
 	inflight  map[TopicPartition]int // commits appended but not yet durable
 	persisted bool                   // a metadata record was ever written or loaded
+	// txnOffsets are the offsets committed in transactions not decided
+	// yet, by producer id (txn.go).
+	txnOffsets map[int64]map[TopicPartition]Offset
 
 	ready Ready
 }
@@ -238,7 +241,7 @@ func (g *Group) Ready() Ready {
 // such groups (for example one created by a JoinGroup that failed).
 func (g *Group) Disposable() bool {
 	return g.state == Dead || (g.state == Empty && len(g.members) == 0 && len(g.pending) == 0 &&
-		len(g.offsets) == 0 && len(g.inflight) == 0 && !g.persisted)
+		len(g.offsets) == 0 && len(g.inflight) == 0 && len(g.txnOffsets) == 0 && !g.persisted)
 }
 
 func (g *Group) reply(w Waiter, code int16, join *JoinResult, sync *SyncResult) {

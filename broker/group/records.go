@@ -4,8 +4,9 @@ import (
 	"hash/crc32"
 	"time"
 
-	"github.com/minikafka/minikafka/broker/batch"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka/broker/batch"
 )
 
 // Record versions written to __consumer_offsets. Keys: version 0 and 1 are

@@ -1,0 +1,210 @@
+package group
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka/broker/batch"
+	"github.com/minikafka/minikafka/broker/coordlog"
+)
+
+// Offsets committed in a transaction (TxnOffsetCommit) are written to
+// __consumer_offsets inside the producer's transaction: a transactional
+// batch with the producer's id and epoch. They stay pending, invisible to
+// OffsetFetch, until the marker that ends the transaction reaches this
+// partition (WriteMarker): a commit makes them the group's offsets, as of
+// the marker's place in the log; an abort drops them. Replay does the
+// same with the batches and markers it reads. While a group has pending
+// offsets for a partition, an OffsetFetch with RequireStable gets
+// UNSTABLE_OFFSET_COMMIT for it (the client retries), and compaction
+// keeps the log from the first pending batch on.
+
+// TxnOffsetCommit serves TxnOffsetCommit v0-4: the answer's topics. Its
+// fencing is Kafka's: a request naming a member (v3+) must be from a
+// current member of the current generation; one with none is accepted
+// whatever the group's state.
+func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) []kmsg.OffsetCommitResponseTopic {
+	topics := make([]kmsg.OffsetCommitRequestTopic, len(req.Topics))
+	for i, t := range req.Topics {
+		topics[i].Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata
+			topics[i].Partitions = append(topics[i].Partitions, rp)
+		}
+	}
+	out, commits := c.checkCommits(req.Group, req.Version >= 2, topics)
+	if len(commits) == 0 {
+		return out
+	}
+	setCodes(out, c.txnCommit(req, commits))
+	return out
+}
+
+func (c *Coordinator) txnCommit(req *kmsg.TxnOffsetCommitRequest, commits []Commit) int16 {
+	pr := batch.Producer{ID: req.ProducerID, Epoch: req.ProducerEpoch}
+	var (
+		code      int16
+		end       int64
+		appendErr error
+	)
+	e := c.step(req.Group, true, func(g *Group, now time.Time) {
+		if g.state == Dead {
+			code = kerr.CoordinatorNotAvailable.Code
+			return
+		}
+		if req.Generation >= 0 || req.MemberID != "" || req.InstanceID != nil {
+			if code = g.checkMember(req.MemberID, deref(req.InstanceID), req.Generation); code != 0 {
+				return
+			}
+		}
+		recs := make([]Record, len(commits))
+		for i := range commits {
+			commits[i].CommitTime = now
+			recs[i] = Record{Key: offsetKey(g.ID(), commits[i].TopicPartition), Value: offsetValue(commits[i].Offset)}
+		}
+		end, appendErr = c.appendTxn(recs, pr, now)
+		if appendErr == nil {
+			g.txnPending(pr.ID, commits)
+			c.mu.Lock()
+			if c.txnGroups[pr.ID] == nil {
+				c.txnGroups[pr.ID] = map[string]struct{}{}
+			}
+			c.txnGroups[pr.ID][g.ID()] = struct{}{}
+			c.mu.Unlock()
+		}
+	})
+	switch {
+	case e == nil:
+		return kerr.CoordinatorNotAvailable.Code
+	case appendErr != nil:
+		c.cfg.Logger.Warn("group: transactional offset commit append failed", "group", req.Group, "err", appendErr)
+		return coordlog.ErrorCode(appendErr)
+	case code != 0:
+		return code
+	}
+	if err := c.cfg.Log.WaitDurable(c.ctx, end); err != nil {
+		return coordlog.ErrorCode(err)
+	}
+	return 0
+}
+
+// appendTxn appends recs as producer pr's transactional batch; unlike
+// append, the keys' live values do not change until the marker.
+func (c *Coordinator) appendTxn(recs []Record, pr batch.Producer, now time.Time) (int64, error) {
+	kvs := make([]batch.KV, len(recs))
+	for i, r := range recs {
+		kvs[i] = batch.KV{Key: r.Key, Value: r.Value}
+	}
+	b := batch.EncodeTxn(kvs, pr, now)
+	l := &c.lg
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	end, err := c.cfg.Log.Append(b)
+	if err != nil {
+		return 0, err
+	}
+	if _, open := l.txnFirst[pr.ID]; !open {
+		l.txnFirst[pr.ID] = end - int64(len(recs))
+	}
+	l.end = end
+	l.bytes += int64(len(b))
+	return end, nil
+}
+
+// WriteMarker ends producer pid's transaction in this partition: appendMarker
+// appends the marker (the broker's partition does) and returns the offset
+// just past it; once the marker is durable, the offsets committed in the
+// transaction become the groups' (commit) or are dropped (abort).
+func (c *Coordinator) WriteMarker(ctx context.Context, pid int64, commit bool, appendMarker func() (int64, error)) (int64, error) {
+	l := &c.lg
+	l.mu.Lock()
+	end, err := appendMarker()
+	if err == nil {
+		l.end = end
+		delete(l.txnFirst, pid)
+	}
+	l.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	if err := c.cfg.Log.WaitDurable(ctx, end); err != nil {
+		return end, err
+	}
+	c.txnEnded(pid, commit, end-1)
+	return end, nil
+}
+
+// txnEnded applies the end of producer pid's transaction, whose marker is
+// at pos, to every group with offsets pending in it.
+func (c *Coordinator) txnEnded(pid int64, commit bool, pos int64) {
+	c.mu.Lock()
+	ids := slices.Sorted(maps.Keys(c.txnGroups[pid]))
+	delete(c.txnGroups, pid)
+	c.mu.Unlock()
+	for _, id := range ids {
+		c.step(id, false, func(g *Group, _ time.Time) {
+			applied := g.txnEnded(pid, commit, pos)
+			if len(applied) == 0 {
+				return
+			}
+			c.lg.mu.Lock()
+			for _, cm := range applied {
+				c.lg.live[string(offsetKey(g.ID(), cm.TopicPartition))] = offsetValue(cm.Offset)
+			}
+			c.lg.mu.Unlock()
+		})
+	}
+}
+
+// txnPending holds commits, pending in producer pid's transaction.
+func (g *Group) txnPending(pid int64, commits []Commit) {
+	if g.txnOffsets == nil {
+		g.txnOffsets = map[int64]map[TopicPartition]Offset{}
+	}
+	m := g.txnOffsets[pid]
+	if m == nil {
+		m = map[TopicPartition]Offset{}
+		g.txnOffsets[pid] = m
+	}
+	for _, cm := range commits {
+		m[cm.TopicPartition] = cm.Offset
+	}
+}
+
+// txnEnded makes producer pid's pending offsets the group's, as of the
+// marker at pos, if commit (unless a later record of a partition already
+// decided it), or drops them; it returns those it applied.
+func (g *Group) txnEnded(pid int64, commit bool, pos int64) []Commit {
+	pending := g.txnOffsets[pid]
+	delete(g.txnOffsets, pid)
+	if !commit || g.state == Dead {
+		return nil
+	}
+	var out []Commit
+	for tp, o := range pending {
+		if old, ok := g.offsets[tp]; ok && old.pos > pos {
+			continue
+		}
+		o.pos = pos
+		g.offsets[tp] = o
+		out = append(out, Commit{TopicPartition: tp, Offset: o})
+	}
+	slices.SortFunc(out, func(a, b Commit) int { return compareTP(a.TopicPartition, b.TopicPartition) })
+	return out
+}
+
+// Unstable reports whether a transaction has offsets pending for tp.
+func (g *Group) Unstable(tp TopicPartition) bool {
+	for _, m := range g.txnOffsets {
+		if _, ok := m[tp]; ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,143 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka/broker/partition"
+	"github.com/minikafka/minikafka/broker/txn"
+)
+
+// produceVerify is a partition's batch that opens its producer's
+// transaction there and waits for the coordinator's word (KIP-890).
+type produceVerify struct {
+	topic   string
+	part    *partition.Partition
+	records []byte
+	need    *partition.VerifyNeeded
+	resp    *kmsg.ProduceResponseTopicPartition
+}
+
+// verifyWait bounds how long a produce's ordering phase waits for the
+// transaction coordinator to verify its partitions.
+const verifyWait = 5 * time.Second
+
+// appendVerified asks the transaction coordinator about every partition of
+// vs at once, appends the batches of those in the transaction and answers
+// the others; it returns the waits of what it appended.
+func (s *Server) appendVerified(req *kmsg.ProduceRequest, vs []produceVerify) []produceWait {
+	if len(vs) == 0 {
+		return nil
+	}
+	ctx, cancel := withTimeout(s.connCtx, s.cfg.Clock, verifyWait)
+	defer cancel()
+	tps := make([]txn.TopicPartition, len(vs))
+	for i, v := range vs {
+		tps[i] = txn.TopicPartition{Topic: v.topic, Partition: v.part.Index()}
+	}
+	// One producer per request: every batch of it carries the same id and
+	// epoch (the partitions refuse any other).
+	pr := txn.Producer{ID: vs[0].need.ProducerID, Epoch: vs[0].need.Epoch, Fenced: kerr.InvalidProducerEpoch.Code}
+	codes := s.verifyTxn(ctx, *req.TransactionID, pr, tps)
+	var waits []produceWait
+	for i, v := range vs {
+		if code := codes[i]; code != 0 || v.need.ProducerID != pr.ID || v.need.Epoch != pr.Epoch {
+			v.part.DropGuard(v.need.ProducerID, v.need.Guard)
+			err := fmt.Errorf("partition %s not verified in producer %d's transaction: %w", tps[i], v.need.ProducerID, kerr.ErrorForCode(code))
+			if code == 0 {
+				err = fmt.Errorf("one produce for several producers: %w", kerr.InvalidRecord)
+			}
+			s.setProduceErr(req, v.topic, v.resp, err)
+			continue
+		}
+		app, err := v.part.AppendVerified(v.records, v.need.Guard)
+		if err != nil {
+			s.setProduceErr(req, v.topic, v.resp, err)
+			continue
+		}
+		waits = append(waits, s.produced(v.part, app, v.resp))
+	}
+	return waits
+}
+
+// verifyTxn asks transactional id's coordinator whether each of tps is in
+// pr's ongoing transaction: in process when it runs here, otherwise with
+// AddPartitionsToTxn (VerifyOnly) to the broker that leads the id's
+// partition of __transaction_state. Codes a producer would only retry the
+// wrong way (the coordinator moving or loading) come back as
+// NOT_ENOUGH_REPLICAS, which every client retries, as Kafka answers them.
+func (s *Server) verifyTxn(ctx context.Context, id string, pr txn.Producer, tps []txn.TopicPartition) []int16 {
+	codes := make([]int16, len(tps))
+	if c, _ := s.txnCoordinator(id); c != nil {
+		codes = c.Verify(id, pr, tps)
+	} else if err := s.verifyRemote(ctx, id, pr, tps, codes); err != nil {
+		s.log.Debug("transaction verification failed", "transactional_id", id, "err", err)
+		for i := range codes {
+			codes[i] = kerr.NotEnoughReplicas.Code
+		}
+	}
+	for i, code := range codes {
+		switch code {
+		case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code,
+			kerr.ConcurrentTransactions.Code, kerr.RequestTimedOut.Code, kerr.UnknownServerError.Code:
+			codes[i] = kerr.NotEnoughReplicas.Code
+		case kerr.ProducerFenced.Code:
+			codes[i] = kerr.InvalidProducerEpoch.Code
+		}
+	}
+	return codes
+}
+
+// verifyRemote is verifyTxn's question sent to the coordinator's broker.
+func (s *Server) verifyRemote(ctx context.Context, id string, pr txn.Producer, tps []txn.TopicPartition, codes []int16) error {
+	img := s.store.Image()
+	t, ok := img.Topic(txnTopic)
+	if !ok {
+		return fmt.Errorf("no %s topic", txnTopic)
+	}
+	leader := t.Partitions[partitionFor(id, int32(len(t.Partitions)))].Leader
+	if leader < 0 {
+		return fmt.Errorf("no coordinator for %q", id)
+	}
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 4
+	rt := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, rt.VerifyOnly = id, pr.ID, pr.Epoch, true
+	for _, tp := range tps {
+		if n := len(rt.Topics); n == 0 || rt.Topics[n-1].Topic != tp.Topic {
+			tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+			tt.Topic = tp.Topic
+			rt.Topics = append(rt.Topics, tt)
+		}
+		rt.Topics[len(rt.Topics)-1].Partitions = append(rt.Topics[len(rt.Topics)-1].Partitions, tp.Partition)
+	}
+	req.Transactions = append(req.Transactions, rt)
+	raw, err := s.peers.request(ctx, leader, req)
+	if err != nil {
+		return err
+	}
+	resp := raw.(*kmsg.AddPartitionsToTxnResponse)
+	if resp.ErrorCode != 0 {
+		return kerr.ErrorForCode(resp.ErrorCode)
+	}
+	got := map[txn.TopicPartition]int16{}
+	for _, rt := range resp.Transactions {
+		for _, t := range rt.Topics {
+			for _, p := range t.Partitions {
+				got[txn.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = p.ErrorCode
+			}
+		}
+	}
+	for i, tp := range tps {
+		code, ok := got[tp]
+		if !ok {
+			code = kerr.UnknownServerError.Code
+		}
+		codes[i] = code
+	}
+	return nil
+}
