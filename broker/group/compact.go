@@ -66,15 +66,15 @@ var errClosing = errors.New("group: coordinator closing")
 // starts and ends, its size, the live value of every key, and the
 // compaction under way.
 type logState struct {
-	mu    sync.Mutex // orders every append of the coordinator
-	live  map[string][]byte
+	mu   sync.Mutex // orders every append of the coordinator
+	live map[string][]byte
 	// txnFirst is the offset of each producer's first batch of offsets in
 	// its undecided transaction: compaction never moves the log start past
 	// one, or replay would find the marker without the offsets.
 	txnFirst map[int64]int64
 	start    int64 // log start, as the coordinator last moved or read it
-	end   int64 // log end after the coordinator's latest append
-	bytes int64 // batch bytes between start and end
+	end      int64 // log end after the coordinator's latest append
+	bytes    int64 // batch bytes between start and end
 
 	closed      bool // Close began: no new compaction
 	compacting  bool // a compaction runs; idle is closed when it ends
