@@ -2,12 +2,15 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/minikafka/minikafka/broker/brokertest"
@@ -45,4 +48,163 @@ func TestTxnCommitAndAbort(t *testing.T) {
 	assert.ElementsMatch(t, []string{"t0-r0", "t0-r1", "t0-r2", "t0-r3", "t2-r0", "t2-r1", "t2-r2", "t2-r3"}, committed)
 	all := consumeIsolated(t, b, "tx", kgo.ReadUncommitted())
 	assert.Len(t, all, 12, "read_uncommitted sees the aborted records too")
+}
+
+func TestTxnAdminAndLastStableOffset(t *testing.T) {
+	b := brokertest.Start(t)
+	b.CreateTopic(t, "adm", 1)
+	ctx := t.Context()
+	adm := b.Admin(t)
+	pr := b.Client(t, kgo.TransactionalID("adm-1"), kgo.DefaultProduceTopic("adm"))
+	// A committed record first, then a transaction left open.
+	plain := b.Client(t, kgo.DefaultProduceTopic("adm"))
+	require.NoError(t, plain.ProduceSync(ctx, &kgo.Record{Value: []byte("plain")}).FirstErr())
+	require.NoError(t, pr.BeginTransaction())
+	require.NoError(t, pr.ProduceSync(ctx, &kgo.Record{Value: []byte("open")}).FirstErr())
+
+	d, err := adm.DescribeTransactions(ctx, "adm-1")
+	require.NoError(t, err)
+	got := d["adm-1"]
+	require.NoError(t, got.Err)
+	assert.Equal(t, "Ongoing", got.State)
+	assert.Contains(t, got.Topics["adm"], int32(0))
+	assert.Positive(t, got.StartTimestamp)
+
+	l, err := adm.ListTransactions(ctx, nil, []string{"Ongoing"})
+	require.NoError(t, err)
+	assert.Contains(t, l.TransactionalIDs(), "adm-1")
+	l, err = adm.ListTransactions(ctx, nil, []string{"CompleteCommit"})
+	require.NoError(t, err)
+	assert.NotContains(t, l.TransactionalIDs(), "adm-1")
+
+	ps, err := adm.DescribeProducers(ctx, kadm.TopicsSet{"adm": {0: {}}})
+	require.NoError(t, err)
+	var open []int64
+	ps.EachProducer(func(p kadm.DescribedProducer) { open = append(open, p.CurrentTxnStartOffset) })
+	assert.ElementsMatch(t, []int64{-1, 1}, open, "the idempotent producer has none open, the transaction opened at offset 1")
+
+	committed, err := adm.ListCommittedOffsets(ctx, "adm")
+	require.NoError(t, err)
+	end, err := adm.ListEndOffsets(ctx, "adm")
+	require.NoError(t, err)
+	lso, _ := committed.Lookup("adm", 0)
+	hw, _ := end.Lookup("adm", 0)
+	assert.Equal(t, int64(1), lso.Offset, "read_committed ListOffsets answers the last stable offset")
+	assert.Equal(t, int64(2), hw.Offset)
+
+	require.NoError(t, pr.EndTransaction(ctx, kgo.TryCommit))
+	require.Eventually(t, func() bool {
+		d, err := adm.DescribeTransactions(ctx, "adm-1")
+		return err == nil && d["adm-1"].State == "CompleteCommit"
+	}, 10*time.Second, 20*time.Millisecond)
+	assert.Equal(t, []string{"plain", "open"}, consumeIsolated(t, b, "adm", kgo.ReadCommitted()))
+}
+
+func TestTxnTimeoutAbortsAndFences(t *testing.T) {
+	b := brokertest.Start(t)
+	b.CreateTopic(t, "slow", 1)
+	ctx := t.Context()
+	adm := b.Admin(t)
+	pr := b.Client(t, kgo.TransactionalID("slow-1"), kgo.DefaultProduceTopic("slow"),
+		kgo.TransactionTimeout(time.Second))
+	require.NoError(t, pr.BeginTransaction())
+	require.NoError(t, pr.ProduceSync(ctx, &kgo.Record{Value: []byte("abandoned")}).FirstErr())
+	require.Eventually(t, func() bool {
+		d, err := adm.DescribeTransactions(ctx, "slow-1")
+		return err == nil && d["slow-1"].State == "CompleteAbort"
+	}, 15*time.Second, 50*time.Millisecond, "the coordinator aborts a transaction past its timeout")
+	assert.Error(t, pr.EndTransaction(ctx, kgo.TryCommit), "the producer was fenced by the abort")
+	assert.Empty(t, consumeIsolated(t, b, "slow", kgo.ReadCommitted()))
+
+	tooLong := b.Client(t, kgo.TransactionalID("slow-2"), kgo.TransactionTimeout(time.Hour))
+	err := tooLong.BeginTransaction()
+	if err == nil {
+		err = tooLong.ProduceSync(ctx, &kgo.Record{Topic: "slow", Value: []byte("x")}).FirstErr()
+	}
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), kerr.InvalidTransactionTimeout.Message, "a timeout above transaction.max.timeout.ms")
+}
+
+func TestTxnNewInstanceFencesOld(t *testing.T) {
+	b := brokertest.Start(t)
+	b.CreateTopic(t, "fence", 1)
+	ctx := t.Context()
+	old := b.Client(t, kgo.TransactionalID("zombie"), kgo.DefaultProduceTopic("fence"))
+	require.NoError(t, old.BeginTransaction())
+	require.NoError(t, old.ProduceSync(ctx, &kgo.Record{Value: []byte("zombie")}).FirstErr())
+
+	// A second instance of the same transactional id aborts what the first
+	// left open and fences it.
+	cur := b.Client(t, kgo.TransactionalID("zombie"), kgo.DefaultProduceTopic("fence"))
+	require.NoError(t, cur.BeginTransaction())
+	require.NoError(t, cur.ProduceSync(ctx, &kgo.Record{Value: []byte("current")}).FirstErr())
+	require.NoError(t, cur.EndTransaction(ctx, kgo.TryCommit))
+
+	err := old.EndTransaction(ctx, kgo.TryCommit)
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch), "fenced: %v", err)
+	assert.Equal(t, []string{"current"}, consumeIsolated(t, b, "fence", kgo.ReadCommitted()))
+}
+
+// TestTxnConsumeTransformProduce runs franz-go's GroupTransactSession: the
+// output holds every input record once, and the group's offsets move only
+// with the transactions that commit.
+func TestTxnConsumeTransformProduce(t *testing.T) {
+	b := brokertest.Start(t)
+	b.CreateTopic(t, "in", 2)
+	b.CreateTopic(t, "out", 2)
+	ctx := t.Context()
+	const n = 200
+	src := b.Client(t, kgo.DefaultProduceTopic("in"))
+	for i := range n {
+		src.Produce(ctx, &kgo.Record{Value: []byte(fmt.Sprint(i))}, nil)
+	}
+	require.NoError(t, src.Flush(ctx))
+
+	sess, err := kgo.NewGroupTransactSession(
+		kgo.SeedBrokers(b.Addr), kgo.TransactionalID("etl"), kgo.ConsumerGroup("etl-group"),
+		kgo.ConsumeTopics("in"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.DefaultProduceTopic("out"),
+		kgo.FetchMaxWait(100*time.Millisecond),
+	)
+	require.NoError(t, err)
+	defer sess.Close()
+	seen, aborted := 0, false
+	for seen < n {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		fs := sess.PollFetches(pctx)
+		require.NoError(t, pctx.Err(), "no progress at %d of %d", seen, n)
+		cancel()
+		require.NoError(t, sess.Begin())
+		var recs []*kgo.Record
+		fs.EachRecord(func(r *kgo.Record) { recs = append(recs, &kgo.Record{Value: append([]byte("out-"), r.Value...)}) })
+		for _, r := range recs {
+			sess.Produce(ctx, r, nil)
+		}
+		// The first batch with records is aborted once: it must be read
+		// again, and its output never seen.
+		commit := kgo.TransactionEndTry(aborted || len(recs) == 0)
+		committed, err := sess.End(ctx, commit)
+		require.NoError(t, err)
+		if len(recs) > 0 && !aborted {
+			aborted = true
+			assert.False(t, committed)
+			continue
+		}
+		if committed {
+			seen += len(recs)
+		}
+	}
+	out := consumeIsolated(t, b, "out", kgo.ReadCommitted())
+	assert.Len(t, out, n)
+	uniq := map[string]bool{}
+	for _, v := range out {
+		assert.False(t, uniq[v], "%s twice", v)
+		uniq[v] = true
+	}
+	offs, err := b.Admin(t).FetchOffsets(ctx, "etl-group")
+	require.NoError(t, err)
+	var total int64
+	offs.Each(func(o kadm.OffsetResponse) { total += o.At })
+	assert.Equal(t, int64(n), total, "the group's committed offsets cover the input")
 }
