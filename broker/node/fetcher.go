@@ -166,11 +166,11 @@ func (fs *Fetchers) Unfollow(k partition.Key) (stopped *Fetcher) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	old, ok := fs.leaderOf[k]
-	if !ok {
+	if !ok || fs.closed {
 		return nil
 	}
 	delete(fs.leaderOf, k)
-	if f := fs.byLeader[old]; f.remove(k) {
+	if f := fs.byLeader[old]; f != nil && f.remove(k) {
 		delete(fs.byLeader, old)
 		return f
 	}
@@ -187,6 +187,7 @@ func (fs *Fetchers) Close() []*Fetcher {
 		all = append(all, f)
 	}
 	fs.byLeader = map[int32]*Fetcher{}
+	fs.leaderOf = map[partition.Key]int32{}
 	return all
 }
 

@@ -207,3 +207,18 @@ func TestFetcherLeavesThrottledPartitionsOut(t *testing.T) {
 	require.Len(t, sent, 1, "at the leader's high watermark: not held")
 	require.Contains(t, sent, caught.Key())
 }
+
+// A broker that closes its fetchers while its reconciler still removes
+// partitions: Unfollow after Close finds nothing to stop (it used to find a
+// leader with no fetcher and panic).
+func TestUnfollowAfterClose(t *testing.T) {
+	parts := followers(t, 2)
+	fs := NewFetchers(2)
+	started, _ := fs.Follow(t0, parts[0], 1)
+	fs.Follow(t0, parts[1], 1)
+	require.Equal(t, []*Fetcher{started}, fs.Close())
+	require.Nil(t, fs.Unfollow(parts[0].Key()))
+	started, stopped := fs.Follow(t0, parts[1], 3)
+	require.Nil(t, started)
+	require.Nil(t, stopped)
+}
