@@ -45,6 +45,7 @@ import (
 
 	"github.com/minikafka/minikafka/broker"
 	"github.com/minikafka/minikafka/broker/group"
+	"github.com/minikafka/minikafka/broker/txn"
 	"github.com/minikafka/minikafka/engine"
 	// The broker runs on whichever engine -engine names: this binary
 	// carries them all.
@@ -107,6 +108,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	rf := fs.Int("default-replication-factor", 1, "replication factor of auto-created topics and of CreateTopics asking for the default")
 	fs.BoolVar(&c.UncleanLeaderElection, "unclean-leader-election", false, "let a replica outside the ISR lead when no in-sync one can (loses acknowledged records)")
 	fs.DurationVar(&c.SessionTimeout, "broker-session-timeout", 3*time.Second, "fence a broker that has not heartbeat the controller for this long")
+	fs.DurationVar(&c.TxnMaxTimeout, "transaction-max-timeout", txn.DefaultMaxTimeout, "longest transaction timeout a producer may ask for (transaction.max.timeout.ms)")
 	autoRebalance := fs.Bool("auto-leader-rebalance", true, "move leaderships back to preferred replicas every few seconds (auto.leader.rebalance.enable; off: only on ElectLeaders)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug|info|warn|error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "text|json")
