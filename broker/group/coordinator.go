@@ -140,11 +140,7 @@ type Coordinator struct {
 	set    Settings
 	ctx    context.Context // ends when Close is done: durable waits stop
 	cancel context.CancelFunc
-	// compactCtx ends when Close begins: a compaction's waits stop (it
-	// then deletes nothing, which is always safe).
-	compactCtx  context.Context
-	stopCompact context.CancelFunc
-	bg          sync.WaitGroup // store goroutines
+	bg     sync.WaitGroup // store goroutines
 
 	mu     sync.Mutex
 	groups map[string]*entry
@@ -157,14 +153,11 @@ type Coordinator struct {
 	waiters    map[Waiter]chan Reply
 	nextWaiter Waiter
 
-	lg logState // __consumer_offsets: every append goes through c.append
-	// compactHook, if set (by tests, before any compaction), runs in every
-	// compaction between taking the live keys and copying them.
-	compactHook func()
+	lg *coordlog.Keyed // __consumer_offsets: every append goes through it
 }
 
 // entry is one group with its lock and timer. Lock order: entry.mu, then
-// Coordinator.mu; entry.mu, then logState.mu.
+// Coordinator.mu; entry.mu, then the Keyed log's lock.
 type entry struct {
 	mu      sync.Mutex
 	g       *Group
@@ -197,12 +190,17 @@ func Open(cfg Config) (*Coordinator, error) {
 		txnGroups: map[int64]map[string]struct{}{},
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.compactCtx, c.stopCompact = context.WithCancel(c.ctx)
 	found, err := replay(cfg.Log, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("group: load: %w", err)
 	}
-	c.lg = logState{live: found.live, start: found.start, end: found.end, bytes: found.bytes, txnFirst: found.txnFirst}
+	c.lg = coordlog.NewKeyed(coordlog.KeyedConfig{
+		Log: cfg.Log, Clock: cfg.Clock, Logger: cfg.Logger, Name: "__consumer_offsets",
+		CompactRatio: cfg.CompactRatio, CompactMinBytes: cfg.CompactMinBytes,
+	}, coordlog.Loaded{Live: found.live, Start: found.start, End: found.end, Bytes: found.bytes})
+	for pid, off := range found.txnFirst {
+		c.lg.Pin(pid, off)
+	}
 	now := cfg.Clock.Now()
 	for id, l := range found.groups {
 		c.groups[id] = &entry{g: restoreGroup(id, l, c.set, now)}
@@ -228,9 +226,6 @@ func Open(cfg Config) (*Coordinator, error) {
 	}
 	cfg.Logger.Info("group coordinator loaded", "groups", len(found.groups),
 		"log_start", found.start, "log_end", found.end, "log_bytes", found.bytes, "live_keys", len(found.live))
-	c.lg.mu.Lock()
-	c.maybeCompact() // a log left large by an earlier run
-	c.lg.mu.Unlock()
 	return c, nil
 }
 
@@ -244,10 +239,7 @@ func (c *Coordinator) Close() error {
 		return nil
 	}
 	c.closed = true
-	c.lg.mu.Lock()
-	c.lg.closed = true // a compaction under way stops at its next batch
-	c.lg.mu.Unlock()
-	c.stopCompact() // or in its waits
+	c.lg.Close() // a compaction under way stops at its next batch or wait
 	entries := make([]*entry, 0, len(c.groups))
 	for _, e := range c.groups {
 		entries = append(entries, e)
@@ -264,7 +256,6 @@ func (c *Coordinator) Close() error {
 		e.mu.Unlock()
 	}
 	c.bg.Wait()
-	c.waitCompaction()
 	c.cancel()
 	return nil
 }

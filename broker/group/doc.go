@@ -57,7 +57,7 @@
 //
 // The coordinator is the only writer of __consumer_offsets (Produce refuses
 // internal topics) and keeps, beside the groups, the latest value of every
-// key of the log (logState.live: what replay would yield, key by key).
+// key of the log (coordlog.Keyed's live values: what replay would yield, key by key).
 // Once the log holds CompactRatio (4) records per live key and at least
 // CompactMinBytes (16 MiB), it compacts in the background: it writes a
 // fresh copy of every live record at the log end, waits until the copy is
@@ -86,6 +86,6 @@
 // # Not done
 //
 // __consumer_offsets is one partition. Compaction keeps the live set in
-// memory twice (the groups' offsets and logState.live's encoded values):
+// memory twice (the groups' offsets and the Keyed log's encoded values):
 // about 100 bytes per committed partition.
 package group

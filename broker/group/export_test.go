@@ -16,7 +16,7 @@ func CommittedOffsets(c *Coordinator, id string) []Commit {
 }
 
 // WaitCompactionIdle returns once no compaction of __consumer_offsets runs.
-func WaitCompactionIdle(c *Coordinator) { c.waitCompaction() }
+func WaitCompactionIdle(c *Coordinator) { c.lg.WaitIdle() }
 
 // WaitStores returns once every store under way (group metadata written
 // in the background) is durable or failed. Nothing may start one meanwhile.
@@ -24,4 +24,4 @@ func WaitStores(c *Coordinator) { c.bg.Wait() }
 
 // SetCompactHook makes every later compaction call f between taking the
 // live keys and copying them: where commits and deletions race with it.
-func SetCompactHook(c *Coordinator, f func()) { c.compactHook = f }
+func SetCompactHook(c *Coordinator, f func()) { c.lg.SetHook(f) }

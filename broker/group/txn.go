@@ -95,26 +95,10 @@ func (c *Coordinator) txnCommit(req *kmsg.TxnOffsetCommitRequest, commits []Comm
 }
 
 // appendTxn appends recs as producer pr's transactional batch; unlike
-// append, the keys' live values do not change until the marker.
+// append, the keys' live values do not change until the marker, and the
+// log is pinned from the batch on until then.
 func (c *Coordinator) appendTxn(recs []Record, pr batch.Producer, now time.Time) (int64, error) {
-	kvs := make([]batch.KV, len(recs))
-	for i, r := range recs {
-		kvs[i] = batch.KV{Key: r.Key, Value: r.Value}
-	}
-	b := batch.EncodeTxn(kvs, pr, now)
-	l := &c.lg
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	end, err := c.cfg.Log.Append(b)
-	if err != nil {
-		return 0, err
-	}
-	if _, open := l.txnFirst[pr.ID]; !open {
-		l.txnFirst[pr.ID] = end - int64(len(recs))
-	}
-	l.end = end
-	l.bytes += int64(len(b))
-	return end, nil
+	return c.lg.AppendPinned(pr.ID, batch.EncodeTxn(kvs(recs), pr, now), len(recs))
 }
 
 // WriteMarker ends producer pid's transaction in this partition: appendMarker
@@ -122,14 +106,7 @@ func (c *Coordinator) appendTxn(recs []Record, pr batch.Producer, now time.Time)
 // just past it; once the marker is durable, the offsets committed in the
 // transaction become the groups' (commit) or are dropped (abort).
 func (c *Coordinator) WriteMarker(ctx context.Context, pid int64, commit bool, appendMarker func() (int64, error)) (int64, error) {
-	l := &c.lg
-	l.mu.Lock()
-	end, err := appendMarker()
-	if err == nil {
-		l.end = end
-		delete(l.txnFirst, pid)
-	}
-	l.mu.Unlock()
+	end, err := c.lg.AppendOther(pid, appendMarker)
 	if err != nil {
 		return 0, err
 	}
@@ -153,11 +130,11 @@ func (c *Coordinator) txnEnded(pid int64, commit bool, pos int64) {
 			if len(applied) == 0 {
 				return
 			}
-			c.lg.mu.Lock()
-			for _, cm := range applied {
-				c.lg.live[string(offsetKey(g.ID(), cm.TopicPartition))] = offsetValue(cm.Offset)
+			live := make([]batch.KV, len(applied))
+			for i, cm := range applied {
+				live[i] = batch.KV{Key: offsetKey(g.ID(), cm.TopicPartition), Value: offsetValue(cm.Offset)}
 			}
-			c.lg.mu.Unlock()
+			c.lg.SetLive(live)
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -68,6 +69,10 @@ type Config struct {
 	CoordinatorEpoch int32
 	MaxTimeout       time.Duration
 	AbortInterval    time.Duration
+	// CompactMinBytes: __transaction_state is compacted once it holds
+	// coordlog.DefaultCompactRatio records per live id and at least this
+	// many bytes (zero: coordlog's default; negative: never).
+	CompactMinBytes int64
 }
 
 // Coordinator coordinates the transactional ids of one __transaction_state
@@ -85,7 +90,7 @@ type Coordinator struct {
 	txns   map[string]*entry
 	closed bool
 
-	lmu sync.Mutex // orders appends to the log
+	lg *coordlog.Keyed // __transaction_state, compacted: every append goes through it
 }
 
 // entry is one transactional id: its lock, held across a change's write,
@@ -113,11 +118,13 @@ func Open(cfg Config) (*Coordinator, error) {
 	if cfg.AbortInterval <= 0 {
 		cfg.AbortInterval = DefaultAbortInterval
 	}
-	metas, err := replay(cfg.Log)
+	metas, found, err := replay(cfg.Log)
 	if err != nil {
 		return nil, fmt.Errorf("txn: load: %w", err)
 	}
 	c := &Coordinator{cfg: cfg, txns: map[string]*entry{}}
+	c.lg = coordlog.NewKeyed(coordlog.KeyedConfig{Log: cfg.Log, Clock: cfg.Clock, Logger: cfg.Logger, Name: "__transaction_state",
+		CompactMinBytes: cfg.CompactMinBytes}, found)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	for id, m := range metas {
 		e := &entry{meta: m}
@@ -140,6 +147,7 @@ func (c *Coordinator) Close() error {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
+	c.lg.Close()
 	c.cancel()
 	c.bg.Wait()
 	return nil
@@ -181,10 +189,7 @@ func (c *Coordinator) apply(e *entry, st Step) int16 {
 
 // store writes m's record and waits until it is committed.
 func (c *Coordinator) store(m *Meta) error {
-	b := batch.Encode([]batch.KV{{Key: recordKey(m.ID), Value: m.recordValue()}}, c.cfg.Clock.Now())
-	c.lmu.Lock()
-	end, err := c.cfg.Log.Append(b)
-	c.lmu.Unlock()
+	end, err := c.lg.Append([]batch.KV{{Key: recordKey(m.ID), Value: m.recordValue()}}, c.cfg.Clock.Now())
 	if err != nil {
 		return err
 	}
@@ -376,13 +381,15 @@ func (c *Coordinator) Metas() []*Meta {
 
 // replay reads the whole log: the latest record of each id wins, a
 // tombstone deletes.
-func replay(log coordlog.Log) (map[string]*Meta, error) {
+func replay(log coordlog.Log) (map[string]*Meta, coordlog.Loaded, error) {
 	metas := map[string]*Meta{}
+	found := coordlog.Loaded{Live: map[string][]byte{}, Start: log.StartOffset()}
 	var bad error
-	for off := log.StartOffset(); ; {
+	off := found.Start
+	for {
 		data, err := log.Read(off, 1<<20)
 		if err != nil {
-			return nil, err
+			return nil, found, err
 		}
 		if len(data) == 0 {
 			break
@@ -394,20 +401,24 @@ func replay(log coordlog.Log) (map[string]*Meta, error) {
 				bad = err
 			case m == nil:
 				delete(metas, id)
+				delete(found.Live, string(r.Key))
 			default:
 				metas[id] = m
+				found.Live[string(r.Key)] = bytes.Clone(r.Value)
 			}
 		}, func(error) {})
 		if err != nil {
-			return nil, err
+			return nil, found, err
 		}
 		if bad != nil {
-			return nil, bad
+			return nil, found, bad
 		}
 		if next <= off {
-			break
+			return nil, found, fmt.Errorf("replay: no progress at %d", off)
 		}
 		off = next
+		found.Bytes += int64(len(data))
 	}
-	return metas, nil
+	found.End = off
+	return metas, found, nil
 }

@@ -47,15 +47,16 @@ func (m *markers) fail(on bool) {
 }
 
 type harness struct {
-	log  *grouptest.Log
-	clk  *clock.Manual
-	mk   *markers
-	next int64
+	log       *grouptest.Log
+	clk       *clock.Manual
+	mk        *markers
+	next      int64
+	compactAt int64
 }
 
 func (h *harness) open(t *testing.T, epoch int32) *txn.Coordinator {
 	c, err := txn.Open(txn.Config{
-		Log: h.log, Clock: h.clk, Markers: h.mk, CoordinatorEpoch: epoch, AbortInterval: time.Hour,
+		Log: h.log, Clock: h.clk, Markers: h.mk, CoordinatorEpoch: epoch, AbortInterval: time.Hour, CompactMinBytes: h.compactAt,
 		NewProducerID: func(context.Context) (int64, error) { h.next++; return h.next, nil },
 	})
 	require.NoError(t, err)
@@ -159,4 +160,32 @@ func TestCoordinatorUnknownIDs(t *testing.T) {
 	assert.Equal(t, kerr.InvalidProducerIDMapping.Code, c.AddPartitions("nobody", pr, []txn.TopicPartition{tp}))
 	require.NoError(t, c.Close())
 	assert.Equal(t, kerr.NotCoordinator.Code, c.AddPartitions("nobody", pr, []txn.TopicPartition{tp}))
+}
+
+// __transaction_state is compacted: many transactions later the log holds
+// about the live ids' records, and a reload finds the same state.
+func TestCoordinatorCompacts(t *testing.T) {
+	h := newHarness()
+	h.compactAt = 1
+	c := h.open(t, 1)
+	ctx := t.Context()
+	for _, id := range []string{"a", "b"} {
+		pid, epoch, code := c.InitProducerID(ctx, id, txn.InitRequest{Timeout: time.Minute, ProducerID: -1, Epoch: -1})
+		require.Zero(t, code)
+		pr := txn.Producer{ID: pid, Epoch: epoch, Fenced: kerr.ProducerFenced.Code}
+		for range 20 {
+			require.Zero(t, c.AddPartitions(id, pr, []txn.TopicPartition{tp}))
+			_, _, code := c.EndTxn(id, pr, true, false)
+			require.Zero(t, code)
+			state(t, c, id, txn.CompleteCommit)
+		}
+	}
+	require.Eventually(t, func() bool { return h.log.Deletes() > 0 }, 5*time.Second, time.Millisecond, "never compacted")
+	require.NoError(t, c.Close())
+	assert.Less(t, h.log.EndOffset()-h.log.StartOffset(), int64(20), "the log holds about the live ids")
+	c2 := h.open(t, 2)
+	for _, id := range []string{"a", "b"} {
+		m := state(t, c2, id, txn.CompleteCommit)
+		assert.Equal(t, int16(0), m.Epoch)
+	}
 }
