@@ -62,17 +62,22 @@ func (s *Server) openCoordinator(p *partition.Partition) (*group.Coordinator, er
 // ensureOffsetsTopic asks the controller to create __consumer_offsets
 // unless the metadata has it.
 func (s *Server) ensureOffsetsTopic(ctx context.Context) error {
-	if _, ok := s.store.Image().Topic(offsetsTopic); ok {
+	return s.ensureInternalTopic(ctx, offsetsTopic, s.cfg.Cluster.OffsetsTopicPartitions, s.cfg.Cluster.OffsetsTopicReplicationFactor)
+}
+
+// ensureInternalTopic asks the controller to create internal topic name
+// unless the metadata has it, with its replication factor (Kafka's
+// offsets.topic.replication.factor, say) lowered to the brokers the
+// cluster has: at least its voters, so that a cluster whose brokers are
+// still starting waits for them (COORDINATOR_NOT_AVAILABLE, retried)
+// rather than keeping the topic on fewer replicas for good; a one-node
+// cluster gets one replica.
+func (s *Server) ensureInternalTopic(ctx context.Context, name string, partitions int32, rf int16) error {
+	if _, ok := s.store.Image().Topic(name); ok {
 		return nil
 	}
-	// offsets.topic.replication.factor, lowered to the brokers the cluster
-	// has: at least its voters, so that a cluster whose brokers are still
-	// starting waits for them (COORDINATOR_NOT_AVAILABLE, retried) rather
-	// than keeping its offsets on fewer replicas for good; a one-node
-	// cluster gets one replica.
 	brokers := max(len(s.cfg.voters()), len(s.store.Image().ActiveBrokers()))
-	rf := min(int(s.cfg.Cluster.OffsetsTopicReplicationFactor), brokers)
-	return s.createTopicsVia(ctx, offsetsTopic, s.cfg.Cluster.OffsetsTopicPartitions, int16(max(rf, 1)))
+	return s.createTopicsVia(ctx, name, partitions, int16(max(min(int(rf), brokers), 1)))
 }
 
 // validGroupID is the group package's rule on group ids.

@@ -52,14 +52,9 @@ func (s *Server) openTxnCoordinator(p *partition.Partition) (*txn.Coordinator, e
 }
 
 // ensureTxnTopic asks the controller to create __transaction_state unless
-// the metadata has it, replicated as __consumer_offsets is.
+// the metadata has it.
 func (s *Server) ensureTxnTopic(ctx context.Context) error {
-	if _, ok := s.store.Image().Topic(txnTopic); ok {
-		return nil
-	}
-	brokers := max(len(s.cfg.voters()), len(s.store.Image().ActiveBrokers()))
-	rf := min(int(s.cfg.Cluster.TxnTopicReplicationFactor), brokers)
-	return s.createTopicsVia(ctx, txnTopic, s.cfg.Cluster.TxnTopicPartitions, int16(max(rf, 1)))
+	return s.ensureInternalTopic(ctx, txnTopic, s.cfg.Cluster.TxnTopicPartitions, s.cfg.Cluster.TxnTopicReplicationFactor)
 }
 
 // txnCoordinator is the coordinator of transactional id here, or the code

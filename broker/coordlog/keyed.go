@@ -188,13 +188,7 @@ func (k *Keyed) Append(recs []batch.KV, now time.Time) (int64, error) {
 	}
 	k.end = end
 	k.bytes += int64(len(b))
-	for _, r := range recs {
-		if r.Value == nil {
-			delete(k.live, string(r.Key))
-		} else {
-			k.live[string(r.Key)] = r.Value
-		}
-	}
+	k.setLiveLocked(recs)
 	k.maybeCompact()
 	return end, nil
 }
@@ -253,6 +247,11 @@ func (k *Keyed) Pin(id, off int64) {
 func (k *Keyed) SetLive(kvs []batch.KV) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.setLiveLocked(kvs)
+}
+
+// setLiveLocked keeps live in step with records kvs; k.mu is held.
+func (k *Keyed) setLiveLocked(kvs []batch.KV) {
 	for _, r := range kvs {
 		if r.Value == nil {
 			delete(k.live, string(r.Key))

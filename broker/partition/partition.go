@@ -270,11 +270,8 @@ func (p *Partition) appendGuarded(records []byte, guard uint64) (Appended, error
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		return Appended{}, p.closedErr()
-	}
-	if !p.leader {
-		return Appended{}, p.wrap(fmt.Errorf("broker %d leads it: %w", p.leaderID, kerr.NotLeaderForPartition))
+	if err := p.leadingLocked(); err != nil {
+		return Appended{}, err
 	}
 	if len(hs) == 1 {
 		d, err := p.producers.Check(hs[0])
@@ -294,6 +291,18 @@ func (p *Partition) appendGuarded(records []byte, guard uint64) (Appended, error
 		}
 	}
 	return p.appendLocked(parts, hs)
+}
+
+// leadingLocked is nil while the partition is open and this broker leads
+// it; the caller holds mu.
+func (p *Partition) leadingLocked() error {
+	if p.closed {
+		return p.closedErr()
+	}
+	if !p.leader {
+		return p.wrap(fmt.Errorf("broker %d leads it: %w", p.leaderID, kerr.NotLeaderForPartition))
+	}
+	return nil
 }
 
 // appendLocked assigns offsets to the validated batches parts, whose

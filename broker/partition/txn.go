@@ -95,11 +95,8 @@ func (p *Partition) AppendMarker(pr batch.Producer, m batch.Marker) (int64, erro
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		return 0, p.closedErr()
-	}
-	if !p.leader {
-		return 0, p.wrap(fmt.Errorf("broker %d leads it: %w", p.leaderID, kerr.NotLeaderForPartition))
+	if err := p.leadingLocked(); err != nil {
+		return 0, err
 	}
 	if err := p.producers.CheckMarker(pr.ID, pr.Epoch, m.CoordinatorEpoch); err != nil {
 		return 0, p.wrap(err)
@@ -123,11 +120,8 @@ func (p *Partition) AppendOwn(b []byte) (int64, error) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		return 0, p.closedErr()
-	}
-	if !p.leader {
-		return 0, p.wrap(fmt.Errorf("broker %d leads it: %w", p.leaderID, kerr.NotLeaderForPartition))
+	if err := p.leadingLocked(); err != nil {
+		return 0, err
 	}
 	if _, err := p.producers.Check(h); err != nil {
 		return 0, p.wrap(err)
