@@ -13,7 +13,7 @@ import (
 	"github.com/minikafka/minikafka/cluster"
 )
 
-// Produce: v0-11 advertised, v3-11 served
+// Produce: v0-12 advertised, v3-12 served
 //
 // Behaviour:
 //   - v0-2 (message sets, magic 0 and 1) are advertised only so that
@@ -56,8 +56,11 @@ import (
 //     AddPartitionsToTxn with VerifyOnly): INVALID_TXN_STATE if it is not,
 //     NOT_ENOUGH_REPLICAS (retriable) while the coordinator cannot say.
 //     The reader waits for that answer, so the connection's later requests
-//     stay in order behind it. A transactional batch in a produce without
-//     a TransactionID: INVALID_RECORD.
+//     stay in order behind it. From v12 (KIP-890's second part) the
+//     leader asks the coordinator to add the partition to the transaction
+//     instead (a client of transaction.version 2 sends no
+//     AddPartitionsToTxn). A transactional batch in a produce without a
+//     TransactionID: INVALID_RECORD.
 //   - Batch errors come from the log layer as Kafka codes: CORRUPT_MESSAGE
 //     (CRC, counts, lengths), INVALID_RECORD, MESSAGE_TOO_LARGE,
 //     OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH; a retried
@@ -65,9 +68,10 @@ import (
 //
 // Version notes:
 //   - v2: LogAppendTime; v5: LogStartOffset; v8: ErrorMessage per
-//     partition; v9: flexible.
+//     partition; v9: flexible; v12: transactions add their partitions
+//     (KIP-890). v13 (topic ids) is not served.
 
-func init() { register(0, 0, 11, handleProduce) }
+func init() { register(0, 0, 12, handleProduce) }
 
 // produceWait is one appended partition-batch awaiting its acknowledgement.
 type produceWait struct {

@@ -23,8 +23,8 @@ import (
 //     retry.
 //   - A partition that does not exist, or of an internal topic: that
 //     partition UNKNOWN_TOPIC_OR_PARTITION (TOPIC_AUTHORIZATION_FAILED for
-//     an internal one, which only AddOffsetsToTxn adds), the others
-//     OPERATION_NOT_ATTEMPTED, nothing added.
+//     an internal one, which only AddOffsetsToTxn, or a group coordinator
+//     at v4+, adds), the others OPERATION_NOT_ATTEMPTED, nothing added.
 //   - v4+ (brokers only, KIP-890): several transactions in one request,
 //     and VerifyOnly, a partition leader's question whether a partition is
 //     in the producer's ongoing transaction (INVALID_TXN_STATE if not),
@@ -55,7 +55,7 @@ func handleAddPartitionsToTxn(r *request) reply {
 			tps := txnPartitions(t.Topics, func(t kmsg.AddPartitionsToTxnRequestTransactionTopic) (string, []int32) {
 				return t.Topic, t.Partitions
 			})
-			codes := addOrVerify(s, t.TransactionalID, pr, tps, t.VerifyOnly)
+			codes := addOrVerify(s, t.TransactionalID, pr, tps, t.VerifyOnly, true)
 			for i, tp := range tps {
 				if n := len(rt.Topics); n == 0 || rt.Topics[n-1].Topic != tp.Topic {
 					tt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
@@ -76,7 +76,7 @@ func handleAddPartitionsToTxn(r *request) reply {
 func addPartitionsV3(s *Server, req *kmsg.AddPartitionsToTxnRequest, fenced int16) []kmsg.AddPartitionsToTxnResponseTopic {
 	pr := txn.Producer{ID: req.ProducerID, Epoch: req.ProducerEpoch, Fenced: fenced}
 	tps := txnPartitions(req.Topics, func(t kmsg.AddPartitionsToTxnRequestTopic) (string, []int32) { return t.Topic, t.Partitions })
-	codes := addOrVerify(s, req.TransactionalID, pr, tps, false)
+	codes := addOrVerify(s, req.TransactionalID, pr, tps, false, false)
 	var out []kmsg.AddPartitionsToTxnResponseTopic
 	for i, tp := range tps {
 		if n := len(out); n == 0 || out[n-1].Topic != tp.Topic {
@@ -104,8 +104,10 @@ func txnPartitions[T any](topics []T, of func(T) (string, []int32)) []txn.TopicP
 }
 
 // addOrVerify adds tps to pr's transaction of id, or verifies that they
-// are in it, and returns each partition's code.
-func addOrVerify(s *Server, id string, pr txn.Producer, tps []txn.TopicPartition, verifyOnly bool) []int16 {
+// are in it, and returns each partition's code. A broker (v4+) may add an
+// internal topic's partition: a group coordinator adds its
+// __consumer_offsets partition for TxnOffsetCommit v5+.
+func addOrVerify(s *Server, id string, pr txn.Producer, tps []txn.TopicPartition, verifyOnly, fromBroker bool) []int16 {
 	codes := make([]int16, len(tps))
 	fill := func(code int16) []int16 {
 		for i := range codes {
@@ -125,7 +127,7 @@ func addOrVerify(s *Server, id string, pr txn.Producer, tps []txn.TopicPartition
 	for i, tp := range tps {
 		t, ok := img.Topic(tp.Topic)
 		switch {
-		case cluster.Internal(tp.Topic):
+		case cluster.Internal(tp.Topic) && !fromBroker:
 			codes[i], bad = kerr.TopicAuthorizationFailed.Code, true
 		case !ok || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions):
 			codes[i], bad = kerr.UnknownTopicOrPartition.Code, true

@@ -8,7 +8,7 @@ import (
 	"github.com/minikafka/minikafka/broker/txn"
 )
 
-// EndTxn: v0-4
+// EndTxn: v0-5
 //
 // Behaviour:
 //   - At the transactional id's coordinator (NOT_COORDINATOR elsewhere):
@@ -24,9 +24,15 @@ import (
 //     transaction begun.
 //
 // Version notes:
-//   - v2: PRODUCER_FENCED; v3: flexible; v4: no change for this broker.
+//   - v2: PRODUCER_FENCED; v3: flexible; v4: no change for this broker;
+//     v5 (KIP-890's second part): every end bumps the producer's epoch, and
+//     the markers carry the new one, so a late write of the transaction
+//     that ended is refused (INVALID_PRODUCER_EPOCH); the answer carries
+//     the producer id and the new epoch. An abort with nothing begun is
+//     fine and bumps it too. A retry at the old epoch of an end that was
+//     answered gets the same answer.
 
-func init() { register(26, 0, 4, handleEndTxn) }
+func init() { register(26, 0, 5, handleEndTxn) }
 
 func handleEndTxn(r *request) reply {
 	req := r.body.(*kmsg.EndTxnRequest)

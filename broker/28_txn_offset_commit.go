@@ -9,7 +9,7 @@ import (
 	"github.com/minikafka/minikafka/broker/txn"
 )
 
-// TxnOffsetCommit: v0-4
+// TxnOffsetCommit: v0-5
 //
 // Behaviour:
 //   - At the group's coordinator (NOT_COORDINATOR elsewhere): the offsets
@@ -22,7 +22,10 @@ import (
 //     transaction (AddOffsetsToTxn), checked with its coordinator as a
 //     produce's first write is (KIP-890): INVALID_TXN_STATE if it is not,
 //     PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v3) for an old
-//     epoch, INVALID_PRODUCER_ID_MAPPING for another producer id.
+//     epoch, INVALID_PRODUCER_ID_MAPPING for another producer id. From v5
+//     (KIP-890's second part) the partition is added to the transaction
+//     here instead: clients of transaction.version 2 send no
+//     AddOffsetsToTxn.
 //   - Fencing of group members (v3+, when a member id or generation is
 //     given): ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID.
 //     A partition that does not exist: UNKNOWN_TOPIC_OR_PARTITION; offset
@@ -30,9 +33,10 @@ import (
 //
 // Version notes:
 //   - v2: CommittedLeaderEpoch; v3: PRODUCER_FENCED, member id, generation
-//     and instance id, flexible; v4: no change for this broker.
+//     and instance id, flexible; v4: no change for this broker; v5: adds
+//     the partition to the transaction.
 
-func init() { register(28, 0, 4, handleTxnOffsetCommit) }
+func init() { register(28, 0, 5, handleTxnOffsetCommit) }
 
 func handleTxnOffsetCommit(r *request) reply {
 	req := r.body.(*kmsg.TxnOffsetCommitRequest)
@@ -63,7 +67,7 @@ func handleTxnOffsetCommit(r *request) reply {
 	pr := txn.Producer{ID: req.ProducerID, Epoch: req.ProducerEpoch, Fenced: fencedCode(req.Version, 3)}
 	return later(func(ctx context.Context) kmsg.Response {
 		vctx, cancel := withTimeout(ctx, s.cfg.Clock, verifyWait)
-		code := s.verifyTxn(vctx, req.TransactionalID, pr, []txn.TopicPartition{tp})[0]
+		code := s.verifyTxn(vctx, req.TransactionalID, pr, []txn.TopicPartition{tp}, req.Version >= 5)[0]
 		cancel()
 		switch code {
 		case 0:

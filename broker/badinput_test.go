@@ -84,20 +84,56 @@ func TestApiVersions(t *testing.T) {
 	b := brokertest.Start(t)
 	t.Run("above our range: v0 response with our ranges", func(t *testing.T) {
 		req := kmsg.NewPtrApiVersionsRequest()
-		req.SetVersion(4)
+		req.SetVersion(5)
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "raw", "1"
 		c := dialRaw(t, b.Addr)
-		c.write(c.encode(req))
+		frame := c.encode(req)
+		binary.BigEndian.PutUint16(frame[6:], 6) // a version past kmsg's and ours
+		c.write(frame)
 		body := c.readFrame()
 		require.Equal(t, c.corr, int32(binary.BigEndian.Uint32(body)), "correlation id")
 		resp := kmsg.NewPtrApiVersionsResponse() // v0: the fallback's version
 		require.NoError(t, resp.ReadFrom(body[4:]), "a v0 response with a v0 header")
 		assert.Equal(t, kerr.UnsupportedVersion.Code, resp.ErrorCode)
-		assert.Contains(t, resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: 18, MinVersion: 0, MaxVersion: 3})
-		assert.Contains(t, resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: 0, MinVersion: 0, MaxVersion: 11}, "the other ranges too")
+		assert.Contains(t, resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: 18, MinVersion: 0, MaxVersion: 5})
+		assert.Contains(t, resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: 0, MinVersion: 0, MaxVersion: 12}, "the other ranges too")
+	})
+	t.Run("v5 checks the cluster and node it names", func(t *testing.T) {
+		for _, tc := range []struct {
+			name    string
+			cluster *string
+			node    int32
+			want    int16
+		}{
+			{"bootstrapping", nil, -1, 0},
+			{"this broker", kmsg.StringPtr(broker.DefaultClusterID), 1, 0},
+			{"another cluster", kmsg.StringPtr("other"), 1, kerr.RebootstrapRequired.Code},
+			{"another node", kmsg.StringPtr(broker.DefaultClusterID), 7, kerr.RebootstrapRequired.Code},
+			{"cluster without node", kmsg.StringPtr(broker.DefaultClusterID), -1, kerr.InvalidRequest.Code},
+		} {
+			req := kmsg.NewPtrApiVersionsRequest()
+			req.SetVersion(5)
+			req.ClientSoftwareName, req.ClientSoftwareVersion = "raw", "1"
+			req.ClusterID, req.NodeID = tc.cluster, tc.node
+			resp := dialRaw(t, b.Addr).roundTrip(req).(*kmsg.ApiVersionsResponse)
+			assert.Equal(t, tc.want, resp.ErrorCode, tc.name)
+		}
+	})
+	t.Run("features: transaction.version", func(t *testing.T) {
+		for v := int16(3); v <= 5; v++ {
+			req := kmsg.NewPtrApiVersionsRequest()
+			req.SetVersion(v)
+			req.ClientSoftwareName, req.ClientSoftwareVersion = "raw", "1"
+			resp := dialRaw(t, b.Addr).roundTrip(req).(*kmsg.ApiVersionsResponse)
+			require.Len(t, resp.FinalizedFeatures, 1, "v%d", v)
+			assert.Equal(t, "transaction.version", resp.FinalizedFeatures[0].Name)
+			assert.Equal(t, int16(2), resp.FinalizedFeatures[0].MaxVersionLevel)
+			require.Len(t, resp.SupportedFeatures, 1)
+			assert.Equal(t, int16(2), resp.SupportedFeatures[0].MaxVersion)
+		}
 	})
 	t.Run("advertises what is served and nothing else", func(t *testing.T) {
-		for v := int16(0); v <= 3; v++ {
+		for v := int16(0); v <= 5; v++ {
 			req := kmsg.NewPtrApiVersionsRequest()
 			req.SetVersion(v)
 			req.ClientSoftwareName, req.ClientSoftwareVersion = "raw", "1.0"
@@ -108,9 +144,9 @@ func TestApiVersions(t *testing.T) {
 				got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 			}
 			for key, want := range map[int16][2]int16{
-				0: {0, 11}, 1: {4, 15}, 2: {1, 7}, 3: {0, 12}, 18: {0, 3}, 19: {0, 7}, 23: {0, 4},
+				0: {0, 12}, 1: {4, 15}, 2: {1, 7}, 3: {0, 12}, 19: {0, 7}, 23: {0, 4},
 				20: {0, 6}, 22: {0, 4}, 32: {0, 4}, 37: {0, 3}, 45: {0, 1}, 46: {0, 0},
-				24: {0, 5}, 25: {0, 4}, 26: {0, 4}, 27: {0, 2}, 28: {0, 4},
+				24: {0, 5}, 25: {0, 4}, 26: {0, 5}, 27: {0, 2}, 28: {0, 5}, 18: {0, 5},
 			} {
 				assert.Equal(t, want, got[key], "v%d: %s range", v, kmsg.NameForKey(key))
 			}

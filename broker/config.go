@@ -169,6 +169,10 @@ type ClusterConfig struct {
 	// TxnMaxTimeout is transaction.max.timeout.ms: the longest transaction
 	// timeout a producer may ask for (zero: txn.DefaultMaxTimeout).
 	TxnMaxTimeout time.Duration
+	// TransactionVersion is the transaction.version feature level the
+	// broker advertises (zero: 2, KIP-890's second part; -1: none, as a
+	// broker of the first part, so clients add partitions themselves).
+	TransactionVersion int16
 	// TickInterval is the controller quorum's raft tick.
 	TickInterval time.Duration
 	// ReplicaLagTime is replica.lag.time.max.ms: a follower that has not
@@ -254,6 +258,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Cluster.OffsetsTopicReplicationFactor <= 0 {
 		c.Cluster.OffsetsTopicReplicationFactor = DefaultOffsetsTopicReplicationFactor
+	}
+	switch {
+	case c.Cluster.TransactionVersion == 0:
+		c.Cluster.TransactionVersion = 2
+	case c.Cluster.TransactionVersion < 0:
+		c.Cluster.TransactionVersion = 0
 	}
 	if c.Cluster.TxnTopicPartitions <= 0 {
 		c.Cluster.TxnTopicPartitions = DefaultOffsetsTopicPartitions

@@ -27,8 +27,8 @@ func withTestAPI(t *testing.T, key int16, h handler) {
 // answers the requests before it, closes that connection, and leaves the
 // server serving everyone else.
 func TestHandlerPanicClosesOnlyThatConnection(t *testing.T) {
-	withTestAPI(t, 65, func(*request) reply { panic("ordering phase bug") })
-	withTestAPI(t, 66, func(*request) reply {
+	withTestAPI(t, 48, func(*request) reply { panic("ordering phase bug") })
+	withTestAPI(t, 49, func(*request) reply {
 		return later(func(context.Context) kmsg.Response { panic("waiting phase bug") })
 	})
 	s := newFuzzServer(t)
@@ -36,7 +36,7 @@ func TestHandlerPanicClosesOnlyThatConnection(t *testing.T) {
 	require.NoError(t, err)
 	go func() { _ = s.Serve(ln) }()
 
-	for _, key := range []int16{65, 66} {
+	for _, key := range []int16{48, 49} {
 		t.Run(kmsg.NameForKey(key), func(t *testing.T) {
 			c, err := net.Dial("tcp", ln.Addr().String())
 			require.NoError(t, err)

@@ -42,7 +42,7 @@ func (s *Server) appendVerified(req *kmsg.ProduceRequest, vs []produceVerify) []
 	// One producer per request: every batch of it carries the same id and
 	// epoch (the partitions refuse any other).
 	pr := txn.Producer{ID: vs[0].need.ProducerID, Epoch: vs[0].need.Epoch, Fenced: kerr.InvalidProducerEpoch.Code}
-	codes := s.verifyTxn(ctx, *req.TransactionID, pr, tps)
+	codes := s.verifyTxn(ctx, *req.TransactionID, pr, tps, req.Version >= 12)
 	var waits []produceWait
 	for i, v := range vs {
 		if code := codes[i]; code != 0 || v.need.ProducerID != pr.ID || v.need.Epoch != pr.Epoch {
@@ -65,16 +65,23 @@ func (s *Server) appendVerified(req *kmsg.ProduceRequest, vs []produceVerify) []
 }
 
 // verifyTxn asks transactional id's coordinator whether each of tps is in
-// pr's ongoing transaction: in process when it runs here, otherwise with
-// AddPartitionsToTxn (VerifyOnly) to the broker that leads the id's
-// partition of __transaction_state. Codes a producer would only retry the
-// wrong way (the coordinator moving or loading) come back as
+// pr's ongoing transaction, or, with add (KIP-890's second part), to add
+// them to it: in process when it runs here, otherwise with
+// AddPartitionsToTxn (VerifyOnly unless add) to the broker that leads the
+// id's partition of __transaction_state. Codes a producer would only retry
+// the wrong way (the coordinator moving or loading) come back as
 // NOT_ENOUGH_REPLICAS, which every client retries, as Kafka answers them.
-func (s *Server) verifyTxn(ctx context.Context, id string, pr txn.Producer, tps []txn.TopicPartition) []int16 {
+func (s *Server) verifyTxn(ctx context.Context, id string, pr txn.Producer, tps []txn.TopicPartition, add bool) []int16 {
 	codes := make([]int16, len(tps))
 	if c, _ := s.txnCoordinator(id); c != nil {
-		codes = c.Verify(id, pr, tps)
-	} else if err := s.verifyRemote(ctx, id, pr, tps, codes); err != nil {
+		if add {
+			for i, code := 0, c.AddPartitions(id, pr, tps); i < len(codes); i++ {
+				codes[i] = code
+			}
+		} else {
+			codes = c.Verify(id, pr, tps)
+		}
+	} else if err := s.verifyRemote(ctx, id, pr, tps, add, codes); err != nil {
 		s.log.Debug("transaction verification failed", "transactional_id", id, "err", err)
 		for i := range codes {
 			codes[i] = kerr.NotEnoughReplicas.Code
@@ -82,8 +89,14 @@ func (s *Server) verifyTxn(ctx context.Context, id string, pr txn.Producer, tps 
 	}
 	for i, code := range codes {
 		switch code {
+		case kerr.ConcurrentTransactions.Code:
+			// KIP-890's second part: the clients that add partitions
+			// this way retry it; older ones would not.
+			if !add {
+				codes[i] = kerr.NotEnoughReplicas.Code
+			}
 		case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code,
-			kerr.ConcurrentTransactions.Code, kerr.RequestTimedOut.Code, kerr.UnknownServerError.Code:
+			kerr.RequestTimedOut.Code, kerr.UnknownServerError.Code:
 			codes[i] = kerr.NotEnoughReplicas.Code
 		case kerr.ProducerFenced.Code:
 			codes[i] = kerr.InvalidProducerEpoch.Code
@@ -93,7 +106,7 @@ func (s *Server) verifyTxn(ctx context.Context, id string, pr txn.Producer, tps 
 }
 
 // verifyRemote is verifyTxn's question sent to the coordinator's broker.
-func (s *Server) verifyRemote(ctx context.Context, id string, pr txn.Producer, tps []txn.TopicPartition, codes []int16) error {
+func (s *Server) verifyRemote(ctx context.Context, id string, pr txn.Producer, tps []txn.TopicPartition, add bool, codes []int16) error {
 	img := s.store.Image()
 	t, ok := img.Topic(txnTopic)
 	if !ok {
@@ -104,9 +117,8 @@ func (s *Server) verifyRemote(ctx context.Context, id string, pr txn.Producer, t
 		return fmt.Errorf("no coordinator for %q", id)
 	}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	req.Version = 4
 	rt := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, rt.VerifyOnly = id, pr.ID, pr.Epoch, true
+	rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, rt.VerifyOnly = id, pr.ID, pr.Epoch, !add
 	for _, tp := range tps {
 		if n := len(rt.Topics); n == 0 || rt.Topics[n-1].Topic != tp.Topic {
 			tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()

@@ -12,7 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka/broker"
+	"github.com/minikafka/minikafka/broker/batch/batchtest"
 	"github.com/minikafka/minikafka/broker/brokertest"
 )
 
@@ -31,23 +34,81 @@ func consumeIsolated(t *testing.T, b *brokertest.Broker, topic string, isolation
 	return out
 }
 
-func TestTxnCommitAndAbort(t *testing.T) {
-	b := brokertest.Start(t)
-	b.CreateTopic(t, "tx", 2)
-	ctx := t.Context()
-	pr := b.Client(t, kgo.TransactionalID("tx-1"), kgo.DefaultProduceTopic("tx"))
-	for i, commit := range []bool{true, false, true} {
-		require.NoError(t, pr.BeginTransaction())
-		for j := range 4 {
-			pr.Produce(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("t%d-r%d", i, j)), Partition: int32(j % 2)}, nil)
+// transactionVersions runs fn on a broker advertising each
+// transaction.version: 1 (clients add partitions with AddPartitionsToTxn)
+// and 2 (KIP-890's second part: produce adds them, each end bumps the
+// epoch).
+func transactionVersions(t *testing.T, fn func(t *testing.T, b *brokertest.Broker)) {
+	for _, v := range []int16{-1, 2} {
+		name := "transaction.version=2"
+		if v < 0 {
+			name = "transaction.version=1"
 		}
-		require.NoError(t, pr.Flush(ctx))
-		require.NoError(t, pr.EndTransaction(ctx, kgo.TransactionEndTry(commit)), "transaction %d", i)
+		t.Run(name, func(t *testing.T) {
+			fn(t, brokertest.Start(t, brokertest.Configure(func(c *broker.Config) { c.Cluster.TransactionVersion = v })))
+		})
 	}
-	committed := consumeIsolated(t, b, "tx", kgo.ReadCommitted())
-	assert.ElementsMatch(t, []string{"t0-r0", "t0-r1", "t0-r2", "t0-r3", "t2-r0", "t2-r1", "t2-r2", "t2-r3"}, committed)
-	all := consumeIsolated(t, b, "tx", kgo.ReadUncommitted())
-	assert.Len(t, all, 12, "read_uncommitted sees the aborted records too")
+}
+
+func TestTxnCommitAndAbort(t *testing.T) {
+	transactionVersions(t, func(t *testing.T, b *brokertest.Broker) {
+		b.CreateTopic(t, "tx", 2)
+		ctx := t.Context()
+		pr := b.Client(t, kgo.TransactionalID("tx-1"), kgo.DefaultProduceTopic("tx"))
+		for i, commit := range []bool{true, false, true} {
+			require.NoError(t, pr.BeginTransaction())
+			for j := range 4 {
+				pr.Produce(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("t%d-r%d", i, j)), Partition: int32(j % 2)}, nil)
+			}
+			require.NoError(t, pr.Flush(ctx))
+			require.NoError(t, pr.EndTransaction(ctx, kgo.TransactionEndTry(commit)), "transaction %d", i)
+		}
+		committed := consumeIsolated(t, b, "tx", kgo.ReadCommitted())
+		assert.ElementsMatch(t, []string{"t0-r0", "t0-r1", "t0-r2", "t0-r3", "t2-r0", "t2-r1", "t2-r2", "t2-r3"}, committed)
+		all := consumeIsolated(t, b, "tx", kgo.ReadUncommitted())
+		assert.Len(t, all, 12, "read_uncommitted sees the aborted records too")
+	})
+}
+
+// TestTxnLateWriteRefused: under transaction.version 2 every end bumps the
+// epoch, and the partition takes the marker's epoch, so a write of the
+// transaction that ended, arriving late, is refused (KIP-890).
+func TestTxnLateWriteRefused(t *testing.T) {
+	b := brokertest.Start(t)
+	b.CreateTopic(t, "late", 1)
+	ctx := t.Context()
+	adm := b.Admin(t)
+	pr := b.Client(t, kgo.TransactionalID("late-1"), kgo.DefaultProduceTopic("late"))
+	// franz-go opts in to transaction.version 2 once it has seen a
+	// broker's features: from its second transaction on.
+	require.NoError(t, pr.BeginTransaction())
+	require.NoError(t, pr.ProduceSync(ctx, &kgo.Record{Value: []byte("first")}).FirstErr())
+	require.NoError(t, pr.EndTransaction(ctx, kgo.TryCommit))
+	require.NoError(t, pr.BeginTransaction())
+	require.NoError(t, pr.ProduceSync(ctx, &kgo.Record{Value: []byte("in")}).FirstErr())
+	d, err := adm.DescribeTransactions(ctx, "late-1")
+	require.NoError(t, err)
+	pid, epoch := d["late-1"].ProducerID, d["late-1"].ProducerEpoch
+	require.NoError(t, pr.EndTransaction(ctx, kgo.TryCommit))
+	d, err = adm.DescribeTransactions(ctx, "late-1")
+	require.NoError(t, err)
+	assert.Equal(t, epoch+1, d["late-1"].ProducerEpoch, "the end bumped the epoch")
+
+	late := kmsg.NewPtrProduceRequest()
+	late.SetVersion(12)
+	id := "late-1"
+	late.TransactionID, late.Acks, late.TimeoutMillis = &id, -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "late"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = batchtest.Make(t, batchtest.Spec{Values: batchtest.Values("late", 1), Idempotent: true,
+		ProducerID: pid, ProducerEpoch: epoch, BaseSequence: 1, ExtraAttributes: 0x10})
+	rt.Partitions = append(rt.Partitions, rp)
+	late.Topics = append(late.Topics, rt)
+	resp, err := late.RequestWith(ctx, pr)
+	require.NoError(t, err)
+	assert.Equal(t, kerr.InvalidProducerEpoch.Code, resp.Topics[0].Partitions[0].ErrorCode)
+	assert.Equal(t, []string{"first", "in"}, consumeIsolated(t, b, "late", kgo.ReadCommitted()))
 }
 
 func TestTxnAdminAndLastStableOffset(t *testing.T) {

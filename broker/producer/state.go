@@ -116,7 +116,8 @@ func NewState() *State { return &State{producers: map[int64]*Entry{}, open: map[
 //   - same epoch and the same first and last sequence as one of the last
 //     Window batches: a duplicate, with that batch's offsets;
 //   - same epoch: the first sequence must follow the last one accepted
-//     (wrapping from math.MaxInt32 to 0), otherwise
+//     (wrapping from math.MaxInt32 to 0), or be 0 when none was at this
+//     epoch (a marker moved the producer to it), otherwise
 //     kerr.OutOfOrderSequenceNumber.
 //
 // Transactions add:
@@ -124,8 +125,10 @@ func NewState() *State { return &State{producers: map[int64]*Entry{}, open: map[
 //   - a transactional batch of a producer with no transaction open here, or
 //     at a newer epoch: accepted with StartsTxn set;
 //   - a transactional batch at a newer epoch than an open transaction's:
-//     kerr.InvalidTxnState (the coordinator ends a transaction with a
-//     marker before it lets the producer start another);
+//     kerr.ConcurrentTransactions, which clients retry (under KIP-890's
+//     second part the producer begins its next transaction, at the bumped
+//     epoch, as soon as the last one is decided, and its first write can
+//     reach a partition before the marker that ends the last one there);
 //   - a plain idempotent batch of a producer with a transaction open:
 //     kerr.InvalidTxnState;
 //   - a transactional batch with base sequence -1 is the broker's own (the
@@ -150,8 +153,8 @@ func (s *State) Check(h batch.Header) (Decision, error) {
 		return Decision{}, fmt.Errorf("producer %d: a batch outside the transaction it has open since offset %d: %w",
 			h.ProducerID, e.TxnFirst, kerr.InvalidTxnState)
 	case txn && e.TxnFirst >= 0 && h.ProducerEpoch > e.Epoch:
-		return Decision{}, fmt.Errorf("producer %d: epoch %d while its transaction at epoch %d is open: %w",
-			h.ProducerID, h.ProducerEpoch, e.Epoch, kerr.InvalidTxnState)
+		return Decision{}, fmt.Errorf("producer %d: epoch %d before the marker of its transaction at epoch %d: %w",
+			h.ProducerID, h.ProducerEpoch, e.Epoch, kerr.ConcurrentTransactions)
 	}
 	d := Decision{StartsTxn: txn && e.TxnFirst < 0}
 	if txn && h.BaseSequence < 0 {
@@ -171,11 +174,13 @@ func (s *State) Check(h batch.Header) (Decision, error) {
 			return Decision{Duplicate: true, BaseOffset: b.BaseOffset, LastOffset: b.LastOffset}, nil
 		}
 	}
+	want := int32(0) // a marker moved the producer to this epoch: it starts over
 	if n := len(e.Batches); n > 0 {
-		if want := batch.AddSequence(e.Batches[n-1].LastSeq, 1); h.BaseSequence != want {
-			return Decision{}, fmt.Errorf("producer %d epoch %d: sequence %d, expected %d: %w",
-				h.ProducerID, h.ProducerEpoch, h.BaseSequence, want, kerr.OutOfOrderSequenceNumber)
-		}
+		want = batch.AddSequence(e.Batches[n-1].LastSeq, 1)
+	}
+	if h.BaseSequence != want {
+		return Decision{}, fmt.Errorf("producer %d epoch %d: sequence %d, expected %d: %w",
+			h.ProducerID, h.ProducerEpoch, h.BaseSequence, want, kerr.OutOfOrderSequenceNumber)
 	}
 	return d, nil
 }

@@ -73,6 +73,8 @@ func TestTxnEpochBumpFencesLateWrites(t *testing.T) {
 	s.RecordMarker(marker(1, 5), batch.Marker{Commit: true}, 1, 0)
 	_, err := s.Check(txnHdr(1, 4, 1, 1))
 	assert.ErrorIs(t, err, kerr.InvalidProducerEpoch, "a late write of the ended transaction")
+	_, err = s.Check(txnHdr(1, 5, 1, 1))
+	assert.ErrorIs(t, err, kerr.OutOfOrderSequenceNumber, "the new epoch starts at sequence 0")
 	d, err := s.Check(txnHdr(1, 5, 0, 1))
 	require.NoError(t, err)
 	assert.True(t, d.StartsTxn)
@@ -146,4 +148,17 @@ func TestSnapshotVersion1(t *testing.T) {
 	assert.Equal(t, []producer.BatchInfo{{FirstSeq: 0, LastSeq: 3, BaseOffset: 4, LastOffset: 7}}, e.Batches)
 	_, unstable := s.FirstUnstable(0)
 	assert.False(t, unstable)
+}
+
+// KIP-890's second part: the next transaction's first write can reach a
+// partition before the last one's marker; it is retried, not refused.
+func TestTxnNextEpochBeforeMarker(t *testing.T) {
+	s := producer.NewState()
+	s.Record(txnHdr(1, 4, 0, 1), 0, 0)
+	_, err := s.Check(txnHdr(1, 5, 0, 1))
+	assert.ErrorIs(t, err, kerr.ConcurrentTransactions)
+	s.RecordMarker(marker(1, 5), batch.Marker{Commit: true}, 1, 0)
+	d, err := s.Check(txnHdr(1, 5, 0, 1))
+	require.NoError(t, err)
+	assert.True(t, d.StartsTxn)
 }

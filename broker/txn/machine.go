@@ -185,14 +185,23 @@ func endTxn(m *Meta, pr Producer, commit, tv2 bool, now time.Time) Step {
 	if m == nil || m.State == Dead || m.ProducerID != pr.ID {
 		return fail(kerr.InvalidProducerIDMapping)
 	}
-	if tv2 && pr.Epoch == m.LastEpoch && !pending(m) {
-		// A retry of an EndTxn that bumped the epoch: the same answer.
-		if (m.State == CompleteCommit && commit) || (m.State == CompleteAbort && !commit) {
+	if tv2 && pr.Epoch == m.LastEpoch && m.LastEpoch >= 0 {
+		// A retry of an EndTxn that bumped the epoch: wait while its
+		// markers are under way, then the same answer.
+		switch {
+		case pending(m):
+			return fail(kerr.ConcurrentTransactions)
+		case (m.State == CompleteCommit && commit) || (m.State == CompleteAbort && !commit):
 			return Step{}
 		}
 	}
 	if pr.Epoch != m.Epoch {
 		return Step{Code: pr.Fenced}
+	}
+	if pending(m) {
+		// Markers still under way: of this transaction, or, under KIP-890's
+		// second part, of the one before the producer's new epoch.
+		return fail(kerr.ConcurrentTransactions)
 	}
 	want, done := PrepareAbort, CompleteAbort
 	if commit {
@@ -200,12 +209,11 @@ func endTxn(m *Meta, pr Producer, commit, tv2 bool, now time.Time) Step {
 	}
 	switch m.State {
 	case Ongoing:
-	case want:
-		return fail(kerr.ConcurrentTransactions) // markers still under way
 	case done:
 		if !tv2 {
 			return Step{} // a retry
 		}
+		fallthrough
 	case Empty, CompleteCommit, CompleteAbort:
 		if !(tv2 && !commit) {
 			return fail(kerr.InvalidTxnState)

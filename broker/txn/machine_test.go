@@ -137,6 +137,8 @@ func TestEndTxn(t *testing.T) {
 		{"KIP-890: an empty abort bumps the epoch", meta(Empty), false, true, 3, nil, PrepareAbort, 4},
 		{"old epoch", meta(Ongoing, tpA), true, false, 2, kerr.ProducerFenced, Ongoing, 3},
 		{"KIP-890: retry after the bump", meta(CompleteCommit), true, true, 2, nil, CompleteCommit, 3},
+		{"KIP-890: retry while the markers are under way", meta(PrepareCommit, tpA), true, true, 2, kerr.ConcurrentTransactions, PrepareCommit, 3},
+		{"KIP-890: the next transaction's end before the last one's markers", meta(PrepareCommit, tpA), false, true, 3, kerr.ConcurrentTransactions, PrepareCommit, 3},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -108,6 +108,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	rf := fs.Int("default-replication-factor", 1, "replication factor of auto-created topics and of CreateTopics asking for the default")
 	fs.BoolVar(&c.UncleanLeaderElection, "unclean-leader-election", false, "let a replica outside the ISR lead when no in-sync one can (loses acknowledged records)")
 	fs.DurationVar(&c.SessionTimeout, "broker-session-timeout", 3*time.Second, "fence a broker that has not heartbeat the controller for this long")
+	txnVersion := fs.Int("transaction-version", 2, "the transaction.version feature advertised to clients: 2, KIP-890's epoch bump at every transaction end; 1, the explicit AddPartitionsToTxn protocol")
 	fs.DurationVar(&c.TxnMaxTimeout, "transaction-max-timeout", txn.DefaultMaxTimeout, "longest transaction timeout a producer may ask for (transaction.max.timeout.ms)")
 	autoRebalance := fs.Bool("auto-leader-rebalance", true, "move leaderships back to preferred replicas every few seconds (auto.leader.rebalance.enable; off: only on ElectLeaders)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug|info|warn|error")
@@ -155,6 +156,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o.cfg.NodeID, c.DefaultReplicationFactor = int32(*nodeID), int16(*rf)
 	if !*autoRebalance {
 		c.LeaderRebalanceInterval = -1
+	}
+	switch *txnVersion {
+	case 1:
+		c.TransactionVersion = -1
+	case 2:
+		c.TransactionVersion = 2
+	default:
+		return o, fmt.Errorf("-transaction-version %d: want 1 or 2", *txnVersion)
 	}
 	voters, err := broker.ParseVoters(o.controllers)
 	if err != nil {
