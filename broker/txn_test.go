@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka/broker"
+	"github.com/minikafka/minikafka/broker/batch"
 	"github.com/minikafka/minikafka/broker/batch/batchtest"
 	"github.com/minikafka/minikafka/broker/brokertest"
 )
@@ -268,4 +269,87 @@ func TestTxnConsumeTransformProduce(t *testing.T) {
 	var total int64
 	offs.Each(func(o kadm.OffsetResponse) { total += o.At })
 	assert.Equal(t, int64(n), total, "the group's committed offsets cover the input")
+}
+
+// TestTxnBadInput: requests a client should not send get the codes Kafka
+// answers, and change nothing.
+func TestTxnBadInput(t *testing.T) {
+	b := brokertest.Start(t)
+	b.CreateTopic(t, "bad", 1)
+	ctx := t.Context()
+	cl := b.Client(t)
+	// A real transactional id, to make the coordinator exist.
+	pr := b.Client(t, kgo.TransactionalID("real"), kgo.DefaultProduceTopic("bad"))
+	require.NoError(t, pr.BeginTransaction())
+	require.NoError(t, pr.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr())
+	require.NoError(t, pr.EndTransaction(ctx, kgo.TryCommit))
+	d, err := b.Admin(t).DescribeTransactions(ctx, "real")
+	require.NoError(t, err)
+	pid, epoch := d["real"].ProducerID, d["real"].ProducerEpoch
+
+	t.Run("EndTxn of an unknown transactional id", func(t *testing.T) {
+		req := kmsg.NewPtrEndTxnRequest()
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = "never-seen", 77, 0, true
+		resp, err := req.RequestWith(ctx, cl)
+		require.NoError(t, err)
+		assert.Equal(t, kerr.InvalidProducerIDMapping.Code, resp.ErrorCode)
+	})
+	t.Run("TxnOffsetCommit from a fenced epoch", func(t *testing.T) {
+		for _, v := range []struct {
+			version int16
+			want    *kerr.Error
+		}{{5, kerr.ProducerFenced}} { // franz-go sends its newest version
+			req := kmsg.NewPtrTxnOffsetCommitRequest()
+			req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = "real", "g", pid, epoch-1, -1
+			rt := kmsg.NewTxnOffsetCommitRequestTopic()
+			rt.Topic = "bad"
+			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			rp.Offset = 1
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctx, cl)
+			require.NoError(t, err)
+			assert.Equal(t, v.want.Code, resp.Topics[0].Partitions[0].ErrorCode, "v%d", v.version)
+		}
+	})
+	t.Run("AddPartitionsToTxn with an unknown topic", func(t *testing.T) {
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.SetVersion(3)
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch = "real", pid, epoch
+		for _, topic := range []string{"bad", "nope"} {
+			rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+			rt.Topic, rt.Partitions = topic, []int32{0}
+			req.Topics = append(req.Topics, rt)
+		}
+		resp, err := req.RequestWith(ctx, cl)
+		require.NoError(t, err)
+		assert.Equal(t, kerr.OperationNotAttempted.Code, resp.Topics[0].Partitions[0].ErrorCode)
+		assert.Equal(t, kerr.UnknownTopicOrPartition.Code, resp.Topics[1].Partitions[0].ErrorCode)
+	})
+	t.Run("a marker for a producer the partition never saw", func(t *testing.T) {
+		req := kmsg.NewPtrWriteTxnMarkersRequest()
+		mk := kmsg.NewWriteTxnMarkersRequestMarker()
+		mk.ProducerID, mk.ProducerEpoch, mk.Committed = 123456, 0, false
+		mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		mt.Topic, mt.Partitions = "bad", []int32{0}
+		mk.Topics = append(mk.Topics, mt)
+		req.Markers = append(req.Markers, mk)
+		resp, err := req.RequestWith(ctx, cl)
+		require.NoError(t, err)
+		assert.Zero(t, resp.Markers[0].Topics[0].Partitions[0].ErrorCode, "written, as Kafka writes it; readers skip markers")
+		assert.Equal(t, []string{"x"}, consumeIsolated(t, b, "bad", kgo.ReadCommitted()))
+	})
+	t.Run("a control batch from a client", func(t *testing.T) {
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = -1, 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "bad"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = batch.EncodeMarker(batch.Producer{ID: pid, Epoch: epoch}, batch.Marker{Commit: true}, time.Now())
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		require.NoError(t, err)
+		assert.Equal(t, kerr.InvalidRecord.Code, resp.Topics[0].Partitions[0].ErrorCode)
+	})
 }

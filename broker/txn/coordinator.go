@@ -25,6 +25,11 @@ const (
 	// DefaultMaxTimeout is Kafka's transaction.max.timeout.ms: a producer
 	// asking for a longer transaction timeout gets INVALID_TRANSACTION_TIMEOUT.
 	DefaultMaxTimeout = 15 * time.Minute
+	// DefaultIDExpiration is Kafka's transactional.id.expiration.ms: an id
+	// whose producer has not begun a transaction for this long is
+	// forgotten (a tombstone in __transaction_state), so that ids used
+	// once do not accumulate forever.
+	DefaultIDExpiration = 7 * 24 * time.Hour
 	// DefaultAbortInterval is how often timed-out transactions are looked
 	// for (Kafka's transaction.abort.timed.out.transaction.cleanup.interval.ms
 	// is 10 s; a second bounds how long an abandoned transaction holds back
@@ -69,6 +74,8 @@ type Config struct {
 	CoordinatorEpoch int32
 	MaxTimeout       time.Duration
 	AbortInterval    time.Duration
+	// IDExpiration: zero is DefaultIDExpiration, negative never.
+	IDExpiration time.Duration
 	// CompactMinBytes: __transaction_state is compacted once it holds
 	// coordlog.DefaultCompactRatio records per live id and at least this
 	// many bytes (zero: coordlog's default; negative: never).
@@ -117,6 +124,9 @@ func Open(cfg Config) (*Coordinator, error) {
 	}
 	if cfg.AbortInterval <= 0 {
 		cfg.AbortInterval = DefaultAbortInterval
+	}
+	if cfg.IDExpiration == 0 {
+		cfg.IDExpiration = DefaultIDExpiration
 	}
 	metas, found, err := replay(cfg.Log)
 	if err != nil {
@@ -242,12 +252,51 @@ func (c *Coordinator) pause(d time.Duration) {
 	}
 }
 
-// abortLoop aborts the transactions that ran past their timeout.
+// abortLoop aborts the transactions that ran past their timeout and
+// forgets the ids unused for IDExpiration.
 func (c *Coordinator) abortLoop() {
 	defer c.bg.Done()
 	for c.ctx.Err() == nil {
 		c.pause(c.cfg.AbortInterval)
 		c.AbortExpired()
+		c.ExpireIDs()
+	}
+}
+
+// ExpireIDs forgets every transactional id with no transaction open or
+// being decided that has not changed for IDExpiration: its record gets a
+// tombstone, and a producer that comes back with it starts afresh (a new
+// producer id). The coordinator calls it every AbortInterval; tests call
+// it directly.
+func (c *Coordinator) ExpireIDs() {
+	if c.cfg.IDExpiration < 0 {
+		return
+	}
+	for _, id := range c.ids() {
+		e := c.lookup(id, false)
+		if e == nil {
+			return
+		}
+		e.mu.Lock()
+		now := c.cfg.Clock.Now()
+		if m := e.meta; m != nil && !pending(m) && m.State != Ongoing && now.Sub(m.Update) > c.cfg.IDExpiration {
+			end, err := c.lg.Append([]batch.KV{{Key: recordKey(id)}}, now)
+			if err == nil {
+				err = c.cfg.Log.WaitDurable(c.ctx, end)
+			}
+			if err != nil {
+				c.cfg.Logger.Warn("txn: expiring a transactional id", "transactional_id", id, "err", err)
+			} else {
+				c.cfg.Logger.Info("txn: transactional id expired", "transactional_id", id, "unused_for", now.Sub(m.Update))
+				e.meta = nil
+				c.mu.Lock()
+				if c.txns[id] == e {
+					delete(c.txns, id)
+				}
+				c.mu.Unlock()
+			}
+		}
+		e.mu.Unlock()
 	}
 }
 

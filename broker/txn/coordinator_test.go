@@ -189,3 +189,32 @@ func TestCoordinatorCompacts(t *testing.T) {
 		assert.Equal(t, int16(0), m.Epoch)
 	}
 }
+
+func TestCoordinatorExpiresUnusedIDs(t *testing.T) {
+	h := newHarness()
+	c := h.open(t, 1)
+	ctx := t.Context()
+	pid, _, _ := c.InitProducerID(ctx, "once", txn.InitRequest{Timeout: time.Minute, ProducerID: -1, Epoch: -1})
+	c.InitProducerID(ctx, "busy", txn.InitRequest{Timeout: time.Minute, ProducerID: -1, Epoch: -1})
+	h.clk.Advance(txn.DefaultIDExpiration - time.Hour)
+	_, e, code := c.InitProducerID(ctx, "busy", txn.InitRequest{Timeout: time.Minute, ProducerID: -1, Epoch: -1})
+	require.Zero(t, code)
+	require.Equal(t, int16(1), e)
+	h.clk.Advance(2 * time.Hour)
+	c.ExpireIDs()
+	_, ok := c.Meta("once")
+	assert.False(t, ok, "unused for longer than transactional.id.expiration.ms")
+	_, ok = c.Meta("busy")
+	assert.True(t, ok)
+
+	// Gone for good: a reload does not bring it back, and its producer
+	// starts afresh.
+	require.NoError(t, c.Close())
+	c2 := h.open(t, 2)
+	_, ok = c2.Meta("once")
+	assert.False(t, ok)
+	pid2, epoch, code := c2.InitProducerID(ctx, "once", txn.InitRequest{Timeout: time.Minute, ProducerID: -1, Epoch: -1})
+	require.Zero(t, code)
+	assert.NotEqual(t, pid, pid2)
+	assert.Zero(t, epoch)
+}
