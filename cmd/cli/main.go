@@ -13,6 +13,7 @@
 //	elect-leaders [-unclean] TOPIC [-partition P]   preferred (or unclean) leader election
 //	reassign -topic T [-partition P] -replicas 2,3,4 [-throttle BYTES] [-wait] | -cancel | -unthrottle | -list   move replicas
 //	log-dirs [TOPIC...]                 each broker's replicas: size and lag
+//	transactions list [-state S] | describe ID... | producers TOPIC [-partition P]
 //	meta                                brokers, controller, topics
 //
 // Keyed records are routed with Kafka's murmur2 partitioner, so a key lands on
