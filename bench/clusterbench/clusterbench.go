@@ -6,9 +6,7 @@
 // nor any leadership on it, a new topic until every broker it is placed on
 // lists it with a leader and a produce to each partition is acknowledged,
 // and a broker holding thousands of partitions restarted until it serves.
-// Beside it, the single-node broker benchmark (package brokerbench) runs
-// again and its ratios against kfake are compared with the committed
-// results/broker.json, which predates clustering. It is the cluster
+// It is the cluster
 // profile of cmd/bench, which writes results/cluster.md and cluster.json.
 //
 // Every figure is timed by the benchmark process from just before it acts
@@ -26,7 +24,6 @@ import (
 	"time"
 
 	"github.com/minikafka/minikafka/bench"
-	"github.com/minikafka/minikafka/bench/brokerbench"
 	"github.com/minikafka/minikafka/bench/server"
 )
 
@@ -44,10 +41,6 @@ const (
 	TargetBrokerFailure      = time.Second            // median, kill -9 to fenced with its leaderships moved
 	TargetTopicCreation      = 100 * time.Millisecond // p99, CreateTopics to served by every replica
 	TargetRestart            = 2 * time.Second        // median, process start to serving at scale
-	// TargetSingleNode is the least a ratio of the single-node broker
-	// against kfake may keep of its value in the base run: benchcheck's
-	// tolerance.
-	TargetSingleNode = 0.85
 	// KafkaSessionTimeout is broker.session.timeout.ms's default in
 	// Kafka: how long a dead broker stays registered there without a
 	// heartbeat connection that closes.
@@ -86,21 +79,6 @@ type Config struct {
 	ScalePartitions int32
 	ScaleRF         int16
 	Restarts        int
-
-	// Single, when set, runs the single-node broker benchmark; its ratios
-	// are compared with Base.
-	Single func(ctx context.Context) (*brokerbench.Result, error)
-	Base   *Base
-}
-
-// Base is the single-node broker run the new one is compared with.
-type Base struct {
-	Path   string        `json:"path"`
-	Commit string        `json:"commit"`
-	Ratios []bench.Ratio `json:"ratios"`
-	// KfakeSpread is the relative spread (max/min - 1) of kfake's produce
-	// rate over the base run's repetitions.
-	KfakeSpread float64 `json:"kfake_spread"`
 }
 
 // Rep is one measurement: one fault, one topic or one restart.
@@ -177,11 +155,7 @@ type Result struct {
 	// ScaleSetup is how long creating the topics of the restart at scale
 	// took, per engine, in seconds.
 	ScaleSetup map[string]float64 `json:"scale_setup_s,omitempty"`
-	// Single is the single-node broker run; SingleError why it has none.
-	Single      *brokerbench.Result `json:"single_node,omitempty"`
-	SingleError string              `json:"single_node_error,omitempty"`
-	Base        *Base               `json:"single_node_base,omitempty"`
-	Checks      []bench.Check       `json:"checks"`
+	Checks     []bench.Check      `json:"checks"`
 }
 
 // Cell finds engine's cell under workload, or nil.
@@ -221,8 +195,7 @@ func (c *Config) defaults() {
 	c.Bench.Defaults()
 }
 
-// Run measures every engine in turn, then the restart at scale, then the
-// single-node broker. A measurement that fails is recorded in its cell
+// Run measures every engine in turn, then the restart at scale. A measurement that fails is recorded in its cell
 // and the run goes on; the error is for an interrupted run (the result
 // then holds what finished).
 func Run(ctx context.Context, cfg Config) (*Result, error) {
@@ -231,7 +204,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("clusterbench: %w", err)
 	}
-	res := &Result{Facts: facts, Base: cfg.Base}
+	res := &Result{Facts: facts}
 	k := &res.Config
 	k.Brokers, k.Sync, k.Args = DefaultBrokers, cfg.Sync, cfg.Args
 	k.Kills, k.Topics, k.OtherTopics, k.TopicPartitions = cfg.Kills, cfg.Topics, cfg.OtherTopics, cfg.TopicPartitions
@@ -262,14 +235,6 @@ func measureAll(ctx context.Context, cfg *Config, res *Result) error {
 		}
 		fmt.Fprintf(cfg.Log, "cluster: %s: restart at scale (%d topics x %d partitions, RF %d)\n", e, cfg.ScaleTopics, cfg.ScalePartitions, cfg.ScaleRF)
 		measureScale(ctx, cfg, res, e)
-	}
-	if cfg.Single != nil && ctx.Err() == nil {
-		fmt.Fprintln(cfg.Log, "cluster: the single-node broker benchmark")
-		single, err := cfg.Single(ctx)
-		res.Single = single
-		if err != nil {
-			res.SingleError = err.Error()
-		}
 	}
 	return ctx.Err()
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/minikafka/minikafka/bench"
-	"github.com/minikafka/minikafka/bench/brokerbench"
 )
 
 // Files the profile writes in its results directory.
@@ -25,7 +24,6 @@ func (r *Result) Report(chart string) []byte {
 	r.fencingSection(rep)
 	r.creationSection(rep, chart)
 	r.scaleSection(rep)
-	r.singleSection(rep)
 	rep.Failures(r.failures())
 	rep.Section("Setup").List(append(r.List(), r.setupLines()...)...)
 	return rep.Markdown()
@@ -35,8 +33,7 @@ func (r *Result) targets(rep *bench.Report) {
 	s := rep.Section("Targets")
 	s.Para("%d brokers on this machine (%s), every one a controller voter, as child processes on loopback ports; the brokers' sync policy is sync=%s. "+
 		"The load average was %s at the start and %s at the end (1, 5 and 15 minutes). "+
-		"A check is UNRESOLVED when its bound lies inside the %.0f %% confidence interval of the quantile it judges (read from the order statistics of its own measurements), "+
-		"or, for the single-node comparison, inside the figure give or take the spread of kfake's rate over the repetitions.",
+		"A check is UNRESOLVED when its bound lies inside the %.0f %% confidence interval of the quantile it judges (read from the order statistics of its own measurements).",
 		r.Config.Brokers, r.Cores(), r.Config.Sync, bench.LoadAverages(r.Machine.LoadAvg), bench.LoadAverages(r.LoadAfter), bench.Confidence*100)
 	if busy := r.Busy(); busy != "" {
 		s.Para("**%s**", busy)
@@ -204,56 +201,11 @@ func rfReason(rf int16) string {
 	return "its partitions are led by the other brokers while it is down; the figure includes rejoining their ISRs and the preferred-leader rebalance that gives it a leadership back."
 }
 
-func (r *Result) singleSection(rep *bench.Report) {
-	if r.Single == nil && r.SingleError == "" {
-		return
-	}
-	s := rep.Section("Single-node broker")
-	if r.Single == nil {
-		s.Para("The single-node broker benchmark failed: %s", r.SingleError)
-		return
-	}
-	b := r.Single.Config
-	s.Para("The broker profile's benchmark ran again within this run (%d records of %d B to %d partitions, acks=all, sync=%s, %d repetitions interleaved with kfake; "+
-		"see results/broker.md for the method). Its ratios against kfake, measured in the same run, are compared as `go run ./cmd/benchcheck -profile broker` compares them "+
-		"(a drop of more than %.0f %% fails).", b.Records, b.RecordBytes, b.Partitions, b.Sync, b.Reps, (1-TargetSingleNode)*100)
-	if r.Base != nil {
-		s.Para("Base: %s, commit %s.", r.Base.Path, r.Base.Commit)
-		changes, _ := bench.Compare(r.Base.Ratios, r.Single.Ratios(), 1-TargetSingleNode, false)
-		t := s.Table("ratio", "base", "this run", "kept", "status")
-		for _, c := range changes {
-			t.Row(c.Name, ratioText(c.Base), ratioText(c.New), bench.Times(bench.Div(c.New, c.Base)), c.Status)
-		}
-	}
-	t := s.Table("server", "produce records/s", "consume records/s", "ack p99")
-	for _, c := range r.Single.Cells {
-		if c.Workload != brokerbench.Throughput {
-			continue
-		}
-		t.Row(c.Target, bench.SpreadText(c.Spread(brokerbench.ProduceRate), bench.Rate), bench.SpreadText(c.Spread(brokerbench.ConsumeRate), bench.Rate),
-			bench.SpreadText(c.Spread(brokerbench.AckP99), ms))
-	}
-}
-
-func ratioText(v float64) string {
-	if math.IsNaN(v) {
-		return "–"
-	}
-	return fmt.Sprintf("%.3f", v)
-}
-
 func (r *Result) failures() []string {
 	var out []string
 	for _, c := range r.Cells {
 		for _, e := range c.Errors() {
 			out = append(out, fmt.Sprintf("%s, %s, %s", c.Target, c.Workload, e))
-		}
-	}
-	if r.Single != nil {
-		for _, c := range r.Single.Cells {
-			for _, e := range c.Errors() {
-				out = append(out, fmt.Sprintf("single-node %s, %s", c.Target, e))
-			}
 		}
 	}
 	return out

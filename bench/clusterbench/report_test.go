@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/minikafka/minikafka/bench"
-	"github.com/minikafka/minikafka/bench/brokerbench"
 )
 
 // sample has segment within its targets but for topic creation, pebble
@@ -38,24 +37,8 @@ func sample() *Result {
 		r.add("segment", RestartAtScale, Rep{Seconds: 1.5, Listed: 0.3, Shutdown: 7, Partitions: 3333, OpenFiles: 3400, Node: 2})
 	}
 	r.ScaleSetup = map[string]float64{"segment": 50}
-	r.Single = singleRun(1.0)
-	r.Base = BaseOf("results/broker.json", singleRun(1.1))
 	r.Checks = r.Judge()
 	return r
-}
-
-// singleRun is a broker run where segment produces at seg times kfake.
-func singleRun(seg float64) *brokerbench.Result {
-	b := &brokerbench.Result{}
-	b.Commit = "abc"
-	kf := &brokerbench.Cell{Cell: bench.Cell[brokerbench.Rep]{Target: "kfake", Workload: brokerbench.Throughput}, Reference: true}
-	sg := &brokerbench.Cell{Cell: bench.Cell[brokerbench.Rep]{Target: "segment", Workload: brokerbench.Throughput}}
-	for _, k := range []float64{100, 105} {
-		kf.Reps = append(kf.Reps, brokerbench.Rep{Produce: k, Consume: k})
-		sg.Reps = append(sg.Reps, brokerbench.Rep{Produce: k * seg, Consume: k})
-	}
-	b.Cells = []*brokerbench.Cell{kf, sg}
-	return b
 }
 
 func TestJudge(t *testing.T) {
@@ -67,22 +50,8 @@ func TestJudge(t *testing.T) {
 		"controller segment": bench.Pass, "broker segment": bench.Pass, "topic segment": bench.Fail,
 		"controller pebble": bench.Unresolved, "broker pebble": bench.Pass, "topic pebble": bench.Missing,
 		"controller badger": bench.Missing, "broker badger": bench.Missing, "topic badger": bench.Missing,
-		"restart segment":  bench.Pass,
-		"single-node abc)": bench.Pass,
+		"restart segment": bench.Pass,
 	}, got)
-}
-
-func TestSingleNodeDrop(t *testing.T) {
-	r := sample()
-	r.Single = singleRun(0.7)
-	var single bench.Check
-	for _, c := range r.Judge() {
-		if strings.HasPrefix(c.Name, "single-node") {
-			single = c
-		}
-	}
-	assert.Equal(t, bench.Fail, single.Verdict, "0.7/1.1 kept, far below 0.85 with 5 %% noise: %s", single)
-	assert.InDelta(t, 0.7/1.1, single.Value, 1e-9)
 }
 
 func TestReportAndLoad(t *testing.T) {
@@ -91,7 +60,7 @@ func TestReportAndLoad(t *testing.T) {
 	require.NoError(t, r.Write(dir))
 	md := string(r.Report(ChartFile))
 	for _, want := range []string{"## Targets", "## Controller failover", "## Broker failure", "## Topic creation", "## Restart at scale",
-		"## Single-node broker", "## Failed measurements", "badger, controller-failover, rep 1: start: no such engine",
+		"## Failed measurements", "badger, controller-failover, rep 1: start: no such engine",
 		"shorter than the session timeout", "![Topic creation to served](cluster-topics.png)", "**UNRESOLVED**"} {
 		assert.Contains(t, md, want)
 	}
@@ -99,15 +68,9 @@ func TestReportAndLoad(t *testing.T) {
 	again, err := Load(filepath.Join(dir, ResultsFile))
 	require.NoError(t, err)
 	assert.Equal(t, md, string(again.Report(ChartFile)))
-	ratios := again.Ratios()
-	gates := 0
-	for _, x := range ratios {
-		if x.Gate {
-			gates++
-			assert.True(t, strings.HasPrefix(x.Name, singleName), x.Name)
-		}
+	for _, x := range again.Ratios() {
+		assert.False(t, x.Gate, "the cluster's ratios are reported only: %s", x.Name)
 	}
-	assert.Equal(t, 2, gates, "segment's produce and consume against kfake gate, as in the broker profile")
 }
 
 func TestSessionTimeout(t *testing.T) {

@@ -51,6 +51,9 @@ func requireVersion(gomod, module string) string {
 	return ""
 }
 
+// buildBroker builds ./cmd/broker into a temporary directory.
+func buildBroker(ctx context.Context, e *env) (string, error) { return buildBrokerAt(ctx, e, "") }
+
 // buildBrokerAt builds cmd/broker into the bench's binary directory: from
 // the working tree when ref is "", else as the module was at git ref, from
 // a copy of that tree (git archive): the older build a rolling upgrade

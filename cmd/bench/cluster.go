@@ -4,12 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/minikafka/minikafka/bench"
-	"github.com/minikafka/minikafka/bench/brokerbench"
 	"github.com/minikafka/minikafka/bench/clusterbench"
 	"github.com/minikafka/minikafka/bench/server"
 )
@@ -17,7 +14,7 @@ import (
 func init() {
 	register(profile{
 		name:    "cluster",
-		summary: "a three-broker cluster per engine: controller failover, broker fencing, topic creation until served, restart at 1,000 topics, and the single-node broker against its committed run",
+		summary: "a three-broker cluster per engine: controller failover, broker fencing, topic creation until served, restart at 1,000 topics",
 		writes:  "results/cluster.md, cluster.json and cluster-topics.png",
 		flags:   clusterFlags,
 	})
@@ -29,8 +26,6 @@ type clusterPlan struct {
 	scaleEngines string
 	brokerBin    string
 	brokerArgs   string
-	single       bool
-	base         string
 	quick        bool
 	// topicParts, scaleParts and scaleRF are converted into cfg once
 	// parsed.
@@ -53,9 +48,7 @@ func clusterFlags(fs *flag.FlagSet) plan {
 	fs.IntVar(&o.scaleParts, "scale-partitions", clusterbench.DefaultScalePartitions, "partitions of each topic of the restart at scale")
 	fs.IntVar(&o.scaleRF, "scale-rf", clusterbench.DefaultScaleRF, "replication factor of the restart at scale's topics")
 	fs.IntVar(&o.cfg.Restarts, "restarts", clusterbench.DefaultRestarts, "restarts at scale per engine")
-	fs.BoolVar(&o.single, "single-node", true, "run the single-node broker benchmark (the broker profile's throughput, without its RSS run) and compare its ratios with -single-node-base")
-	fs.StringVar(&o.base, "single-node-base", "", "the broker run to compare with (default: broker.json under -out, the last committed broker profile run)")
-	fs.BoolVar(&o.quick, "quick", false, "smoke run: segment only, 3 kills, 30 topics, 100 topics at scale, 2 restarts, the single-node broker at 50k records once (explicit flags win)")
+	fs.BoolVar(&o.quick, "quick", false, "smoke run: segment only, 3 kills, 30 topics, 100 topics at scale, 2 restarts (explicit flags win)")
 	return o
 }
 
@@ -82,8 +75,8 @@ func (o *clusterPlan) measure(ctx context.Context, e *env) error {
 	o.applyQuick(e)
 	o.cfg.TopicPartitions, o.cfg.ScalePartitions, o.cfg.ScaleRF = int32(o.topicParts), int32(o.scaleParts), int16(o.scaleRF)
 	o.cfg.Engines, o.cfg.ScaleEngines = bench.SplitList(o.engines), bench.SplitList(o.scaleEngines)
-	if len(o.cfg.Engines)+len(o.cfg.ScaleEngines) == 0 && !o.single {
-		return usageErr("nothing to measure: -engines and -scale-engines are empty and -single-node=false")
+	if len(o.cfg.Engines)+len(o.cfg.ScaleEngines) == 0 {
+		return usageErr("nothing to measure: -engines and -scale-engines are empty")
 	}
 	dir, logs, bin, err := e.brokerProcesses(ctx, o.brokerBin)
 	if err != nil {
@@ -91,11 +84,6 @@ func (o *clusterPlan) measure(ctx context.Context, e *env) error {
 	}
 	o.cfg.Bin, o.cfg.Args, o.cfg.Dir, o.cfg.Command = bin, strings.Fields(o.brokerArgs), dir, e.command
 	o.cfg.Log, o.cfg.ServerLog = e.stderr, logs
-	if o.single {
-		if err := o.singleNode(ctx, e, bin, filepath.Join(dir, "single")); err != nil {
-			return err
-		}
-	}
 	o.cfg.Setup = []string{
 		fmt.Sprintf("brokers: `broker %s` as child processes (built from ./cmd/broker), every one a controller voter, their output in a log beside the data",
 			strings.Join(append(server.ClusterArgs("ENGINE", 0, "DIR", "ADDR", "CONTROLLER_ADDR", "1@…,2@…,3@…", o.cfg.Sync), o.cfg.Args...), " ")),
@@ -108,32 +96,6 @@ func (o *clusterPlan) measure(ctx context.Context, e *env) error {
 		}
 	}
 	return err
-}
-
-// singleNode sets up the single-node broker run and reads its base.
-func (o *clusterPlan) singleNode(ctx context.Context, e *env, bin, dir string) error {
-	path := o.base
-	if path == "" {
-		path = filepath.Join(e.out, brokerbench.ResultsFile)
-	}
-	base, err := brokerbench.Load(path)
-	if err != nil {
-		return fmt.Errorf("-single-node-base: %w (-single-node=false to skip the comparison)", err)
-	}
-	o.cfg.Base = clusterbench.BaseOf(path, base)
-	bp := brokerFlags(flag.NewFlagSet("broker", flag.ContinueOnError)).(*brokerPlan)
-	bp.brokerBin, bp.built, bp.rssEngines, bp.quick = bin, o.brokerBin == "", "", o.quick
-	o.cfg.Single = func(ctx context.Context) (*brokerbench.Result, error) {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
-		cfg, err := bp.config(ctx, e, dir)
-		if err != nil {
-			return nil, err
-		}
-		return brokerbench.Run(ctx, cfg)
-	}
-	return nil
 }
 
 func writeCluster(res *clusterbench.Result, e *env) error {

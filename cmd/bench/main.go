@@ -2,7 +2,7 @@
 // measures and which report it writes under -out (results/ by default):
 //
 //	go run ./cmd/bench -profile engines   # results/engines.md: every engine against a raw-disk group-commit loop, in process
-//	go run ./cmd/bench -profile broker    # results/broker.md: the broker per engine against kfake, and its peak RSS
+//	go run ./cmd/bench -profile broker    # results/broker.md: the broker per engine against kfake, and its peak RSS (bench/workloads/broker.yaml)
 //	go run ./cmd/bench -profile groups    # results/groups.md: consumer group churn, settle time, cost of group traffic
 //	go run ./cmd/bench -profile cluster   # results/cluster.md: a three-broker cluster's failover, fencing, topic creation, restart at scale
 //	go run ./cmd/bench -profile replication # results/replication.md: RF 3 against RF 1, leader kill and stop under load, catch-up, per engine
@@ -11,6 +11,12 @@
 //	go run ./cmd/bench -profile full      # results/<run>/: the end-to-end matrix, about 21 minutes on 2 cores
 //	go run ./cmd/bench -profile P -render FILE   # the report again from an earlier run's JSON (a run directory for quick/full)
 //	go run ./cmd/bench -profile P -help          # P's own flags
+//
+// The profiles that moved onto the one runner are workload files
+// (bench/workloads/NAME.yaml, run by bench/runner, written in
+// bench/result's schema); -profile path/to/file.yaml runs a workload that
+// is not embedded, and -quick any of them as a short smoke run. The others
+// are still a package each, until they move.
 //
 // Every profile records the same facts about its run (machine, disk, load
 // average, commit, command line) and its figures as cells of repetitions

@@ -149,7 +149,7 @@ func TestGroupsOnMemory(t *testing.T) {
 	assert.NotContains(t, string(md), "## Produce throughput with group traffic", "no load pairs were asked for")
 }
 
-// TestBrokerKfakeOnly runs the broker profile end to end with kfake
+// TestBrokerKfakeOnly runs the broker workload end to end with kfake
 // alone (no broker build): the report says the targets are missing, and
 // renders again from its JSON.
 func TestBrokerKfakeOnly(t *testing.T) {
@@ -157,15 +157,16 @@ func TestBrokerKfakeOnly(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var stderr strings.Builder
-	code := run(ctx, []string{"-profile", "broker", "-quick", "-records", "2000", "-engines", "", "-rss-engines", "",
+	code := run(ctx, []string{"-profile", "broker", "-quick", "-servers", "kfake", "-broker-bin", "/nonexistent/broker",
 		"-dir", t.TempDir(), "-out", out, "-progress=false"}, &strings.Builder{}, &stderr)
 	require.Equal(t, 0, code, stderr.String())
 	assert.Contains(t, stderr.String(), "MISSING")
 	md, err := os.ReadFile(filepath.Join(out, "broker.md"))
 	require.NoError(t, err)
-	assert.Contains(t, string(md), "| kfake |")
-	assert.Contains(t, string(md), "2000 records of 100 B", "-records wins over -quick")
-	assert.Contains(t, string(md), "command: `go run ./cmd/bench -profile broker -quick -records 2000")
+	assert.Contains(t, string(md), "| kfake | ")
+	assert.Contains(t, string(md), "| 1/1 |")
+	assert.Contains(t, string(md), "A smoke run")
+	assert.Contains(t, string(md), "command: `go run ./cmd/bench -profile broker -quick -servers kfake")
 
 	again := t.TempDir()
 	require.Equal(t, 0, run(ctx, []string{"-profile", "broker", "-render", filepath.Join(out, "broker.json"), "-out", again},
@@ -173,6 +174,35 @@ func TestBrokerKfakeOnly(t *testing.T) {
 	md2, err := os.ReadFile(filepath.Join(again, "broker.md"))
 	require.NoError(t, err)
 	assert.Equal(t, string(md), string(md2))
+}
+
+// TestWorkloadFile runs a workload that is only a file: a new benchmark
+// needs no Go code.
+func TestWorkloadFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "mine.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`
+title: Mine
+servers: [kfake]
+cells:
+  - name: small
+    steps:
+      - produce: {records: 500, record_bytes: 10, acks: "1"}
+      - consume: {}
+    columns: [consume.records]
+targets:
+  - {name: everything read, cell: small, server: kfake, figure: consume.records, at_least: 500}
+`), 0o644))
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stderr strings.Builder
+	code := run(ctx, []string{"-profile", file, "-broker-bin", "/nonexistent/broker", "-dir", t.TempDir(), "-out", out, "-progress=false"},
+		&strings.Builder{}, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	md, err := os.ReadFile(filepath.Join(out, "mine.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "| everything read, kfake | 500 | ≥ 500 | **PASS** |")
+	assert.Contains(t, string(md), "| kfake | 500 | 1/1 |")
 }
 
 // TestBenchEndToEnd runs the command on kfake alone with tiny phases: it
@@ -215,7 +245,7 @@ func TestClusterSmoke(t *testing.T) {
 	defer cancel()
 	var stderr strings.Builder
 	code := run(ctx, []string{"-profile", "cluster", "-engines", "segment", "-kills", "1", "-topics", "2", "-scale-engines", "",
-		"-single-node=false", "-dir", t.TempDir(), "-out", out, "-progress=false"}, &strings.Builder{}, &stderr)
+		"-dir", t.TempDir(), "-out", out, "-progress=false"}, &strings.Builder{}, &stderr)
 	require.Equal(t, 0, code, stderr.String())
 	md, err := os.ReadFile(filepath.Join(out, "cluster.md"))
 	require.NoError(t, err)
@@ -232,7 +262,7 @@ func TestClusterSmoke(t *testing.T) {
 
 func TestClusterNothingToMeasure(t *testing.T) {
 	var stderr strings.Builder
-	code := run(context.Background(), []string{"-profile", "cluster", "-engines", "", "-scale-engines", "", "-single-node=false"},
+	code := run(context.Background(), []string{"-profile", "cluster", "-engines", "", "-scale-engines", ""},
 		&strings.Builder{}, &stderr)
 	assert.Equal(t, 2, code, stderr.String())
 }

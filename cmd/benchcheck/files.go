@@ -11,11 +11,12 @@ import (
 	"strings"
 
 	"github.com/minikafka/minikafka/bench"
-	"github.com/minikafka/minikafka/bench/brokerbench"
 	"github.com/minikafka/minikafka/bench/clusterbench"
 	"github.com/minikafka/minikafka/bench/groupbench"
 	"github.com/minikafka/minikafka/bench/logbench"
 	"github.com/minikafka/minikafka/bench/replbench"
+	"github.com/minikafka/minikafka/bench/result"
+	"github.com/minikafka/minikafka/bench/workloads"
 )
 
 // fileReport reads the ratios, and the commit they were measured at, from
@@ -31,13 +32,6 @@ var fileReports = map[string]fileReport{
 			return nil, "", err
 		}
 		return logbench.Ratios(r), r.Commit, nil
-	},
-	"broker": func(b []byte) ([]bench.Ratio, string, error) {
-		r, err := brokerbench.Parse(b)
-		if err != nil {
-			return nil, "", err
-		}
-		return r.Ratios(), r.Commit, nil
 	},
 	"groups": func(b []byte) ([]bench.Ratio, string, error) {
 		r, err := groupbench.Parse(b)
@@ -60,6 +54,19 @@ var fileReports = map[string]fileReport{
 		}
 		return r.Ratios(), r.Commit, nil
 	},
+}
+
+// Every workload's results are one file, in the one schema.
+func init() {
+	for _, name := range workloads.Names() {
+		fileReports[name] = func(b []byte) ([]bench.Ratio, string, error) {
+			r, err := result.Parse(b)
+			if err != nil {
+				return nil, "", err
+			}
+			return r.Ratios(), r.Commit, nil
+		}
+	}
 }
 
 func fileReportNames() []string { return slices.Sorted(maps.Keys(fileReports)) }

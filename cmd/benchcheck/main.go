@@ -12,7 +12,7 @@
 // The one-file reports of the engines, broker, groups, cluster and
 // replication profiles are checked the same way with -profile (or -new
 // naming the file): the engines' ratios against the raw disk, each
-// engine's against kfake (the cluster profile's single-node run too) and
+// engine's against kfake (the broker workload's gate targets) and
 // segment's RF 3 over RF 1 produce rate gate, the rest (the groups'
 // produce rates beside group traffic, the cluster's and replication's
 // targets over their times, catch-up over bulk ingest) are reported. Files in the formats of the commands those profiles replaced

@@ -1,0 +1,371 @@
+// Package workloads holds the benchmarks as data: one YAML file per
+// workload (NAME.yaml beside this file, embedded in the binary), and the
+// types they decode into. `go run ./cmd/bench -profile NAME` runs
+// NAME.yaml; `-profile path/to/file.yaml` runs a file that is not
+// embedded. A new benchmark is a new file, not Go code.
+//
+// YAML because the workloads are read and changed by people: comments say
+// why a number is what it is, and the format is the one OpenMessaging
+// Benchmark's workloads use. go.yaml.in/yaml/v3 (the YAML organisation's
+// maintained yaml.v3) decodes them with unknown fields refused, so a typo
+// fails the run instead of silently measuring the default.
+//
+// A workload names the servers it measures (kfake, or an engine of
+// cmd/broker: memory, segment, pebble, badger), the topology and sync
+// policy they run under, its cells and its targets:
+//
+//	name: broker
+//	servers: [kfake, segment, pebble, badger]
+//	reference: kfake          # "over: kfake" divides by its figure
+//	reps: 3
+//	cells:
+//	  - name: throughput
+//	    steps:
+//	      - produce: {records: 1000000, record_bytes: 100, acks: all, idempotent: true}
+//	      - consume: {}
+//	    columns: [produce.records_per_s, {figure: produce.records_per_s, over: kfake}]
+//	targets:
+//	  - {name: produce, cell: throughput, server: segment, figure: produce.records_per_s, over: kfake, at_least: 0.8, gate: true}
+//
+// A cell is measured once per server per repetition, each time on a
+// fresh server on an empty directory; repetitions interleave the servers
+// (rep 1 of every server, then rep 2, ...) so that a machine that slows
+// down slows every server alike. A cell's steps run in order; each step
+// adds figures to the repetition, named STEP.FIGURE (the step's kind, or
+// its `as:` name when a cell has two of a kind), and the runner adds the
+// server's own (server.peak_rss_bytes). A figure's name carries its unit:
+// _per_s a rate, _s seconds, _bytes bytes, anything else a count.
+//
+// A target is (figure, bound): a statistic (median by default, or p50,
+// p90, p99, min, max) of a figure over a cell's repetitions on one
+// server, optionally over the same statistic on another server, judged
+// at_least or at_most its bound. The runner judges every target the same
+// way (package bench/result); no profile has a judge of its own.
+// Targets marked gate are the ratios cmd/benchcheck fails a regression on.
+//
+// -quick runs every cell once with its record counts and durations
+// divided by the workload's quick.divide: a smoke run that checks the
+// workload end to end, not a measurement.
+package workloads
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+//go:embed *.yaml
+var files embed.FS
+
+// Workload is one benchmark: what it measures, on which servers, and the
+// targets it is judged by.
+type Workload struct {
+	Name  string `yaml:"name" json:"name"`
+	Title string `yaml:"title" json:"title"`
+	// Description is the report's opening paragraph: how the workload
+	// runs, in words. Reports generate no prose from data.
+	Description string `yaml:"description,omitempty" json:"description,omitempty"`
+	// Servers are measured in this order in every repetition of every
+	// cell, unless the cell names its own.
+	Servers []string `yaml:"servers" json:"servers"`
+	// Reference is the server that "over" compares with.
+	Reference string   `yaml:"reference,omitempty" json:"reference,omitempty"`
+	Reps      int      `yaml:"reps" json:"reps"`
+	Quick     Quick    `yaml:"quick,omitempty" json:"quick,omitzero"`
+	Topology  Topology `yaml:"topology,omitempty" json:"topology,omitzero"`
+	Cells     []Cell   `yaml:"cells" json:"cells"`
+	Targets   []Target `yaml:"targets,omitempty" json:"targets,omitempty"`
+}
+
+// Quick says how -quick shrinks the workload.
+type Quick struct {
+	// Divide divides record counts and durations (default 10).
+	Divide int `yaml:"divide,omitempty" json:"divide,omitempty"`
+}
+
+// Topology is how the servers run.
+type Topology struct {
+	// Sync is the broker's -sync policy: always (the default), interval,
+	// never. kfake has none.
+	Sync string `yaml:"sync,omitempty" json:"sync,omitempty"`
+	// Partitions of the cell's topic (default 8).
+	Partitions int32 `yaml:"partitions,omitempty" json:"partitions,omitempty"`
+	// BrokerArgs are extra cmd/broker flags.
+	BrokerArgs []string `yaml:"broker_args,omitempty" json:"broker_args,omitempty"`
+}
+
+// Cell is one measurement repeated on every server.
+type Cell struct {
+	Name        string `yaml:"name" json:"name"`
+	Title       string `yaml:"title,omitempty" json:"title,omitempty"`
+	Description string `yaml:"description,omitempty" json:"description,omitempty"`
+	// Servers and Reps override the workload's for this cell.
+	Servers []string `yaml:"servers,omitempty" json:"servers,omitempty"`
+	Reps    int      `yaml:"reps,omitempty" json:"reps,omitempty"`
+	Steps   []Step   `yaml:"steps" json:"steps"`
+	// Columns are the report table's figures, a row per server.
+	Columns []Column `yaml:"columns" json:"columns"`
+}
+
+// Step is one thing a cell does; exactly one field is set.
+type Step struct {
+	// As names the step's figures when a cell has two steps of a kind.
+	As      string   `yaml:"as,omitempty" json:"as,omitempty"`
+	Produce *Produce `yaml:"produce,omitempty" json:"produce,omitempty"`
+	Consume *Consume `yaml:"consume,omitempty" json:"consume,omitempty"`
+}
+
+// Kind is the step's kind: the field that is set.
+func (s Step) Kind() string {
+	switch {
+	case s.Produce != nil:
+		return "produce"
+	case s.Consume != nil:
+		return "consume"
+	}
+	return ""
+}
+
+// Prefix is what the step's figures are named after.
+func (s Step) Prefix() string {
+	if s.As != "" {
+		return s.As
+	}
+	return s.Kind()
+}
+
+// Produce writes records to the cell's topic. Figures: records,
+// records_per_s, mb_per_s, ack_p50_s, ack_p99_s, ack_p999_s.
+type Produce struct {
+	// Records to produce; or, when 0, produce for Duration.
+	Records  int64         `yaml:"records,omitempty" json:"records,omitempty"`
+	Duration time.Duration `yaml:"duration,omitempty" json:"duration_ns,omitempty"`
+	// RecordBytes is each value's size (default 100).
+	RecordBytes int    `yaml:"record_bytes,omitempty" json:"record_bytes,omitempty"`
+	Acks        string `yaml:"acks,omitempty" json:"acks,omitempty"`
+	Idempotent  bool   `yaml:"idempotent,omitempty" json:"idempotent,omitempty"`
+	// InFlight bounds records not yet acknowledged (closed loop); 0 is
+	// franz-go's default.
+	InFlight int `yaml:"in_flight,omitempty" json:"in_flight,omitempty"`
+	// Rate in records per second makes the loop open; 0 is closed.
+	Rate    float64 `yaml:"rate,omitempty" json:"rate,omitempty"`
+	Clients int     `yaml:"clients,omitempty" json:"clients,omitempty"`
+}
+
+// Consume reads the cell's topic from the start, every record produced
+// before it. Figures: records, records_per_s, mb_per_s.
+type Consume struct{}
+
+// Column is a figure in a cell's table: its median [min–max] over the
+// repetitions, or, with Over, its median over the Over server's.
+type Column struct {
+	Figure string `yaml:"figure" json:"figure"`
+	Over   string `yaml:"over,omitempty" json:"over,omitempty"`
+	// Label is the column's header (default: the figure's name in words).
+	Label string `yaml:"label,omitempty" json:"label,omitempty"`
+}
+
+// UnmarshalYAML takes a bare figure name as a column too.
+func (c *Column) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		c.Figure = n.Value
+		return nil
+	}
+	type plain Column
+	return n.Decode((*plain)(c))
+}
+
+// Target is a figure against a bound.
+type Target struct {
+	// Name says what is judged; the server is added to it.
+	Name   string `yaml:"name" json:"name"`
+	Cell   string `yaml:"cell" json:"cell"`
+	Server string `yaml:"server" json:"server"`
+	Figure string `yaml:"figure" json:"figure"`
+	// Stat is median (the default), p50, p90, p99, min or max over the
+	// repetitions.
+	Stat string `yaml:"stat,omitempty" json:"stat,omitempty"`
+	// Over divides by the same statistic on this server.
+	Over    string   `yaml:"over,omitempty" json:"over,omitempty"`
+	AtLeast *float64 `yaml:"at_least,omitempty" json:"at_least,omitempty"`
+	AtMost  *float64 `yaml:"at_most,omitempty" json:"at_most,omitempty"`
+	// Gate makes a drop of this ratio fail cmd/benchcheck.
+	Gate bool `yaml:"gate,omitempty" json:"gate,omitempty"`
+}
+
+// Bound is the target's bound and whether it is a lower one.
+func (t Target) Bound() (bound float64, atLeast bool) {
+	if t.AtLeast != nil {
+		return *t.AtLeast, true
+	}
+	return *t.AtMost, false
+}
+
+// Names lists the embedded workloads.
+func Names() []string {
+	entries, _ := fs.Glob(files, "*.yaml")
+	for i, e := range entries {
+		entries[i] = strings.TrimSuffix(e, ".yaml")
+	}
+	return entries
+}
+
+// ErrUnknown: no embedded workload has that name.
+var ErrUnknown = errors.New("workloads: unknown workload")
+
+// Load reads the embedded workload called name, or, when name ends in
+// .yaml, the file at that path.
+func Load(name string) (*Workload, error) {
+	var data []byte
+	var err error
+	if strings.HasSuffix(name, ".yaml") {
+		data, err = os.ReadFile(name)
+	} else if data, err = files.ReadFile(name + ".yaml"); errors.Is(err, fs.ErrNotExist) {
+		err = fmt.Errorf("%w %q: want one of %s", ErrUnknown, name, strings.Join(Names(), ", "))
+	}
+	if err != nil {
+		return nil, err
+	}
+	w, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("workloads: %s: %w", name, err)
+	}
+	if w.Name == "" {
+		w.Name = strings.TrimSuffix(filepath.Base(name), ".yaml")
+	}
+	return w, nil
+}
+
+// Parse decodes and checks a workload.
+func Parse(data []byte) (*Workload, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var w Workload
+	if err := dec.Decode(&w); err != nil {
+		return nil, err
+	}
+	w.defaults()
+	return &w, w.check()
+}
+
+func (w *Workload) defaults() {
+	w.Reps = max(w.Reps, 1)
+	if w.Quick.Divide <= 0 {
+		w.Quick.Divide = 10
+	}
+	if w.Topology.Sync == "" {
+		w.Topology.Sync = "always"
+	}
+	if w.Topology.Partitions <= 0 {
+		w.Topology.Partitions = 8
+	}
+	for i := range w.Cells {
+		c := &w.Cells[i]
+		if len(c.Servers) == 0 {
+			c.Servers = w.Servers
+		}
+		if c.Reps <= 0 {
+			c.Reps = w.Reps
+		}
+		for _, s := range c.Steps {
+			if s.Produce != nil && s.Produce.RecordBytes <= 0 {
+				s.Produce.RecordBytes = 100
+			}
+		}
+	}
+}
+
+func (w *Workload) check() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if w.Reference != "" && !slices.Contains(w.Servers, w.Reference) {
+		bad("reference %q is not among the servers", w.Reference)
+	}
+	for _, c := range w.Cells {
+		if len(c.Steps) == 0 {
+			bad("cell %q: no steps", c.Name)
+		}
+		for i, s := range c.Steps {
+			if s.Kind() == "" {
+				bad("cell %q: step %d: no kind", c.Name, i+1)
+			}
+		}
+	}
+	for _, t := range w.Targets {
+		c := w.Cell(t.Cell)
+		switch {
+		case c == nil:
+			bad("target %q: no cell %q", t.Name, t.Cell)
+		case !slices.Contains(c.Servers, t.Server):
+			bad("target %q: cell %q does not run on %q", t.Name, t.Cell, t.Server)
+		case t.Over != "" && !slices.Contains(c.Servers, t.Over):
+			bad("target %q: cell %q does not run on %q", t.Name, t.Cell, t.Over)
+		case (t.AtLeast == nil) == (t.AtMost == nil):
+			bad("target %q: want one of at_least and at_most", t.Name)
+		}
+		if _, ok := StatQuantile(t.Stat); !ok {
+			bad("target %q: stat %q: want median, p50, p90, p99, min or max", t.Name, t.Stat)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// StatQuantile is the quantile a target's statistic reads (median 0.5,
+// min 0, max 1), and whether the statistic is known.
+func StatQuantile(stat string) (float64, bool) {
+	switch stat {
+	case "", "median", "p50":
+		return 0.5, true
+	case "p90":
+		return 0.9, true
+	case "p99":
+		return 0.99, true
+	case "min":
+		return 0, true
+	case "max":
+		return 1, true
+	}
+	return 0, false
+}
+
+// Cell is the cell called name, or nil.
+func (w *Workload) Cell(name string) *Cell {
+	for i := range w.Cells {
+		if w.Cells[i].Name == name {
+			return &w.Cells[i]
+		}
+	}
+	return nil
+}
+
+// Shrunk is the workload as -quick runs it: one repetition of every cell,
+// record counts and durations divided by Quick.Divide.
+func (w *Workload) Shrunk() *Workload {
+	q := *w
+	d := int64(w.Quick.Divide)
+	q.Reps = 1
+	q.Cells = slices.Clone(w.Cells)
+	for i := range q.Cells {
+		c := &q.Cells[i]
+		c.Reps = 1
+		c.Steps = slices.Clone(c.Steps)
+		for j := range c.Steps {
+			if p := c.Steps[j].Produce; p != nil {
+				shrunk := *p
+				shrunk.Records /= d
+				shrunk.Duration /= time.Duration(d)
+				c.Steps[j].Produce = &shrunk
+			}
+		}
+	}
+	return &q
+}
