@@ -1,6 +1,6 @@
 // Package clusterbench measures how fast a three-broker mini-kafka cluster
 // (every broker a controller voter, each a cmd/broker child process on
-// loopback ports, bench/server.Cluster) gets over its faults and its
+// loopback ports, bench/harness.Cluster) gets over its faults and its
 // chores: a kill -9 of the active controller until CreateTopics succeeds
 // again, a kill -9 of another broker until Metadata no longer lists it
 // nor any leadership on it, a new topic until every broker it is placed on
@@ -11,7 +11,7 @@
 //
 // Every figure is timed by the benchmark process from just before it acts
 // (the signal, the request, the exec) to the first answer that shows the
-// outcome, polling the brokers directly (bench/server.Direct) a few
+// outcome, polling the brokers directly (bench/harness.Direct) a few
 // milliseconds apart.
 package clusterbench
 
@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/minikafka/minikafka/bench"
-	"github.com/minikafka/minikafka/bench/server"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
 // Workloads of a cell.
@@ -66,7 +66,7 @@ type Config struct {
 	// restart at scale.
 	Engines      []string
 	ScaleEngines []string
-	server.Bench
+	bench.Servers
 
 	Kills int
 	// Topics are created on the first engine, OtherTopics on each other
@@ -192,7 +192,7 @@ func (c *Config) defaults() {
 	bench.Default(&c.ScalePartitions, DefaultScalePartitions)
 	bench.Default(&c.ScaleRF, DefaultScaleRF)
 	bench.Default(&c.Restarts, DefaultRestarts)
-	c.Bench.Defaults()
+	c.Servers.Defaults()
 }
 
 // Run measures every engine in turn, then the restart at scale. A measurement that fails is recorded in its cell
@@ -241,14 +241,14 @@ func measureAll(ctx context.Context, cfg *Config, res *Result) error {
 
 // startCluster starts a fresh cluster of engine under dir, named for what
 // it is for.
-func startCluster(ctx context.Context, cfg *Config, engine, name string) (*server.Cluster, string, error) {
+func startCluster(ctx context.Context, cfg *Config, engine, name string) (*harness.Cluster, string, error) {
 	dir := filepath.Join(cfg.Dir, engine+"-"+name)
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, "", err
 	}
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	c, err := server.StartCluster(sctx, server.ClusterConfig{Bin: cfg.Bin, Engine: engine, Brokers: DefaultBrokers,
+	c, err := harness.StartCluster(sctx, harness.ClusterConfig{Bin: cfg.Bin, Engine: engine, Brokers: DefaultBrokers,
 		Dir: dir, Sync: cfg.Sync, Args: cfg.Args, Log: cfg.ServerLog})
 	return c, dir, err
 }

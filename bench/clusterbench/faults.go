@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka/bench"
-	"github.com/minikafka/minikafka/bench/server"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
 // Bounds on the waits of one measurement: far beyond any target, so that
@@ -26,7 +26,7 @@ const (
 // to the survivors in turn (each forwards it to whichever controller it
 // finds) until one succeeds; then starts the killed node again and waits
 // until every node lists three brokers.
-func controllerFailover(ctx context.Context, c *server.Cluster, round int) Rep {
+func controllerFailover(ctx context.Context, c *harness.Cluster, round int) Rep {
 	ctl, err := c.Controller(ctx)
 	if err != nil {
 		return failed(err)
@@ -61,7 +61,7 @@ func controllerFailover(ctx context.Context, c *server.Cluster, round int) Rep {
 // restart waits until the last registration of node id is fenced, starts
 // it again and waits until every node lists every broker: then the new
 // process is registered and unfenced.
-func restart(ctx context.Context, c *server.Cluster, id int32) error {
+func restart(ctx context.Context, c *harness.Cluster, id int32) error {
 	rctx, cancel := context.WithTimeout(ctx, recoverWait)
 	defer cancel()
 	if err := c.WaitFenced(rctx, id); err != nil {
@@ -80,7 +80,7 @@ func restart(ctx context.Context, c *server.Cluster, id int32) error {
 // already exists counts as created: an earlier attempt whose answer was
 // lost made it.
 func createTopic(ctx context.Context, addr, topic string, partitions int32, rf int16) error {
-	d, err := server.Dial(addr)
+	d, err := harness.Dial(addr)
 	if err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func createTopic(ctx context.Context, addr, topic string, partitions int32, rf i
 // (each broker leads one), kills a broker other than the controller, and
 // polls both survivors until neither lists it nor shows a partition led
 // by it or by nobody; then starts it again and waits for the ISRs to fill.
-func brokerFailure(ctx context.Context, c *server.Cluster, round int) Rep {
+func brokerFailure(ctx context.Context, c *harness.Cluster, round int) Rep {
 	topic := fmt.Sprintf("fence-%d", round)
 	sctx, cancel := context.WithTimeout(ctx, recoverWait)
 	defer cancel()
@@ -133,9 +133,9 @@ func brokerFailure(ctx context.Context, c *server.Cluster, round int) Rep {
 	if led == 0 {
 		return failed(fmt.Errorf("broker %d leads no partition of %s", victim, topic))
 	}
-	var probes []*server.Direct
+	var probes []*harness.Direct
 	for _, id := range c.Others(victim) {
-		d, err := server.Dial(c.Node(id).Addr)
+		d, err := harness.Dial(c.Node(id).Addr)
 		if err != nil {
 			return failed(err)
 		}
@@ -163,7 +163,7 @@ func brokerFailure(ctx context.Context, c *server.Cluster, round int) Rep {
 
 // awaitFenced polls every probe until its Metadata lists victim neither
 // as a broker nor as a leader of topic, and every partition has a leader.
-func awaitFenced(ctx context.Context, probes []*server.Direct, topic string, victim int32) error {
+func awaitFenced(ctx context.Context, probes []*harness.Direct, topic string, victim int32) error {
 	octx, cancel := context.WithTimeout(ctx, outcomeWait)
 	defer cancel()
 	done := make([]bool, len(probes))

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/minikafka/minikafka/bench"
-	"github.com/minikafka/minikafka/bench/server"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
 // scaleBatch is how many topics one CreateTopics of the setup asks for.
@@ -57,7 +57,7 @@ func scaleTopic(i int) string { return fmt.Sprintf("scale-%04d", i) }
 
 // createScaleTopics creates n topics in requests of scaleBatch and waits
 // until every partition has a leader.
-func createScaleTopics(ctx context.Context, c *server.Cluster, n int, partitions int32, rf int16) error {
+func createScaleTopics(ctx context.Context, c *harness.Cluster, n int, partitions int32, rf int16) error {
 	cl, err := c.Client()
 	if err != nil {
 		return err
@@ -108,7 +108,7 @@ func createScaleTopics(ctx context.Context, c *server.Cluster, n int, partitions
 // restartOnce stops a broker other than the controller (in turn), starts
 // it again and times it until it serves: listed by itself, and a produce
 // to one of its partitions, drawn at random, acknowledged.
-func restartOnce(ctx context.Context, c *server.Cluster, round int) Rep {
+func restartOnce(ctx context.Context, c *harness.Cluster, round int) Rep {
 	rctx, cancel := context.WithTimeout(ctx, recoverWait)
 	defer cancel()
 	ctl, err := c.Controller(rctx)
@@ -159,7 +159,7 @@ func restartOnce(ctx context.Context, c *server.Cluster, round int) Rep {
 // serveAgain execs node id and waits, from just before the exec, until
 // its own Metadata lists it unfenced and a produce to partition of topic,
 // which it leads, is acknowledged (both tried at once).
-func serveAgain(ctx context.Context, c *server.Cluster, id int32, topic string, partition int32, r *Rep) error {
+func serveAgain(ctx context.Context, c *harness.Cluster, id int32, topic string, partition int32, r *Rep) error {
 	octx, cancel := context.WithTimeout(ctx, outcomeWait)
 	defer cancel()
 	node := c.Node(id)
@@ -191,7 +191,7 @@ func serveAgain(ctx context.Context, c *server.Cluster, id int32, topic string, 
 // awaitListed polls the broker at addr until its Metadata lists broker id
 // (that is unfenced: Metadata leaves fenced brokers out).
 func awaitListed(ctx context.Context, addr string, id int32) error {
-	d, err := server.Dial(addr)
+	d, err := harness.Dial(addr)
 	if err != nil {
 		return err
 	}
@@ -214,7 +214,7 @@ func awaitListed(ctx context.Context, addr string, id int32) error {
 
 // produceTo produces one record to partition of topic through a new
 // client seeded with every node, retrying as fast as ProducerOpts allow.
-func produceTo(ctx context.Context, c *server.Cluster, topic string, partition int32) error {
+func produceTo(ctx context.Context, c *harness.Cluster, topic string, partition int32) error {
 	cl, err := kgo.NewClient(append(ProducerOpts(), kgo.SeedBrokers(addrs(c)...), kgo.RequiredAcks(kgo.AllISRAcks()))...)
 	if err != nil {
 		return err
@@ -224,7 +224,7 @@ func produceTo(ctx context.Context, c *server.Cluster, topic string, partition i
 }
 
 // addrs are every node's address, running or not.
-func addrs(c *server.Cluster) []string {
+func addrs(c *harness.Cluster) []string {
 	var out []string
 	for _, n := range c.Nodes() {
 		out = append(out, n.Addr)

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka/bench"
-	"github.com/minikafka/minikafka/bench/server"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
 // ProducerOpts are the franz-go options of the benchmark's producers
@@ -37,7 +37,7 @@ func ProducerOpts() []kgo.Opt {
 // times each until every broker it is placed on lists it with a leader
 // for every partition and a produce of one record to every partition is
 // acknowledged with acks=all (and, beside it, with acks=1).
-func topicCreation(ctx context.Context, c *server.Cluster, n int, partitions int32) []Rep {
+func topicCreation(ctx context.Context, c *harness.Cluster, n int, partitions int32) []Rep {
 	fail := func(err error) []Rep { return []Rep{failed(err)} }
 	all, err := c.Client(append(ProducerOpts(), kgo.RequiredAcks(kgo.AllISRAcks()))...)
 	if err != nil {
@@ -49,9 +49,9 @@ func topicCreation(ctx context.Context, c *server.Cluster, n int, partitions int
 		return fail(err)
 	}
 	defer one.Close()
-	probes := map[int32]*server.Direct{}
+	probes := map[int32]*harness.Direct{}
 	for _, nd := range c.Nodes() {
-		d, err := server.Dial(nd.Addr)
+		d, err := harness.Dial(nd.Addr)
 		if err != nil {
 			return fail(err)
 		}
@@ -69,7 +69,7 @@ func topicCreation(ctx context.Context, c *server.Cluster, n int, partitions int
 	return out
 }
 
-func createOne(ctx context.Context, via, topic string, partitions int32, probes map[int32]*server.Direct, all, one *kgo.Client) Rep {
+func createOne(ctx context.Context, via, topic string, partitions int32, probes map[int32]*harness.Direct, all, one *kgo.Client) Rep {
 	octx, cancel := context.WithTimeout(ctx, outcomeWait)
 	defer cancel()
 	start := time.Now()
@@ -111,7 +111,7 @@ func produceEach(ctx context.Context, cl *kgo.Client, topic string, partitions i
 // awaitPlaced polls until the Metadata of every broker topic is placed on
 // (its replicas, as the first broker to list it says) lists it with a
 // leader for each of its partitions.
-func awaitPlaced(ctx context.Context, probes map[int32]*server.Direct, topic string, partitions int32) error {
+func awaitPlaced(ctx context.Context, probes map[int32]*harness.Direct, topic string, partitions int32) error {
 	var placed map[int32]bool // broker -> listed with leaders
 	for {
 		for id, d := range probes {

@@ -29,7 +29,7 @@ import (
 	"github.com/minikafka/minikafka/admin"
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/load"
-	"github.com/minikafka/minikafka/bench/server"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
 // The shape of the run.
@@ -57,7 +57,7 @@ const (
 
 // Config is one run.
 type Config struct {
-	server.Bench
+	bench.Servers
 	Engines []string
 	// Bytes is the topic's size when the move starts.
 	Bytes int64
@@ -73,7 +73,7 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	c.Bench.Defaults()
+	c.Servers.Defaults()
 	if c.Bytes <= 0 {
 		c.Bytes = DefaultBytes
 	}
@@ -188,7 +188,7 @@ func moveOn(ctx context.Context, cfg Config, engine string) (out Run) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	c, err := server.StartCluster(sctx, server.ClusterConfig{Bin: cfg.Bin, Engine: engine, Brokers: Brokers,
+	c, err := harness.StartCluster(sctx, harness.ClusterConfig{Bin: cfg.Bin, Engine: engine, Brokers: Brokers,
 		Dir: filepath.Join(cfg.Dir, "reassign-"+engine), Sync: cfg.Sync, Log: cfg.ServerLog,
 		Args: append([]string{"-min-insync-replicas", fmt.Sprint(MinISR)}, cfg.Args...)})
 	if err != nil {

@@ -1,6 +1,6 @@
 // Package replbench measures mini-kafka's ISR replication over each
 // storage engine, the same replication on every one: a three-broker
-// cluster (bench/server.Cluster, every broker a controller voter, each a
+// cluster (bench/harness.Cluster, every broker a controller voter, each a
 // cmd/broker child process) with replication factor 3 and
 // min.insync.replicas 2 against one broker at RF 1, under the same
 // franz-go load in the same run; acks=all latency at half the peak rate;
@@ -24,7 +24,7 @@ import (
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/logbench"
-	"github.com/minikafka/minikafka/bench/server"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
 // Workloads of a cell.
@@ -88,7 +88,7 @@ const (
 // Config is one run of the replication profile.
 type Config struct {
 	Engines []string
-	server.Bench
+	bench.Servers
 
 	RecordBytes int
 	Partitions  int32
@@ -267,7 +267,7 @@ func (c *Config) defaults() {
 	if c.Ingest.Records <= 0 {
 		c.Ingest = logbench.Default()
 	}
-	c.Bench.Defaults()
+	c.Servers.Defaults()
 }
 
 // Run measures every engine in turn. A measurement that fails is
@@ -303,7 +303,7 @@ type engineRun struct {
 	res    *Result
 	engine string
 	dir    string
-	c      *server.Cluster
+	c      *harness.Cluster
 }
 
 func (e *engineRun) add(workload string, r Rep) { e.res.add(e.engine, workload, r) }
@@ -324,7 +324,7 @@ func measureEngine(ctx context.Context, cfg *Config, res *Result, engine string)
 	defer os.RemoveAll(e.dir)
 	e.ingest()
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	c, err := server.StartCluster(sctx, server.ClusterConfig{Bin: cfg.Bin, Engine: engine, Brokers: Replicas,
+	c, err := harness.StartCluster(sctx, harness.ClusterConfig{Bin: cfg.Bin, Engine: engine, Brokers: Replicas,
 		Dir: filepath.Join(e.dir, "cluster"), Sync: cfg.Sync, Args: append([]string{"-min-insync-replicas", fmt.Sprint(MinISR)}, cfg.Args...),
 		Log: cfg.ServerLog})
 	cancel()

@@ -14,15 +14,14 @@ import (
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/load"
-	"github.com/minikafka/minikafka/bench/proc"
-	"github.com/minikafka/minikafka/bench/server"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
 // throughput alternates closed-loop produce runs on one broker at RF 1
 // and on the cluster at RF 3, each on a fresh topic deleted afterwards,
 // then measures the latency at half the peak.
 func (e *engineRun) throughput(ctx context.Context) {
-	single, err := server.Broker(e.cfg.Bin, e.engine, e.cfg.Partitions, e.cfg.Args, e.cfg.ServerLog)(ctx, e.singleDir(), e.cfg.Sync)
+	single, err := harness.Broker(e.cfg.Bin, e.engine, e.cfg.Partitions, e.cfg.Args, e.cfg.ServerLog)(ctx, e.singleDir(), e.cfg.Sync)
 	if err != nil {
 		e.add(ProduceRF1, failed(fmt.Errorf("start the single broker: %w", err)))
 	} else {
@@ -33,7 +32,7 @@ func (e *engineRun) throughput(ctx context.Context) {
 			return
 		}
 		if single != nil {
-			r := e.measuredRun(ctx, []*proc.Child{single.Child}, []string{single.Addr()}, []string{e.singleDir()}, fmt.Sprintf("rf1-%d", i), 1)
+			r := e.measuredRun(ctx, []*harness.Child{single.Child}, []string{single.Addr()}, []string{e.singleDir()}, fmt.Sprintf("rf1-%d", i), 1)
 			e.logf("RF 1 run %d: %s", i+1, sayRun(r))
 			e.add(ProduceRF1, r)
 		}
@@ -91,8 +90,8 @@ func sayRun(r Rep) string {
 }
 
 // brokers are the cluster's broker processes.
-func (e *engineRun) brokers() []*proc.Child {
-	var out []*proc.Child
+func (e *engineRun) brokers() []*harness.Child {
+	var out []*harness.Child
 	for _, n := range e.c.Running() {
 		out = append(out, n.Child())
 	}
@@ -103,7 +102,7 @@ func (e *engineRun) brokers() []*proc.Child {
 // brokers spent on it: the CPU of their processes and the flush requests
 // of the data directory's block device over the produce (the topic's
 // creation and deletion left out).
-func (e *engineRun) measuredRun(ctx context.Context, brokers []*proc.Child, seeds, dirs []string, topic string, rf int16) Rep {
+func (e *engineRun) measuredRun(ctx context.Context, brokers []*harness.Child, seeds, dirs []string, topic string, rf int16) Rep {
 	disk, uerr := bench.DiskFor(e.dir)
 	var before, spent usage
 	r := e.produceRun(ctx, seeds, dirs, topic, rf, 0, func(begin bool) {
@@ -139,10 +138,10 @@ type usage struct {
 
 func (u usage) sub(o usage) usage { return usage{cpu: u.cpu - o.cpu, flushes: u.flushes - o.flushes} }
 
-func usageOf(brokers []*proc.Child, disk *bench.Disk) (usage, error) {
+func usageOf(brokers []*harness.Child, disk *bench.Disk) (usage, error) {
 	var u usage
 	for _, b := range brokers {
-		c, err := proc.CPU(b.Pid())
+		c, err := harness.CPU(b.Pid())
 		if err != nil {
 			return usage{}, err
 		}
@@ -172,7 +171,7 @@ func (e *engineRun) produceRun(ctx context.Context, seeds, dirs []string, topic 
 		deleteTopic(ctx, seeds, topic)
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		if err := server.WaitDeleted(wctx, id, dirs...); err != nil {
+		if err := harness.WaitDeleted(wctx, id, dirs...); err != nil {
 			e.logf("%v", err)
 		}
 	}()

@@ -26,8 +26,8 @@ import (
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/load"
 	"github.com/minikafka/minikafka/bench/result"
-	"github.com/minikafka/minikafka/bench/server"
 	"github.com/minikafka/minikafka/bench/workloads"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
 // Config is one run of a workload.
@@ -36,7 +36,7 @@ type Config struct {
 	// Quick marks the workload as shrunk for a smoke run.
 	Quick bool
 	// Start says how each server the workload names starts.
-	Start func(name string) server.Start
+	Start func(name string) harness.Starter
 	// Dir holds the servers' data directories, one fresh per repetition.
 	Dir string
 	// Log gets a line per repetition; Bar, when set, draws progress.

@@ -24,7 +24,7 @@ func TestEmbeddedWorkloadsParse(t *testing.T) {
 
 func TestParseRefuses(t *testing.T) {
 	cases := map[string]string{
-		"unknown field": "servers: [kfake]\ncells: [{name: a, steps: [{produce: {records: 1, recrods: 2}}]}]",
+		"unknown field":   "servers: [kfake]\ncells: [{name: a, steps: [{produce: {records: 1, recrods: 2}}]}]",
 		"step of no kind": "servers: [kfake]\ncells: [{name: a, steps: [{as: x}]}]",
 		"target on no cell": "servers: [kfake]\ncells: [{name: a, steps: [{consume: {}}]}]\n" +
 			"targets: [{name: t, cell: b, server: kfake, figure: f, at_least: 1}]",

@@ -8,7 +8,7 @@ import (
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/clusterbench"
-	"github.com/minikafka/minikafka/bench/server"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
 func init() {
@@ -86,7 +86,7 @@ func (o *clusterPlan) measure(ctx context.Context, e *env) error {
 	o.cfg.Log, o.cfg.ServerLog = e.stderr, logs
 	o.cfg.Setup = []string{
 		fmt.Sprintf("brokers: `broker %s` as child processes (built from ./cmd/broker), every one a controller voter, their output in a log beside the data",
-			strings.Join(append(server.ClusterArgs("ENGINE", 0, "DIR", "ADDR", "CONTROLLER_ADDR", "1@…,2@…,3@…", o.cfg.Sync), o.cfg.Args...), " ")),
+			strings.Join(append(harness.ClusterArgs("ENGINE", 0, "DIR", "ADDR", "CONTROLLER_ADDR", "1@…,2@…,3@…", o.cfg.Sync), o.cfg.Args...), " ")),
 		"clients: franz-go in the benchmark process (kadm for admin requests, direct requests to one broker for the probes)",
 	}
 	res, err := clusterbench.Run(ctx, o.cfg)

@@ -24,7 +24,7 @@
 // the JSON it was rendered from; cmd/benchcheck compares a new run's
 // ratios with the committed one. The profile registry is in profiles.go:
 // a new report is a new profile file; the cluster profile's cells are on
-// a bench.Topology of several brokers (bench/server.Cluster starts them).
+// a bench.Topology of several brokers (bench/harness.Cluster starts them).
 //
 // The end-to-end matrix (bench/matrix) starts mini-kafka's broker once per
 // cell over each storage engine, franz-go's kfake and NATS JetStream, and
@@ -61,7 +61,7 @@ import (
 	"syscall"
 
 	"github.com/minikafka/minikafka/bench/logbench"
-	"github.com/minikafka/minikafka/bench/server"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
 func main() {
@@ -75,10 +75,10 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch {
-	case len(args) > 0 && args[0] == server.ServeKfakeCmd:
+	case len(args) > 0 && args[0] == harness.ServeKfakeCmd:
 		// The benchmark runs kfake as a child process of its own binary,
 		// like the broker, so that both are measured the same way.
-		err = server.ServeKfake(ctx, args[1:], stdout, stderr)
+		err = harness.ServeKfake(ctx, args[1:], stdout, stderr)
 	case len(args) > 0 && args[0] == logbench.ChildCmd:
 		// The engines profile kills engines in child processes of its own
 		// binary (logbench.ServeChild).

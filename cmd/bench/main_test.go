@@ -13,13 +13,13 @@ import (
 
 	"github.com/minikafka/minikafka/bench/matrix"
 	"github.com/minikafka/minikafka/bench/report"
-	"github.com/minikafka/minikafka/bench/server"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
 // TestMain lets the test binary serve kfake for the end-to-end test, as
 // the bench binary does for itself.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == server.ServeKfakeCmd {
+	if len(os.Args) > 1 && os.Args[1] == harness.ServeKfakeCmd {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())

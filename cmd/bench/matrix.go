@@ -13,6 +13,7 @@ import (
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/matrix"
 	"github.com/minikafka/minikafka/bench/report"
+	"github.com/minikafka/minikafka/broker/harness"
 	"github.com/minikafka/minikafka/engine"
 )
 
@@ -92,9 +93,9 @@ func (o *matrixPlan) measure(ctx context.Context, e *env) error {
 	if len(names) == 0 {
 		return usageErr("-targets is empty")
 	}
-	root, err := moduleRoot(ctx)
+	root, err := harness.ModuleRoot(ctx)
 	if err != nil {
-		return err
+		return usageErr("%v", err)
 	}
 	dataDir, err := e.dataDir()
 	if err != nil {
@@ -186,12 +187,11 @@ func (o *matrixPlan) binaries(ctx context.Context, e *env, root string, names []
 		return b
 	}
 	if b.broker == "" {
-		b.broker = filepath.Join(tmp, "broker")
-		b.brokerErr = goBuild(ctx, root, "./cmd/broker", b.broker, e.stderr)
+		b.broker, b.brokerErr = harness.BuildBroker(ctx, tmp, "", e.stderr)
 	}
 	if b.peers == "" && slices.Contains(names, targetNATS) {
 		b.peers = filepath.Join(tmp, "peers")
-		b.peersErr = goBuild(ctx, filepath.Join(root, "bench", "peers"), ".", b.peers, e.stderr)
+		b.peersErr = harness.GoBuild(ctx, filepath.Join(root, "bench", "peers"), ".", b.peers, e.stderr)
 	}
 	for _, err := range []error{b.brokerErr, b.peersErr} {
 		if err != nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/reassign"
-	"github.com/minikafka/minikafka/bench/server"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
 func init() {
@@ -54,7 +54,7 @@ func (o *reassignPlan) measure(ctx context.Context, e *env) error {
 	o.cfg.Bin, o.cfg.Args, o.cfg.Dir, o.cfg.Command = bin, strings.Fields(o.brokerArgs), dir, e.command
 	o.cfg.Log, o.cfg.ServerLog = e.stderr, logs
 	o.cfg.Setup = []string{
-		"cluster: `broker " + strings.Join(append(server.ClusterArgs("ENGINE", 0, "DIR", "ADDR", "CONTROLLER_ADDR", "1@…,2@…,3@…,4@…", o.cfg.Sync),
+		"cluster: `broker " + strings.Join(append(harness.ClusterArgs("ENGINE", 0, "DIR", "ADDR", "CONTROLLER_ADDR", "1@…,2@…,3@…,4@…", o.cfg.Sync),
 			"-min-insync-replicas", "2"), " ") + strings.TrimSpace(" "+o.brokerArgs) + "` as child processes (built from ./cmd/broker), every one a controller voter",
 	}
 	res, err := reassign.Measure(ctx, o.cfg)

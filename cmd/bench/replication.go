@@ -10,7 +10,7 @@ import (
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/logbench"
 	"github.com/minikafka/minikafka/bench/replbench"
-	"github.com/minikafka/minikafka/bench/server"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
 func init() {
@@ -87,10 +87,10 @@ func (o *replicationPlan) measure(ctx context.Context, e *env) error {
 	o.cfg.Log, o.cfg.ServerLog = e.stderr, logs
 	o.cfg.Setup = []string{
 		fmt.Sprintf("cluster: `broker %s` as child processes (built from ./cmd/broker), every one a controller voter",
-			strings.Join(append(append(server.ClusterArgs("ENGINE", 0, "DIR", "ADDR", "CONTROLLER_ADDR", "1@…,2@…,3@…", o.cfg.Sync),
+			strings.Join(append(append(harness.ClusterArgs("ENGINE", 0, "DIR", "ADDR", "CONTROLLER_ADDR", "1@…,2@…,3@…", o.cfg.Sync),
 				"-min-insync-replicas", fmt.Sprint(replbench.MinISR)), o.cfg.Args...), " ")),
 		fmt.Sprintf("single broker: `broker %s` as a child process (no cluster flags: a one-node cluster)",
-			strings.Join(append(server.BrokerArgs("ENGINE", "DIR", "ADDR", "METRICS_ADDR", o.cfg.Sync, o.cfg.Partitions), o.cfg.Args...), " ")),
+			strings.Join(append(harness.BrokerArgs("ENGINE", "DIR", "ADDR", "METRICS_ADDR", o.cfg.Sync, o.cfg.Partitions), o.cfg.Args...), " ")),
 		"clients: franz-go in the benchmark process; the bulk ingest runs in the benchmark process too, on the same disk",
 	}
 	res, err := replbench.Run(ctx, o.cfg)

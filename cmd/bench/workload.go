@@ -10,8 +10,8 @@ import (
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/result"
 	"github.com/minikafka/minikafka/bench/runner"
-	"github.com/minikafka/minikafka/bench/server"
 	"github.com/minikafka/minikafka/bench/workloads"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
 // Every embedded workload (bench/workloads/NAME.yaml) is a profile, and
@@ -95,16 +95,16 @@ func (p *workloadPlan) measure(ctx context.Context, e *env) error {
 	}
 	cfg := runner.Config{
 		Workload: w, Quick: p.quick, Dir: dir, Log: e.stderr, Bar: e.bar(false), Command: e.command,
-		Start: func(name string) server.Start {
+		Start: func(name string) harness.Starter {
 			if name == "kfake" {
-				return server.Kfake(me, w.Topology.Partitions, logs)
+				return harness.Kfake(me, w.Topology.Partitions, logs)
 			}
-			return server.Broker(bin, name, w.Topology.Partitions, w.Topology.BrokerArgs, logs)
+			return harness.Broker(bin, name, w.Topology.Partitions, w.Topology.BrokerArgs, logs)
 		},
 		Setup: []string{
 			"kfake: `bench serve-kfake` (this binary) as a child process (franz-go kfake, one broker, in memory, never fsyncs)",
 			fmt.Sprintf("broker: `%s %s` as a child process, fresh for every engine and repetition", desc,
-				strings.Join(append(server.BrokerArgs("ENGINE", "DIR", "ADDR", "METRICS_ADDR", w.Topology.Sync, w.Topology.Partitions), w.Topology.BrokerArgs...), " ")),
+				strings.Join(append(harness.BrokerArgs("ENGINE", "DIR", "ADDR", "METRICS_ADDR", w.Topology.Sync, w.Topology.Partitions), w.Topology.BrokerArgs...), " ")),
 			"client: franz-go in the benchmark process; the servers run in their own processes on the same machine",
 		},
 	}

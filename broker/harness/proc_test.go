@@ -1,4 +1,4 @@
-package proc
+package harness
 
 import (
 	"context"
@@ -18,13 +18,6 @@ import (
 // childEnv makes the test binary a child that listens, prints its address
 // and serves until SIGTERM, so the tests need no other program.
 const childEnv = "PROC_TEST_CHILD"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) != "" {
-		os.Exit(listen())
-	}
-	os.Exit(m.Run())
-}
 
 func listen() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
@@ -46,7 +39,7 @@ func startSelf(t *testing.T) *Child {
 	self, err := os.Executable()
 	require.NoError(t, err)
 	t.Setenv(childEnv, "1")
-	c, err := Start(context.Background(), Config{Path: self, Args: []string{"-test.run=^$"}, Ready: 20 * time.Second})
+	c, err := StartChild(context.Background(), ChildConfig{Path: self, Args: []string{"-test.run=^$"}, Ready: 20 * time.Second})
 	require.NoError(t, err)
 	return c
 }
@@ -75,13 +68,13 @@ func TestKill(t *testing.T) {
 }
 
 func TestChildThatExitsIsAnError(t *testing.T) {
-	_, err := Start(context.Background(), Config{Path: "/bin/false", Ready: 5 * time.Second})
+	_, err := StartChild(context.Background(), ChildConfig{Path: "/bin/false", Ready: 5 * time.Second})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no address")
 
 	addr, err := FreeAddr()
 	require.NoError(t, err)
-	_, err = Start(context.Background(), Config{Path: "/bin/sh", Args: []string{"-c", "echo no such engine >&2; exit 3"},
+	_, err = StartChild(context.Background(), ChildConfig{Path: "/bin/sh", Args: []string{"-c", "echo no such engine >&2; exit 3"},
 		Addr: addr, Ready: 5 * time.Second})
 	require.Error(t, err, "a child that never listens")
 	assert.Contains(t, err.Error(), "exit status 3")

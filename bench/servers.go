@@ -1,18 +1,16 @@
-package server
+package bench
 
 import (
 	"cmp"
 	"fmt"
 	"io"
 	"os"
-
-	"github.com/minikafka/minikafka/bench"
 )
 
-// Bench is what a benchmark of child-process clusters is configured with
-// besides its own measurements: the brokers it starts, where their data
-// and output go, and what its report says about how it ran.
-type Bench struct {
+// Servers is what a benchmark of child-process clusters is configured
+// with besides its own measurements: the brokers it starts, where their
+// data and output go, and what its report says about how it ran.
+type Servers struct {
 	// Bin is cmd/broker; Sync the brokers' -sync policy; Args extra
 	// broker flags.
 	Bin  string
@@ -31,17 +29,17 @@ type Bench struct {
 }
 
 // Defaults fills what was left unset.
-func (b *Bench) Defaults() {
-	b.Sync = cmp.Or(b.Sync, DefaultSync)
+func (b *Servers) Defaults() {
+	b.Sync = cmp.Or(b.Sync, "always")
 	b.Log, b.ServerLog = cmp.Or(b.Log, io.Discard), cmp.Or(b.ServerLog, io.Discard)
 }
 
 // Begin makes Dir and records the start of the run.
-func (b *Bench) Begin() (bench.Facts, error) {
+func (b *Servers) Begin() (Facts, error) {
 	if err := os.MkdirAll(b.Dir, 0o755); err != nil {
-		return bench.Facts{}, fmt.Errorf("benchmark directory: %w", err)
+		return Facts{}, fmt.Errorf("benchmark directory: %w", err)
 	}
-	f := bench.Begin(b.Dir, b.Command)
+	f := Begin(b.Dir, b.Command)
 	f.Setup = b.Setup
 	return f, nil
 }

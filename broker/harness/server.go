@@ -1,12 +1,21 @@
-// Package server starts the servers the benchmarks measure, each as a child
-// process on its own data directory (bench/proc), so that its CPU, memory
-// and I/O are its own and it can be killed: mini-kafka's broker over one
-// engine (cmd/broker), a cluster of them (Cluster: every broker a
-// controller voter, killed, stopped and started again by node id),
-// franz-go's in-memory kfake (the serve-kfake command of cmd/bench,
-// ServeKfake here), and NATS JetStream (the peers command of the
-// bench/peers module).
-package server
+// Package harness starts the brokers and clusters that tests, interop
+// suites and benchmarks run against, and owns what they share: the one
+// build of cmd/broker (BuildBroker, RunWithBroker), child processes and
+// their /proc figures (StartChild), free ports, the servers a benchmark
+// measures (Broker, Kfake, NATS: a Starter each), clusters of cmd/broker
+// processes on loopback ports or in network namespaces (StartCluster,
+// netlab), topic creation and the waits on a cluster's metadata
+// (WaitBrokers, WaitLeaders, WaitISR, WaitFenced, WaitDeleted), and
+// direct requests to one broker (Dial). It imports no testing package:
+// broker/brokertest and interop/interoptest wrap it for tests, and
+// cmd/bench uses it as it is.
+//
+// kfake runs as a child process of the benchmark's own binary (the
+// serve-kfake subcommand, ServeKfake here) and NATS JetStream as the
+// bench/peers module's command, so that every server is measured the same
+// way.
+
+package harness
 
 import (
 	"context"
@@ -16,41 +25,39 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
-
-	"github.com/minikafka/minikafka/bench/proc"
 )
 
 // Server is a running server under test.
 type Server struct {
-	*proc.Child
+	*Child
 	// MetricsURL is the broker's /metrics, or "" for servers without it.
 	MetricsURL string
 }
 
-// Start starts a server on dir under a sync policy ("always", "interval"
+// Starter starts a server on dir under a sync policy ("always", "interval"
 // or "never"; servers that have none ignore it). Starting again on the
 // same dir is a restart.
-type Start func(ctx context.Context, dir, sync string) (*Server, error)
+type Starter func(ctx context.Context, dir, sync string) (*Server, error)
 
 // DefaultSync is the sync policy a benchmark's servers run under when its
 // config names none: cmd/broker's default, every write on disk before it
 // is acknowledged.
 const DefaultSync = "always"
 
-// Failing is a Start that always fails with err: a target whose binary did
+// Failing is a Starter that always fails with err: a target whose binary did
 // not build fails its cells, not the run.
-func Failing(err error) Start {
+func Failing(err error) Starter {
 	return func(context.Context, string, string) (*Server, error) { return nil, err }
 }
 
-// child makes a Start of a function that says how to run the process.
-func child(cfg func(dir, sync string) (proc.Config, string, error)) Start {
+// child makes a Starter of a function that says how to run the process.
+func child(cfg func(dir, sync string) (ChildConfig, string, error)) Starter {
 	return func(ctx context.Context, dir, sync string) (*Server, error) {
 		c, metricsURL, err := cfg(dir, sync)
 		if err != nil {
 			return nil, err
 		}
-		ch, err := proc.Start(ctx, c)
+		ch, err := StartChild(ctx, c)
 		if err != nil {
 			return nil, err
 		}
@@ -67,18 +74,18 @@ func BrokerArgs(engine, dir, addr, metricsAddr, sync string, partitions int32) [
 
 // Broker starts bin (cmd/broker) over engine on free ports, with extra
 // broker flags after the usual ones; its stderr goes to logs.
-func Broker(bin, engine string, partitions int32, extra []string, logs io.Writer) Start {
-	return child(func(dir, sync string) (proc.Config, string, error) {
-		addr, err := proc.FreeAddr()
+func Broker(bin, engine string, partitions int32, extra []string, logs io.Writer) Starter {
+	return child(func(dir, sync string) (ChildConfig, string, error) {
+		addr, err := FreeAddr()
 		if err != nil {
-			return proc.Config{}, "", err
+			return ChildConfig{}, "", err
 		}
-		maddr, err := proc.FreeAddr()
+		maddr, err := FreeAddr()
 		if err != nil {
-			return proc.Config{}, "", err
+			return ChildConfig{}, "", err
 		}
 		args := append(BrokerArgs(engine, dir, addr, maddr, sync, partitions), extra...)
-		return proc.Config{Path: bin, Args: args, Addr: addr, Log: logs, Ready: 2 * time.Minute},
+		return ChildConfig{Path: bin, Args: args, Addr: addr, Log: logs, Ready: 2 * time.Minute},
 			"http://" + maddr + "/metrics", nil
 	})
 }
@@ -95,9 +102,9 @@ func KfakeArgs(partitions int32) []string {
 
 // Kfake starts self (a binary that runs ServeKfake for ServeKfakeCmd) as
 // kfake, one in-memory broker that never fsyncs.
-func Kfake(self string, partitions int32, logs io.Writer) Start {
-	return child(func(string, string) (proc.Config, string, error) {
-		return proc.Config{Path: self, Args: KfakeArgs(partitions), Log: logs}, "", nil
+func Kfake(self string, partitions int32, logs io.Writer) Starter {
+	return child(func(string, string) (ChildConfig, string, error) {
+		return ChildConfig{Path: self, Args: KfakeArgs(partitions), Log: logs}, "", nil
 	})
 }
 
@@ -129,9 +136,9 @@ func ServeKfake(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 // NATS starts the peers command's embedded JetStream server on dir (file
 // storage; sync=always is JetStream's sync_interval: always).
-func NATS(bin string, syncInterval time.Duration, logs io.Writer) Start {
-	return child(func(dir, sync string) (proc.Config, string, error) {
-		return proc.Config{Path: bin, Args: []string{"nats-serve", "-dir", dir, "-sync", sync,
+func NATS(bin string, syncInterval time.Duration, logs io.Writer) Starter {
+	return child(func(dir, sync string) (ChildConfig, string, error) {
+		return ChildConfig{Path: bin, Args: []string{"nats-serve", "-dir", dir, "-sync", sync,
 			"-sync-interval", syncInterval.String()}, Log: logs, Ready: time.Minute}, "", nil
 	})
 }

@@ -1,4 +1,4 @@
-package server
+package harness
 
 import (
 	"context"
@@ -14,8 +14,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestMain lets the test binary serve kfake, as a benchmark binary does.
+// TestMain lets the test binary be a child that listens (childEnv), or
+// serve kfake, as a benchmark binary does.
 func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(listen())
+	}
 	if len(os.Args) > 1 && os.Args[1] == ServeKfakeCmd {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 		defer stop()

@@ -1,4 +1,4 @@
-package server
+package harness
 
 import (
 	"bytes"
@@ -18,7 +18,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/minikafka/minikafka/bench/proc"
 	"github.com/minikafka/minikafka/broker/partition"
 )
 
@@ -71,7 +70,7 @@ type Node struct {
 	Netns          string // the network namespace it runs in, "" for this one
 
 	mu    sync.Mutex
-	child *proc.Child // nil before the first start
+	child *Child // nil before the first start
 }
 
 // StartCluster starts every node and waits until Metadata lists all of
@@ -120,11 +119,11 @@ func hostOf(cfg ClusterConfig, i int) (Host, error) {
 	if cfg.Hosts != nil {
 		return cfg.Hosts[i], nil
 	}
-	addr, err := proc.FreeAddr()
+	addr, err := FreeAddr()
 	if err != nil {
 		return Host{}, err
 	}
-	ctl, err := proc.FreeAddr()
+	ctl, err := FreeAddr()
 	if err != nil {
 		return Host{}, err
 	}
@@ -173,7 +172,7 @@ func (c *Cluster) Start(ctx context.Context, id int32) error {
 		path, args = "ip", append([]string{"netns", "exec", n.Netns, path}, args...)
 	}
 	log := &prefixed{w: c.cfg.Log, prefix: []byte(fmt.Sprintf("node %d: ", id))}
-	ch, err := proc.Start(ctx, proc.Config{Path: path, Args: args, Addr: n.Addr, Log: log, Ready: 2 * time.Minute})
+	ch, err := StartChild(ctx, ChildConfig{Path: path, Args: args, Addr: n.Addr, Log: log, Ready: 2 * time.Minute})
 	if err != nil {
 		return fmt.Errorf("cluster: node %d: %w", id, err)
 	}
@@ -192,13 +191,13 @@ func (c *Cluster) SetBin(bin string) {
 }
 
 // Kill ends node id with SIGKILL and waits for it.
-func (c *Cluster) Kill(id int32) error { return c.end(id, (*proc.Child).Kill) }
+func (c *Cluster) Kill(id int32) error { return c.end(id, (*Child).Kill) }
 
 // Stop sends node id SIGTERM (a controlled shutdown: its leaderships move
 // first) and waits for it to exit.
-func (c *Cluster) Stop(id int32) error { return c.end(id, (*proc.Child).Stop) }
+func (c *Cluster) Stop(id int32) error { return c.end(id, (*Child).Stop) }
 
-func (c *Cluster) end(id int32, how func(*proc.Child) error) error {
+func (c *Cluster) end(id int32, how func(*Child) error) error {
 	n := c.Node(id)
 	if n == nil {
 		return fmt.Errorf("cluster: no node %d", id)
@@ -223,7 +222,7 @@ func (c *Cluster) Close() {
 }
 
 // Child is the node's current process, nil before its first start.
-func (n *Node) Child() *proc.Child {
+func (n *Node) Child() *Child {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.child

@@ -1,4 +1,4 @@
-package proc
+package harness
 
 import (
 	"bufio"

@@ -1,16 +1,17 @@
-// Package proc runs servers as child processes and reads what the kernel
-// counts for them: the benchmarks start every server under test this way
-// (its CPU, memory and I/O are then its own, and it can be killed), and so
-// do the tests that kill a broker with SIGKILL.
+// Child processes, and what the kernel counts for them: the benchmarks
+// start every server under test this way (its CPU, memory and I/O are
+// then its own, and it can be killed), and so do the tests that kill a
+// broker with SIGKILL.
 //
-//	addr, _ := proc.FreeAddr()
-//	c, err := proc.Start(ctx, proc.Config{Path: bin, Args: args, Addr: addr})
+//	addr, _ := FreeAddr()
+//	c, err := StartChild(ctx, ChildConfig{Path: bin, Args: args, Addr: addr})
 //	defer c.Stop()
 //	rss, _ := c.PeakRSS()
 //
 // The /proc readers (PeakRSS, CPU, ReadIO) are Linux-only and return an
 // error elsewhere.
-package proc
+
+package harness
 
 import (
 	"bufio"
@@ -30,8 +31,8 @@ import (
 	"time"
 )
 
-// Config says how to start a child.
-type Config struct {
+// ChildConfig says how to start a child.
+type ChildConfig struct {
 	// Path and Args are the program and its arguments; the child inherits
 	// this process's environment.
 	Path string
@@ -59,7 +60,7 @@ type Child struct {
 // Start starts the child and waits until its address accepts TCP
 // connections. A child that exits or never listens is an error that ends
 // with its last words.
-func Start(ctx context.Context, cfg Config) (*Child, error) {
+func StartChild(ctx context.Context, cfg ChildConfig) (*Child, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}

@@ -1,9 +1,8 @@
-package server
+package harness
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -18,9 +17,8 @@ func brokerBinary(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("builds and runs cmd/broker")
 	}
-	bin := filepath.Join(t.TempDir(), "broker")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/minikafka/minikafka/cmd/broker").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin, err := BuildBroker(t.Context(), t.TempDir(), "", io.Discard)
+	require.NoError(t, err)
 	return bin
 }
 

@@ -1,6 +1,6 @@
 // Package netlab makes real hosts on one machine: a bridge and one network
 // namespace per host, each joined to the bridge by a veth pair and given
-// its own address, so that brokers started in them (bench/server's Host)
+// its own address, so that brokers started in them (broker/harness's Host)
 // talk over a network that a test or benchmark can break. The machine's
 // own namespace reaches every host through the bridge: clients run there.
 //
@@ -20,7 +20,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/minikafka/minikafka/bench/server"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
 // ErrUnavailable marks a machine where network namespaces cannot be made
@@ -110,10 +110,10 @@ func (l *Lab) Netns(i int) string { return l.ns[i-1] }
 
 // Hosts places a cluster's node i on host i, its Kafka listener on
 // kafkaPort and its controller on controllerPort.
-func (l *Lab) Hosts(kafkaPort, controllerPort int) []server.Host {
-	var hs []server.Host
+func (l *Lab) Hosts(kafkaPort, controllerPort int) []harness.Host {
+	var hs []harness.Host
 	for i := 1; i <= len(l.ns); i++ {
-		hs = append(hs, server.Host{Netns: l.Netns(i),
+		hs = append(hs, harness.Host{Netns: l.Netns(i),
 			Addr:           fmt.Sprintf("%s:%d", l.Addr(i), kafkaPort),
 			ControllerAddr: fmt.Sprintf("%s:%d", l.Addr(i), controllerPort)})
 	}
