@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/minikafka/minikafka/bench"
+	"github.com/minikafka/minikafka/bench/workloads"
 )
 
 // Markdown renders the report: the workload's description and targets,
@@ -34,7 +35,7 @@ func (r *Result) Markdown() []byte {
 		}
 		header := []string{"server"}
 		for _, col := range wc.Columns {
-			header = append(header, label(col.Figure, col.Over, col.Label))
+			header = append(header, label(col.Figure, col.Over, col.Label)+statSuffix(col.Stat))
 		}
 		if !slices.ContainsFunc(r.Cells, func(c *Cell) bool { return c.Name == wc.Name }) {
 			s.Para("Not run.")
@@ -52,11 +53,20 @@ func (r *Result) Markdown() []byte {
 					row = append(row, bench.Times(bench.Div(c.Stat(col.Figure, ""), r.Cell(wc.Name, col.Over).Stat(col.Figure, ""))))
 					continue
 				}
+				if col.Stat != "" {
+					row = append(row, Format(c.Stat(col.Figure, col.Stat), col.Figure))
+					continue
+				}
 				row = append(row, bench.SpreadText(c.Spread(col.Figure), func(v float64) string { return Format(v, col.Figure) }))
 			}
 			t.Row(append(row, fmt.Sprintf("%d/%d", c.Finished(), len(c.Reps)))...)
 			for _, e := range c.Errors() {
 				failures = append(failures, fmt.Sprintf("%s on %s, %s", wc.Name, srv, e))
+			}
+		}
+		for _, ch := range w.Charts {
+			if ch.Cell == wc.Name && r.drawable(ch) {
+				s.Para("![%s](%s)", ch.Title, chartFile(w.Name, ch))
 			}
 		}
 	}
@@ -92,8 +102,26 @@ func label(figure, over, given string) string {
 // Files are the report and results file names of a workload's run.
 func Files(workload string) (report, results string) { return workload + ".md", workload + ".json" }
 
-// Write writes the report and its JSON into dir.
+// drawable reports whether a chart has a value to draw.
+func (r *Result) drawable(ch workloads.Chart) bool {
+	for _, c := range r.Cells {
+		if c.Name == ch.Cell && slices.ContainsFunc(c.Values(ch.Figures[0]), func(v float64) bool { return v > 0 }) {
+			return true
+		}
+	}
+	return false
+}
+
+// Write writes the report, its charts and its JSON into dir.
 func (r *Result) Write(dir string) error {
+	for _, ch := range r.Workload.Charts {
+		if !r.drawable(ch) {
+			continue
+		}
+		if _, err := r.writeChart(dir, ch); err != nil {
+			return err
+		}
+	}
 	md, js := Files(r.Workload.Name)
 	return bench.WriteReport(dir, md, r.Markdown(), js, r)
 }
@@ -102,4 +130,11 @@ func (r *Result) Write(dir string) error {
 func (r *Result) Path(dir string) string {
 	md, _ := Files(r.Workload.Name)
 	return filepath.Join(dir, md)
+}
+
+func statSuffix(stat string) string {
+	if stat == "" {
+		return ""
+	}
+	return " " + stat
 }

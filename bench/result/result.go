@@ -127,7 +127,7 @@ func Unit(figure string) string {
 	switch {
 	case strings.HasSuffix(figure, "_per_s"):
 		return "/s"
-	case strings.HasSuffix(figure, "_s"):
+	case strings.HasSuffix(figure, "_s"), strings.HasSuffix(figure, ".s"):
 		return "s"
 	case strings.HasSuffix(figure, "_bytes"):
 		return "B"
@@ -173,12 +173,14 @@ func (r *Result) judge(t workloads.Target) bench.Check {
 		if q.N() < 2 {
 			return ch
 		}
-		ch = ch.Because("%s of %d, max %s", statName(t.Stat), q.N(), Format(q.Max(), t.Figure))
-		if p, _ := workloads.StatQuantile(t.Stat); p > 0 && p < 1 {
-			lo, hi := q.Interval(p, bench.Confidence)
-			return ch.Resolve(lo, hi, "its 90 % confidence interval")
+		p, _ := workloads.StatQuantile(t.Stat)
+		if p == 0 || p == 1 {
+			return ch.Because("%s of %d", statName(t.Stat), q.N())
 		}
-		return ch
+		lo, hi := q.Interval(p, bench.Confidence)
+		ch = ch.Because("%s of %d, 90 %% interval %s–%s, max %s", statName(t.Stat), q.N(),
+			Format(lo, t.Figure), Format(hi, t.Figure), Format(q.Max(), t.Figure))
+		return ch.Resolve(lo, hi, "that interval")
 	}
 	ref := r.Cell(t.Cell, t.Over)
 	w := ref.Stat(t.Figure, t.Stat)
@@ -223,16 +225,26 @@ func failureOf(c *Cell) string {
 	return "not measured"
 }
 
-// Ratios are every "over" column of every cell for every server but the
-// reference, for cmd/benchcheck; those a gate target names gate.
+// Ratios are what cmd/benchcheck compares between runs: every "over"
+// column of every cell for every server but the reference (those a gate
+// target names gate), and, reported only, each target without "over" as
+// its figure's margin to its bound (higher is better).
 func (r *Result) Ratios() []bench.Ratio {
 	gates := map[string]bool{}
-	for _, t := range r.Workload.Targets {
-		if t.Over != "" && t.Gate {
-			gates[ratioName(t.Cell, t.Figure, t.Over, t.Server)] = true
-		}
-	}
 	var out bench.Ratios
+	for _, t := range r.Workload.Targets {
+		if t.Over != "" {
+			gates[ratioName(t.Cell, t.Figure, t.Over, t.Server)] = t.Gate
+			continue
+		}
+		v := r.Cell(t.Cell, t.Server).Stat(t.Figure, t.Stat)
+		bound, atLeast := t.Bound()
+		margin := bench.Div(bound, v)
+		if atLeast {
+			margin = bench.Div(v, bound)
+		}
+		out.Add(fmt.Sprintf("%s: %s %s over its bound, %s", t.Cell, t.Figure, statName(t.Stat), t.Server), margin, false)
+	}
 	for _, wc := range r.Workload.Cells {
 		for _, col := range wc.Columns {
 			if col.Over == "" {

@@ -56,7 +56,8 @@ func TestRatiosGate(t *testing.T) {
 	for _, r := range sample(t).Ratios() {
 		got[r.Name] = r.Gate
 	}
-	assert.Equal(t, map[string]bool{"c: x.records_per_s over ref, a": true, "c: x.records_per_s over ref, b": false}, got)
+	assert.Equal(t, map[string]bool{"c: x.records_per_s over ref, a": true, "c: x.records_per_s over ref, b": false,
+		"c: y_s p90 over its bound, a": false}, got, "b has no y_s: no margin")
 }
 
 func TestWriteReadRender(t *testing.T) {

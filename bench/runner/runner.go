@@ -2,11 +2,14 @@
 // result (package bench/result): the one loop every benchmark shares.
 //
 // For each repetition, for each cell, for each of the cell's servers: a
-// fresh server on an empty directory, the cell's topic, the cell's steps in
-// order through the driver (bench/load.Driver), the server's own figures
-// (its peak RSS), then the server is stopped and its data removed. A step
-// that fails fails that repetition, which keeps the figures measured
-// before it; the run goes on with the next. The error Run returns is for a
+// fresh server (or cluster, broker/harness) on an empty directory, the
+// cell's topic, its setup steps, then its steps once per round, each round
+// a repetition, through the driver (bench/load.Driver) and, on a cluster,
+// the fault injector (kill, stop, restart and the waits on the cluster's
+// metadata: cluster.go); then the server's own figures (its peak RSS), and
+// the server is stopped and its data removed. A step that fails fails its
+// repetition, which keeps the figures measured before it; the run goes on
+// with the next. The error Run returns is for a
 // run that could not go on (ctx ended); the result then holds what
 // finished.
 //
@@ -19,8 +22,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/minikafka/minikafka/bench"
@@ -35,8 +40,11 @@ type Config struct {
 	Workload *workloads.Workload
 	// Quick marks the workload as shrunk for a smoke run.
 	Quick bool
-	// Start says how each server the workload names starts.
-	Start func(name string) harness.Starter
+	// Start says how each server the workload names starts; Cluster
+	// starts a cluster of engine on dir, for a topology of several
+	// brokers.
+	Start   func(name string) harness.Starter
+	Cluster func(ctx context.Context, engine, dir string) (*harness.Cluster, error)
 	// Dir holds the servers' data directories, one fresh per repetition.
 	Dir string
 	// Log gets a line per repetition; Bar, when set, draws progress.
@@ -85,9 +93,10 @@ func runAll(ctx context.Context, cfg *Config, res *result.Result) error {
 					return err
 				}
 				fmt.Fprintf(cfg.Log, "rep %d/%d %s on %s\n", rep+1, c.Reps, c.Name, srv)
-				r := cfg.measure(ctx, c, srv, fmt.Sprintf("%s-%s-%d", c.Name, srv, rep))
-				res.Add(c.Name, srv, r)
-				fmt.Fprintf(cfg.Log, "  %s\n", summary(r, c))
+				for _, r := range cfg.measure(ctx, c, srv, fmt.Sprintf("%s-%s-%d", c.Name, srv, rep)) {
+					res.Add(c.Name, srv, r)
+					fmt.Fprintf(cfg.Log, "  %s\n", summary(r, c))
+				}
 			}
 		}
 	}
@@ -99,48 +108,109 @@ func summary(r result.Rep, c workloads.Cell) string {
 		return "FAILED: " + r.Error
 	}
 	var s []string
-	for _, col := range c.Columns {
-		if v, ok := r.Figures[col.Figure]; ok && col.Over == "" {
+	for i, col := range c.Columns {
+		dup := slices.ContainsFunc(c.Columns[:i], func(o workloads.Column) bool { return o.Figure == col.Figure })
+		if v, ok := r.Figures[col.Figure]; ok && col.Over == "" && !dup {
 			s = append(s, col.Figure+" "+result.Format(v, col.Figure))
 		}
 	}
 	return strings.Join(s, ", ")
 }
 
-// measure is one repetition of cell c on server srv.
-func (cfg *Config) measure(ctx context.Context, c workloads.Cell, srv, dirName string) (rep result.Rep) {
-	rep.Figures = map[string]float64{}
-	fail := func(err error) result.Rep {
-		rep.Error = err.Error()
-		return rep
+// measure starts server srv fresh on an empty directory and runs cell c
+// on it: the setup steps, then the steps once per round, a repetition
+// each.
+func (cfg *Config) measure(ctx context.Context, c workloads.Cell, srv, dirName string) []result.Rep {
+	st := &steps{cfg: cfg, srv: srv, figures: map[string]float64{}}
+	defer st.close()
+	fail := func(err error) []result.Rep {
+		return []result.Rep{{Figures: st.figures, Error: err.Error()}}
 	}
 	dir := filepath.Join(cfg.Dir, dirName)
 	if err := os.RemoveAll(dir); err != nil {
 		return fail(fmt.Errorf("clean %s: %w", dir, err))
 	}
-	s, err := cfg.Start(srv)(ctx, dir, cfg.Workload.Topology.Sync)
+	// A full disk would fail the next server.
+	defer os.RemoveAll(dir)
+	seeds, stop, err := cfg.start(ctx, st, srv, dir)
 	if err != nil {
 		return fail(fmt.Errorf("start: %w", err))
 	}
-	defer func() {
-		if err := s.Stop(); err != nil && rep.Error == "" {
-			rep.Error = fmt.Sprintf("stop: %v", err)
-		}
-		// A full disk would fail the next server.
-		_ = os.RemoveAll(dir)
-	}()
-	d := load.Kafka{Client: load.Client{Brokers: []string{s.Addr()}}}
-	if err := d.CreateTopic(ctx, Topic, cfg.Workload.Topology.Partitions, -1); err != nil {
-		return fail(err)
+	st.d = load.Kafka{Client: load.Client{Brokers: seeds}}
+	reps, err := st.rounds(ctx, c)
+	if err := stop(); err != nil && len(reps) > 0 && reps[len(reps)-1].Error == "" {
+		reps[len(reps)-1].Error = fmt.Sprintf("stop: %v", err)
 	}
-	st := &steps{cfg: cfg, d: d, srv: srv, figures: rep.Figures}
-	for _, step := range c.Steps {
+	if err != nil {
+		return append(reps, fail(err)...)
+	}
+	return reps
+}
+
+// start starts srv on dir: one server, or a cluster when the topology
+// has several brokers. It returns the seed addresses and how to stop it,
+// which also reads the server's peak RSS into the last repetition.
+func (cfg *Config) start(ctx context.Context, st *steps, srv, dir string) ([]string, func() error, error) {
+	if cfg.Workload.Topology.Brokers > 1 && srv != "kfake" {
+		c, err := cfg.Cluster(ctx, srv, dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		st.cluster = c
+		return c.Seeds(), func() error { c.Close(); return nil }, nil
+	}
+	s, err := cfg.Start(srv)(ctx, dir, cfg.Workload.Topology.Sync)
+	if err != nil {
+		return nil, nil, err
+	}
+	return []string{s.Addr()}, func() error {
+		if rss, err := s.PeakRSS(); err == nil {
+			st.figures["server.peak_rss_bytes"] = float64(rss)
+		}
+		return s.Stop()
+	}, nil
+}
+
+// rounds runs the setup, then the steps once per round. Setup figures go
+// to every round; a round that fails is a failed repetition and the next
+// round goes on.
+func (st *steps) rounds(ctx context.Context, c workloads.Cell) ([]result.Rep, error) {
+	if usesTopic(c) {
+		if err := st.d.CreateTopic(ctx, Topic, st.cfg.Workload.Topology.Partitions, -1); err != nil {
+			return nil, err
+		}
+	}
+	for _, step := range c.Setup {
 		if err := st.run(ctx, step); err != nil {
-			return fail(fmt.Errorf("%s: %w", step.Prefix(), err))
+			return nil, fmt.Errorf("setup: %s: %w", step.Prefix(), err)
 		}
 	}
-	if rss, err := s.PeakRSS(); err == nil {
-		rep.Figures["server.peak_rss_bytes"] = float64(rss)
+	setup, setupTopics := st.figures, st.topics
+	var reps []result.Rep
+	for st.round = range c.Rounds {
+		if err := ctx.Err(); err != nil {
+			return reps, err
+		}
+		st.figures, st.topics = maps.Clone(setup), slices.Clone(setupTopics)
+		rep := result.Rep{Figures: st.figures}
+		for _, step := range c.Steps {
+			if err := st.run(ctx, step); err != nil {
+				rep.Error = fmt.Sprintf("%s: %v", step.Prefix(), err)
+				break
+			}
+		}
+		reps = append(reps, rep)
 	}
-	return rep
+	return reps, nil
+}
+
+// usesTopic reports whether the cell produces or consumes: then the
+// runner makes the topic they share.
+func usesTopic(c workloads.Cell) bool {
+	for _, s := range append(slices.Clone(c.Setup), c.Steps...) {
+		if s.Produce != nil || s.Consume != nil {
+			return true
+		}
+	}
+	return false
 }

@@ -3,30 +3,85 @@ package runner
 import (
 	"context"
 	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/minikafka/minikafka/bench/load"
 	"github.com/minikafka/minikafka/bench/workloads"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
-// steps runs one repetition's steps and collects their figures.
+// steps runs the steps of one server start (or cluster start), round
+// after round, and collects their figures.
 type steps struct {
 	cfg     *Config
 	d       load.Driver
 	srv     string
+	cluster *harness.Cluster // nil for a single server
+	// figures are the current round's.
 	figures map[string]float64
+	round   int
 	// produced counts the records acknowledged so far: what a consume
 	// step reads.
 	produced int64
+	// seq numbers the topics create_topic names; topics are the ones the
+	// setup and the current round created.
+	seq    int
+	topics []string
+	// The last fault: its node (0 when restarted since), what the node
+	// led and when it came.
+	victim    int32
+	victimLed []partition
+	faultAt   time.Time
+	// acksAll and acksOne are the cluster clients of served topics.
+	acksAll, acksOne *kgo.Client
 }
 
+func (st *steps) close() {
+	if st.acksAll != nil {
+		st.acksAll.Close()
+		st.acksOne.Close()
+	}
+}
+
+// run runs one step, timing it.
 func (st *steps) run(ctx context.Context, s workloads.Step) error {
+	start, faultAt := time.Now(), st.faultAt
+	prefix := s.Prefix()
+	var err error
 	switch {
 	case s.Produce != nil:
-		return st.produce(ctx, s.Prefix(), s.Produce)
+		err = st.produce(ctx, prefix, s.Produce)
 	case s.Consume != nil:
-		return st.consume(ctx, s.Prefix())
+		err = st.consume(ctx, prefix)
+	case s.CreateTopic != nil:
+		err = st.createTopic(ctx, prefix, s.CreateTopic)
+	case s.Kill != nil, s.Stop != nil:
+		err = st.fault(ctx, prefix, cmpFault(s.Kill, s.Stop), s.Kill != nil)
+	case s.Restart != nil:
+		err = st.restart(ctx, prefix, s.Restart)
+	case s.Wait != nil:
+		err = st.wait(ctx, s.Wait)
+	default:
+		err = fmt.Errorf("step of no kind")
 	}
-	return fmt.Errorf("step of no kind")
+	if err != nil {
+		return err
+	}
+	figs := map[string]float64{"s": since(start)}
+	if !faultAt.IsZero() && s.Restart == nil {
+		figs["since_fault_s"] = since(faultAt)
+	}
+	st.set(prefix, figs)
+	return nil
+}
+
+func cmpFault(a, b *workloads.Fault) *workloads.Fault {
+	if a != nil {
+		return a
+	}
+	return b
 }
 
 func (st *steps) set(prefix string, figures map[string]float64) {

@@ -43,9 +43,9 @@
 // way (package bench/result); no profile has a judge of its own.
 // Targets marked gate are the ratios cmd/benchcheck fails a regression on.
 //
-// -quick runs every cell once with its record counts and durations
-// divided by the workload's quick.divide: a smoke run that checks the
-// workload end to end, not a measurement.
+// -quick runs every cell once with its record counts, durations, rounds
+// and bulk topics divided by the workload's quick.divide: a smoke run that
+// checks the workload end to end, not a measurement.
 package workloads
 
 import (
@@ -84,6 +84,19 @@ type Workload struct {
 	Topology  Topology `yaml:"topology,omitempty" json:"topology,omitzero"`
 	Cells     []Cell   `yaml:"cells" json:"cells"`
 	Targets   []Target `yaml:"targets,omitempty" json:"targets,omitempty"`
+	Charts    []Chart  `yaml:"charts,omitempty" json:"charts,omitempty"`
+}
+
+// Chart is a picture of figures of a cell: the share of its repetitions
+// within a value (an empirical distribution, log value axis), a line per
+// server and figure, the first figure solid, the others dashed; a target
+// on the first figure draws its bound. It is written to NAME-FILE.png
+// beside the report.
+type Chart struct {
+	File    string   `yaml:"file" json:"file"`
+	Title   string   `yaml:"title" json:"title"`
+	Cell    string   `yaml:"cell" json:"cell"`
+	Figures []string `yaml:"figures" json:"figures"`
 }
 
 // Quick says how -quick shrinks the workload.
@@ -94,6 +107,10 @@ type Quick struct {
 
 // Topology is how the servers run.
 type Topology struct {
+	// Brokers above 1 makes each engine server a cluster of that many
+	// cmd/broker processes, every one a controller voter (kfake is always
+	// one).
+	Brokers int `yaml:"brokers,omitempty" json:"brokers,omitempty"`
 	// Sync is the broker's -sync policy: always (the default), interval,
 	// never. kfake has none.
 	Sync string `yaml:"sync,omitempty" json:"sync,omitempty"`
@@ -111,26 +128,47 @@ type Cell struct {
 	// Servers and Reps override the workload's for this cell.
 	Servers []string `yaml:"servers,omitempty" json:"servers,omitempty"`
 	Reps    int      `yaml:"reps,omitempty" json:"reps,omitempty"`
-	Steps   []Step   `yaml:"steps" json:"steps"`
+	// Rounds repeat the steps on the same server (or cluster), each round
+	// a repetition of its own (default 1): a fault measured ten times on
+	// one cluster, which each round leaves whole again.
+	Rounds int `yaml:"rounds,omitempty" json:"rounds,omitempty"`
+	// Setup steps run once per server start, before the rounds; their
+	// figures go to every round's repetition.
+	Setup []Step `yaml:"setup,omitempty" json:"setup,omitempty"`
+	Steps []Step `yaml:"steps" json:"steps"`
 	// Columns are the report table's figures, a row per server.
 	Columns []Column `yaml:"columns" json:"columns"`
 }
 
-// Step is one thing a cell does; exactly one field is set.
+// Step is one thing a cell does; exactly one field is set. Every step
+// adds STEP.s, how long it took; a step after a kill or a stop also adds
+// STEP.since_fault_s, from just before the signal to the step's end (the
+// failover figures).
 type Step struct {
 	// As names the step's figures when a cell has two steps of a kind.
-	As      string   `yaml:"as,omitempty" json:"as,omitempty"`
-	Produce *Produce `yaml:"produce,omitempty" json:"produce,omitempty"`
-	Consume *Consume `yaml:"consume,omitempty" json:"consume,omitempty"`
+	As          string       `yaml:"as,omitempty" json:"as,omitempty"`
+	Produce     *Produce     `yaml:"produce,omitempty" json:"produce,omitempty"`
+	Consume     *Consume     `yaml:"consume,omitempty" json:"consume,omitempty"`
+	CreateTopic *CreateTopic `yaml:"create_topic,omitempty" json:"create_topic,omitempty"`
+	Kill        *Fault       `yaml:"kill,omitempty" json:"kill,omitempty"`
+	Stop        *Fault       `yaml:"stop,omitempty" json:"stop,omitempty"`
+	Restart     *Restart     `yaml:"restart,omitempty" json:"restart,omitempty"`
+	Wait        *Wait        `yaml:"wait,omitempty" json:"wait,omitempty"`
 }
 
 // Kind is the step's kind: the field that is set.
 func (s Step) Kind() string {
-	switch {
-	case s.Produce != nil:
-		return "produce"
-	case s.Consume != nil:
-		return "consume"
+	kinds := []struct {
+		set  bool
+		name string
+	}{
+		{s.Produce != nil, "produce"}, {s.Consume != nil, "consume"}, {s.CreateTopic != nil, "create_topic"},
+		{s.Kill != nil, "kill"}, {s.Stop != nil, "stop"}, {s.Restart != nil, "restart"}, {s.Wait != nil, "wait"},
+	}
+	for _, k := range kinds {
+		if k.set {
+			return k.name
+		}
 	}
 	return ""
 }
@@ -165,10 +203,61 @@ type Produce struct {
 // before it. Figures: records, records_per_s, mb_per_s.
 type Consume struct{}
 
+// CreateTopic creates a topic on a cluster and waits until every
+// partition has a running leader. With Retry it sends CreateTopics
+// straight to the running brokers in turn, 10 ms apart, until one accepts
+// it (a controller failover; figure: attempts). With Served it sends it
+// to the round's broker in turn and waits until every broker the topic is
+// placed on lists it with a leader for every partition, then until a
+// record produced to every partition is acknowledged with acks=1 and with
+// acks=all (figures from the request: created_s, listed_s, leader_ack_s,
+// acked_s). Topics above 1 creates that many in requests of 25 (a setup
+// of many partitions). The topics a cell creates are the ones later steps
+// use: the last one for wait and for the leader fault, all of them for
+// what a faulted node led.
+type CreateTopic struct {
+	Topics            int   `yaml:"topics,omitempty" json:"topics,omitempty"`
+	Partitions        int32 `yaml:"partitions" json:"partitions"`
+	ReplicationFactor int16 `yaml:"replication_factor" json:"replication_factor"`
+	Retry             bool  `yaml:"retry,omitempty" json:"retry,omitempty"`
+	Served            bool  `yaml:"served,omitempty" json:"served,omitempty"`
+}
+
+// Fault picks a node of a cluster to kill (SIGKILL) or stop (SIGTERM, a
+// controlled shutdown, waiting for its exit): Node is "controller" (the
+// active one), "other" (a broker other than the active controller, in
+// turn over the rounds, that leads a partition of the last topic created
+// when there is one) or "leader" (the leader of partition 0 of the last
+// topic). Figures: node, led (partitions it led).
+type Fault struct {
+	Node string `yaml:"node" json:"node"`
+}
+
+// Restart starts the node the last fault ended again, on its directory
+// and ports: once the cluster fenced its last registration, then until
+// every node lists every broker. With Served the step's figure s runs
+// from the exec until the node's own Metadata lists it and a record
+// produced to a partition it led before the fault is acknowledged
+// (listed_s, open_files beside it).
+type Restart struct {
+	Served bool `yaml:"served,omitempty" json:"served,omitempty"`
+}
+
+// Wait polls until a condition holds: Fenced, every running broker
+// leaves the last faulted node out of its Metadata, as a broker and as a
+// leader of the last topic; ISR, every partition of the last topic has
+// that many replicas in sync.
+type Wait struct {
+	Fenced bool `yaml:"fenced,omitempty" json:"fenced,omitempty"`
+	ISR    int  `yaml:"isr,omitempty" json:"isr,omitempty"`
+}
+
 // Column is a figure in a cell's table: its median [min–max] over the
-// repetitions, or, with Over, its median over the Over server's.
+// repetitions; with Stat, that statistic alone; with Over, its median over
+// the Over server's.
 type Column struct {
 	Figure string `yaml:"figure" json:"figure"`
+	Stat   string `yaml:"stat,omitempty" json:"stat,omitempty"`
 	Over   string `yaml:"over,omitempty" json:"over,omitempty"`
 	// Label is the column's header (default: the figure's name in words).
 	Label string `yaml:"label,omitempty" json:"label,omitempty"`
@@ -187,9 +276,12 @@ func (c *Column) UnmarshalYAML(n *yaml.Node) error {
 // Target is a figure against a bound.
 type Target struct {
 	// Name says what is judged; the server is added to it.
-	Name   string `yaml:"name" json:"name"`
-	Cell   string `yaml:"cell" json:"cell"`
-	Server string `yaml:"server" json:"server"`
+	Name string `yaml:"name" json:"name"`
+	Cell string `yaml:"cell" json:"cell"`
+	// Server is the one judged; Servers, in a file, makes a target of
+	// each.
+	Server  string   `yaml:"server,omitempty" json:"server"`
+	Servers []string `yaml:"servers,omitempty" json:"-"`
 	Figure string `yaml:"figure" json:"figure"`
 	// Stat is median (the default), p50, p90, p99, min or max over the
 	// repetitions.
@@ -258,6 +350,17 @@ func Parse(data []byte) (*Workload, error) {
 }
 
 func (w *Workload) defaults() {
+	var targets []Target
+	for _, t := range w.Targets {
+		for _, srv := range t.Servers {
+			t.Server = srv
+			targets = append(targets, t)
+		}
+		if len(t.Servers) == 0 {
+			targets = append(targets, t)
+		}
+	}
+	w.Targets = targets
 	w.Reps = max(w.Reps, 1)
 	if w.Quick.Divide <= 0 {
 		w.Quick.Divide = 10
@@ -276,6 +379,7 @@ func (w *Workload) defaults() {
 		if c.Reps <= 0 {
 			c.Reps = w.Reps
 		}
+		c.Rounds = max(c.Rounds, 1)
 		for _, s := range c.Steps {
 			if s.Produce != nil && s.Produce.RecordBytes <= 0 {
 				s.Produce.RecordBytes = 100
@@ -294,10 +398,15 @@ func (w *Workload) check() error {
 		if len(c.Steps) == 0 {
 			bad("cell %q: no steps", c.Name)
 		}
-		for i, s := range c.Steps {
+		for i, s := range append(slices.Clone(c.Setup), c.Steps...) {
 			if s.Kind() == "" {
 				bad("cell %q: step %d: no kind", c.Name, i+1)
 			}
+		}
+	}
+	for _, ch := range w.Charts {
+		if w.Cell(ch.Cell) == nil || len(ch.Figures) == 0 {
+			bad("chart %q: no cell %q or no figures", ch.File, ch.Cell)
 		}
 	}
 	for _, t := range w.Targets {
@@ -314,6 +423,13 @@ func (w *Workload) check() error {
 		}
 		if _, ok := StatQuantile(t.Stat); !ok {
 			bad("target %q: stat %q: want median, p50, p90, p99, min or max", t.Name, t.Stat)
+		}
+	}
+	for _, c := range w.Cells {
+		for _, col := range c.Columns {
+			if _, ok := StatQuantile(col.Stat); !ok {
+				bad("cell %q: column %s: stat %q: want median, p50, p90, p99, min or max", c.Name, col.Figure, col.Stat)
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -348,7 +464,8 @@ func (w *Workload) Cell(name string) *Cell {
 }
 
 // Shrunk is the workload as -quick runs it: one repetition of every cell,
-// record counts and durations divided by Quick.Divide.
+// record counts, durations, rounds and bulk topics divided by
+// Quick.Divide.
 func (w *Workload) Shrunk() *Workload {
 	q := *w
 	d := int64(w.Quick.Divide)
@@ -356,16 +473,26 @@ func (w *Workload) Shrunk() *Workload {
 	q.Cells = slices.Clone(w.Cells)
 	for i := range q.Cells {
 		c := &q.Cells[i]
-		c.Reps = 1
-		c.Steps = slices.Clone(c.Steps)
-		for j := range c.Steps {
-			if p := c.Steps[j].Produce; p != nil {
-				shrunk := *p
-				shrunk.Records /= d
-				shrunk.Duration /= time.Duration(d)
-				c.Steps[j].Produce = &shrunk
-			}
-		}
+		c.Reps, c.Rounds = 1, max(1, c.Rounds/int(d))
+		c.Setup, c.Steps = shrink(c.Setup, d), shrink(c.Steps, d)
 	}
 	return &q
+}
+
+func shrink(steps []Step, d int64) []Step {
+	steps = slices.Clone(steps)
+	for j := range steps {
+		if p := steps[j].Produce; p != nil {
+			shrunk := *p
+			shrunk.Records /= d
+			shrunk.Duration /= time.Duration(d)
+			steps[j].Produce = &shrunk
+		}
+		if ct := steps[j].CreateTopic; ct != nil && ct.Topics > 1 {
+			shrunk := *ct
+			shrunk.Topics = max(2, ct.Topics/int(d))
+			steps[j].CreateTopic = &shrunk
+		}
+	}
+	return steps
 }

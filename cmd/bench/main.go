@@ -4,7 +4,7 @@
 //	go run ./cmd/bench -profile engines   # results/engines.md: every engine against a raw-disk group-commit loop, in process
 //	go run ./cmd/bench -profile broker    # results/broker.md: the broker per engine against kfake, and its peak RSS (bench/workloads/broker.yaml)
 //	go run ./cmd/bench -profile groups    # results/groups.md: consumer group churn, settle time, cost of group traffic
-//	go run ./cmd/bench -profile cluster   # results/cluster.md: a three-broker cluster's failover, fencing, topic creation, restart at scale
+//	go run ./cmd/bench -profile cluster   # results/cluster.md: a three-broker cluster's failover, fencing, topic creation, restart at scale (bench/workloads/cluster.yaml)
 //	go run ./cmd/bench -profile replication # results/replication.md: RF 3 against RF 1, leader kill and stop under load, catch-up, per engine
 //	go run ./cmd/bench -profile faults    # results/faults.md: the fault matrix, engines x faults under load, Jepsen's anomalies (root: network namespaces)
 //	go run ./cmd/bench -profile quick     # results/<run>/: the end-to-end matrix, a smoke run of about 2 minutes
@@ -22,9 +22,7 @@
 // average, commit, command line) and its figures as cells of repetitions
 // (package bench), judges its targets, and writes a markdown report with
 // the JSON it was rendered from; cmd/benchcheck compares a new run's
-// ratios with the committed one. The profile registry is in profiles.go:
-// a new report is a new profile file; the cluster profile's cells are on
-// a bench.Topology of several brokers (bench/harness.Cluster starts them).
+// ratios with the committed one. The profile registry is in profiles.go.
 //
 // The end-to-end matrix (bench/matrix) starts mini-kafka's broker once per
 // cell over each storage engine, franz-go's kfake and NATS JetStream, and

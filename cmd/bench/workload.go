@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/result"
@@ -76,11 +77,17 @@ func (p *workloadPlan) workload() *workloads.Workload {
 			})
 		}
 	}
+	if len(only) > 0 {
+		w.Targets = slices.DeleteFunc(slices.Clone(w.Targets), func(t workloads.Target) bool { return !slices.Contains(only, t.Server) })
+	}
 	return &w
 }
 
 func (p *workloadPlan) measure(ctx context.Context, e *env) error {
 	w := p.workload()
+	if !slices.ContainsFunc(w.Cells, func(c workloads.Cell) bool { return len(c.Servers) > 0 }) {
+		return usageErr("-servers %q: no server of the workload (%s)", p.servers, strings.Join(p.w.Servers, ", "))
+	}
 	dir, logs, bin, err := e.brokerProcesses(ctx, p.brokerBin)
 	if err != nil {
 		return err
@@ -101,12 +108,13 @@ func (p *workloadPlan) measure(ctx context.Context, e *env) error {
 			}
 			return harness.Broker(bin, name, w.Topology.Partitions, w.Topology.BrokerArgs, logs)
 		},
-		Setup: []string{
-			"kfake: `bench serve-kfake` (this binary) as a child process (franz-go kfake, one broker, in memory, never fsyncs)",
-			fmt.Sprintf("broker: `%s %s` as a child process, fresh for every engine and repetition", desc,
-				strings.Join(append(harness.BrokerArgs("ENGINE", "DIR", "ADDR", "METRICS_ADDR", w.Topology.Sync, w.Topology.Partitions), w.Topology.BrokerArgs...), " ")),
-			"client: franz-go in the benchmark process; the servers run in their own processes on the same machine",
+		Cluster: func(ctx context.Context, engine, dir string) (*harness.Cluster, error) {
+			sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			defer cancel()
+			return harness.StartCluster(sctx, harness.ClusterConfig{Bin: bin, Engine: engine, Brokers: w.Topology.Brokers,
+				Dir: dir, Sync: w.Topology.Sync, Args: w.Topology.BrokerArgs, Log: logs})
 		},
+		Setup: p.setup(w, desc),
 	}
 	res, err := runner.Run(ctx, cfg)
 	if res != nil {
@@ -115,6 +123,21 @@ func (p *workloadPlan) measure(ctx context.Context, e *env) error {
 		}
 	}
 	return err
+}
+
+// setup says how the servers ran, for the report.
+func (p *workloadPlan) setup(w *workloads.Workload, brokerBin string) []string {
+	lines := []string{"client: franz-go in the benchmark process; the servers run in their own processes on the same machine"}
+	if w.Topology.Brokers > 1 {
+		args := harness.ClusterArgs("ENGINE", 0, "DIR", "ADDR", "CONTROLLER_ADDR", "1@…,2@…,3@…", w.Topology.Sync)
+		return append(lines, fmt.Sprintf("brokers: %d of `%s %s` as child processes, every one a controller voter, fresh for every cell and repetition",
+			w.Topology.Brokers, brokerBin, strings.Join(append(args, w.Topology.BrokerArgs...), " ")))
+	}
+	args := harness.BrokerArgs("ENGINE", "DIR", "ADDR", "METRICS_ADDR", w.Topology.Sync, w.Topology.Partitions)
+	return append(lines,
+		"kfake: `bench serve-kfake` (this binary) as a child process (franz-go kfake, one broker, in memory, never fsyncs)",
+		fmt.Sprintf("broker: `%s %s` as a child process, fresh for every cell and repetition", brokerBin,
+			strings.Join(append(args, w.Topology.BrokerArgs...), " ")))
 }
 
 func (p *workloadPlan) render(path string, e *env) error {

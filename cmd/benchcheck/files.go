@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/minikafka/minikafka/bench"
-	"github.com/minikafka/minikafka/bench/clusterbench"
 	"github.com/minikafka/minikafka/bench/groupbench"
 	"github.com/minikafka/minikafka/bench/logbench"
 	"github.com/minikafka/minikafka/bench/replbench"
@@ -35,13 +34,6 @@ var fileReports = map[string]fileReport{
 	},
 	"groups": func(b []byte) ([]bench.Ratio, string, error) {
 		r, err := groupbench.Parse(b)
-		if err != nil {
-			return nil, "", err
-		}
-		return r.Ratios(), r.Commit, nil
-	},
-	"cluster": func(b []byte) ([]bench.Ratio, string, error) {
-		r, err := clusterbench.Parse(b)
 		if err != nil {
 			return nil, "", err
 		}
