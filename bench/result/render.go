@@ -35,7 +35,7 @@ func (r *Result) Markdown() []byte {
 		}
 		header := []string{"server"}
 		for _, col := range wc.Columns {
-			header = append(header, label(col.Figure, col.Over, col.Label)+statSuffix(col.Stat))
+			header = append(header, label(Per(col.Figure, col.Per), col.Over, col.Label)+statSuffix(col.Stat))
 		}
 		if !slices.ContainsFunc(r.Cells, func(c *Cell) bool { return c.Name == wc.Name }) {
 			s.Para("Not run.")
@@ -49,6 +49,7 @@ func (r *Result) Markdown() []byte {
 			}
 			row := []string{srv}
 			for _, col := range wc.Columns {
+				col.Figure = Per(col.Figure, col.Per)
 				if col.Over != "" {
 					row = append(row, bench.Times(bench.Div(c.Stat(col.Figure, ""), r.Cell(wc.Name, col.Over).Stat(col.Figure, ""))))
 					continue
@@ -85,6 +86,9 @@ func label(figure, over, given string) string {
 	}
 	if over != "" {
 		return "× " + over
+	}
+	if a, b, ok := strings.Cut(figure, "/"); ok {
+		return label(a, "", "") + " / " + label(b, "", "")
 	}
 	l := strings.NewReplacer(".", " ", "_", " ").Replace(figure)
 	for _, unit := range []string{" per s", " s", " bytes"} {

@@ -74,18 +74,34 @@ func (r *Result) Add(name, server string, rep Rep) {
 }
 
 // Values is the figure of every repetition that finished and has it; nil
-// for a nil cell.
+// for a nil cell. A figure "A/B" is A over B in each repetition (see
+// Per).
 func (c *Cell) Values(figure string) []float64 {
 	if c == nil {
 		return nil
 	}
+	a, b, ratio := strings.Cut(figure, "/")
 	var xs []float64
 	for _, r := range c.Reps {
-		if v, ok := r.Figures[figure]; ok && r.Error == "" && !math.IsNaN(v) {
+		v, ok := r.Figures[a]
+		if ratio {
+			w, okB := r.Figures[b]
+			v, ok = bench.Div(v, w), ok && okB
+		}
+		if ok && r.Error == "" && !math.IsNaN(v) {
 			xs = append(xs, v)
 		}
 	}
 	return xs
+}
+
+// Per is the figure name of a over b in each repetition ("A/B"), a alone
+// when b is "".
+func Per(a, b string) string {
+	if b == "" {
+		return a
+	}
+	return a + "/" + b
 }
 
 // Spread is the figure over the finished repetitions.
@@ -122,8 +138,15 @@ func (c *Cell) Errors() []string {
 	return out
 }
 
-// Unit is how a figure reads, from its name (see bench.Check.Unit).
+// Unit is how a figure reads, from its name (see bench.Check.Unit); a
+// ratio of two figures of one unit is "×".
 func Unit(figure string) string {
+	if a, b, ok := strings.Cut(figure, "/"); ok {
+		if Unit(a) == Unit(b) {
+			return "×"
+		}
+		return Unit(a)
+	}
 	switch {
 	case strings.HasSuffix(figure, "_per_s"):
 		return "/s"
@@ -159,6 +182,7 @@ func (r *Result) judge(t workloads.Target) bench.Check {
 	name := t.Name + ", " + t.Server
 	bound, atLeast := t.Bound()
 	c := r.Cell(t.Cell, t.Server)
+	t.Figure = Per(t.Figure, t.Per)
 	v := c.Stat(t.Figure, t.Stat)
 	if t.Over == "" {
 		unit := Unit(t.Figure)

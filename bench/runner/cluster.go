@@ -87,6 +87,13 @@ func (st *steps) createTopic(ctx context.Context, prefix string, ct *workloads.C
 		if err := st.createServed(octx, c, prefix, topic, ct, start); err != nil {
 			return err
 		}
+	case len(ct.Assignment) > 0:
+		if err := createAssigned(octx, c, topic, ct.Assignment); err != nil {
+			return err
+		}
+		if _, err := c.WaitLeaders(octx, topic); err != nil {
+			return err
+		}
 	default:
 		if _, err := c.CreateTopic(octx, topic, ct.Partitions, ct.ReplicationFactor, nil); err != nil {
 			return err
@@ -152,6 +159,36 @@ func createVia(ctx context.Context, addr, topic string, partitions int32, rf int
 	}
 	if err := kerr.ErrorForCode(cr.Topics[0].ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return err
+	}
+	return nil
+}
+
+// createAssigned creates topic with partition i on the brokers
+// assignment[i] names.
+func createAssigned(ctx context.Context, c *harness.Cluster, topic string, assignment [][]int32) error {
+	cl, err := c.Client()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	for i, rs := range assignment {
+		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		a.Partition, a.Replicas = int32(i), rs
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	}
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 30000
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", topic, err)
+	}
+	for _, t := range resp.Topics {
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			return fmt.Errorf("create %s: %w", topic, err)
+		}
 	}
 	return nil
 }

@@ -136,7 +136,7 @@ func (cfg *Config) measure(ctx context.Context, c workloads.Cell, srv, dirName s
 	if err != nil {
 		return fail(fmt.Errorf("start: %w", err))
 	}
-	st.d = load.Kafka{Client: load.Client{Brokers: seeds}}
+	st.seeds, st.d = seeds, load.Kafka{Client: load.Client{Brokers: seeds}}
 	reps, err := st.rounds(ctx, c)
 	if err := stop(); err != nil && len(reps) > 0 && reps[len(reps)-1].Error == "" {
 		reps[len(reps)-1].Error = fmt.Sprintf("stop: %v", err)
@@ -198,6 +198,9 @@ func (st *steps) rounds(ctx context.Context, c workloads.Cell) ([]result.Rep, er
 				rep.Error = fmt.Sprintf("%s: %v", step.Prefix(), err)
 				break
 			}
+		}
+		if err := st.endLoads(ctx); err != nil && rep.Error == "" {
+			rep.Error = err.Error()
 		}
 		reps = append(reps, rep)
 	}

@@ -19,6 +19,7 @@ type steps struct {
 	d       load.Driver
 	srv     string
 	cluster *harness.Cluster // nil for a single server
+	seeds   []string
 	// figures are the current round's.
 	figures map[string]float64
 	round   int
@@ -36,9 +37,21 @@ type steps struct {
 	faultAt   time.Time
 	// acksAll and acksOne are the cluster clients of served topics.
 	acksAll, acksOne *kgo.Client
+	// The loads running beside the round's steps, and one copy of their
+	// topic's size on disk at the last step's end and its growth then.
+	pump       *load.Pump
+	tracked    *load.Tracked
+	stored     int64
+	storedRate float64
 }
 
 func (st *steps) close() {
+	if st.pump != nil {
+		st.pump.Stop()
+	}
+	if st.tracked != nil {
+		st.tracked.Stop(0)
+	}
 	if st.acksAll != nil {
 		st.acksAll.Close()
 		st.acksOne.Close()
@@ -63,13 +76,27 @@ func (st *steps) run(ctx context.Context, s workloads.Step) error {
 		err = st.restart(ctx, prefix, s.Restart)
 	case s.Wait != nil:
 		err = st.wait(ctx, s.Wait)
+	case s.Load != nil:
+		err = st.startPump(ctx, s.Load)
+	case s.Track != nil:
+		err = st.startTracked(ctx, s.Track)
+	case s.Fill != nil:
+		err = st.fill(ctx, s.Fill)
+	case s.Pause > 0:
+		err = pause(ctx, s.Pause)
+	case s.Reassign != nil:
+		err = st.reassign(ctx, prefix, s.Reassign)
 	default:
 		err = fmt.Errorf("step of no kind")
 	}
 	if err != nil {
 		return err
 	}
-	figs := map[string]float64{"s": since(start)}
+	figs, err := st.loadFigures(ctx, start)
+	if err != nil {
+		return err
+	}
+	figs["s"] = since(start)
 	if !faultAt.IsZero() && s.Restart == nil {
 		figs["since_fault_s"] = since(faultAt)
 	}

@@ -154,6 +154,13 @@ type Step struct {
 	Stop        *Fault       `yaml:"stop,omitempty" json:"stop,omitempty"`
 	Restart     *Restart     `yaml:"restart,omitempty" json:"restart,omitempty"`
 	Wait        *Wait        `yaml:"wait,omitempty" json:"wait,omitempty"`
+	Load        *Pump        `yaml:"load,omitempty" json:"load,omitempty"`
+	Track       *Track       `yaml:"track,omitempty" json:"track,omitempty"`
+	Fill        *Fill        `yaml:"fill,omitempty" json:"fill,omitempty"`
+	// Pause waits that long (under the loads running: a window that
+	// measures them).
+	Pause    time.Duration `yaml:"pause,omitempty" json:"pause_ns,omitempty"`
+	Reassign *Reassign     `yaml:"reassign,omitempty" json:"reassign,omitempty"`
 }
 
 // Kind is the step's kind: the field that is set.
@@ -164,6 +171,8 @@ func (s Step) Kind() string {
 	}{
 		{s.Produce != nil, "produce"}, {s.Consume != nil, "consume"}, {s.CreateTopic != nil, "create_topic"},
 		{s.Kill != nil, "kill"}, {s.Stop != nil, "stop"}, {s.Restart != nil, "restart"}, {s.Wait != nil, "wait"},
+		{s.Load != nil, "load"}, {s.Track != nil, "track"}, {s.Fill != nil, "fill"}, {s.Pause > 0, "pause"},
+		{s.Reassign != nil, "reassign"},
 	}
 	for _, k := range kinds {
 		if k.set {
@@ -217,10 +226,14 @@ type Consume struct{}
 // what a faulted node led.
 type CreateTopic struct {
 	Topics            int   `yaml:"topics,omitempty" json:"topics,omitempty"`
-	Partitions        int32 `yaml:"partitions" json:"partitions"`
-	ReplicationFactor int16 `yaml:"replication_factor" json:"replication_factor"`
-	Retry             bool  `yaml:"retry,omitempty" json:"retry,omitempty"`
-	Served            bool  `yaml:"served,omitempty" json:"served,omitempty"`
+	Partitions        int32 `yaml:"partitions,omitempty" json:"partitions,omitempty"`
+	ReplicationFactor int16 `yaml:"replication_factor,omitempty" json:"replication_factor,omitempty"`
+	// Assignment places partition i on the brokers Assignment[i] names,
+	// the first its preferred leader (instead of Partitions and
+	// ReplicationFactor).
+	Assignment [][]int32 `yaml:"assignment,omitempty" json:"assignment,omitempty"`
+	Retry      bool      `yaml:"retry,omitempty" json:"retry,omitempty"`
+	Served     bool      `yaml:"served,omitempty" json:"served,omitempty"`
 }
 
 // Fault picks a node of a cluster to kill (SIGKILL) or stop (SIGTERM, a
@@ -243,6 +256,48 @@ type Restart struct {
 	Served bool `yaml:"served,omitempty" json:"served,omitempty"`
 }
 
+// Pump (the step load:) starts a closed-loop acks=all producer on the cell's last topic
+// that runs until the round ends, keeping InFlight records of RecordBytes
+// in flight (bench/load.Pump). Every step while it runs adds
+// load_records_per_s, its acknowledgements per second over the step; on
+// a cluster also stored_per_s, how fast one copy of the topic grew on the
+// brokers' disks (DescribeLogDirs, over the replication factor).
+type Pump struct {
+	RecordBytes int `yaml:"record_bytes" json:"record_bytes"`
+	InFlight    int `yaml:"in_flight" json:"in_flight"`
+}
+
+// Track starts an idempotent acks=all producer at Rate records a second
+// on the cell's last topic that keeps where every record was acknowledged
+// (bench/load.Tracked). Every step while it runs adds longest_gap_s, the
+// longest time between two acknowledgements of one partition in the step
+// (with gap_partition, and gap_from_s and gap_to_s from the step's
+// start). When the round ends the topic is read back: audit.acked,
+// audit.lost, audit.duplicated, audit.misplaced.
+type Track struct {
+	Rate        float64 `yaml:"rate" json:"rate"`
+	RecordBytes int     `yaml:"record_bytes" json:"record_bytes"`
+}
+
+// Fill waits until the Load producer had Bytes of values acknowledged.
+type Fill struct {
+	Bytes int64 `yaml:"bytes" json:"bytes"`
+}
+
+// Reassign moves every partition of the cell's last topic that has a
+// replica on broker From to broker To in one AlterPartitionReassignments
+// (KIP-455), and waits until no reassignment is listed and every
+// partition shows its target with a full ISR. With Throttle the move is
+// throttled as kafka-reassign-partitions --throttle does, at Throttle
+// times the stored_per_s of the step before it, and the throttle is
+// removed after. Figures: moved_bytes (what Load had acknowledged at the
+// request), stored_bytes (one copy on disk then), throttle_bytes_per_s.
+type Reassign struct {
+	From     int32   `yaml:"from" json:"from"`
+	To       int32   `yaml:"to" json:"to"`
+	Throttle float64 `yaml:"throttle,omitempty" json:"throttle,omitempty"`
+}
+
 // Wait polls until a condition holds: Fenced, every running broker
 // leaves the last faulted node out of its Metadata, as a broker and as a
 // leader of the last topic; ISR, every partition of the last topic has
@@ -254,9 +309,11 @@ type Wait struct {
 
 // Column is a figure in a cell's table: its median [min–max] over the
 // repetitions; with Stat, that statistic alone; with Over, its median over
-// the Over server's.
+// the Over server's; with Per, the figure over another figure of the same
+// repetition.
 type Column struct {
 	Figure string `yaml:"figure" json:"figure"`
+	Per    string `yaml:"per,omitempty" json:"per,omitempty"`
 	Stat   string `yaml:"stat,omitempty" json:"stat,omitempty"`
 	Over   string `yaml:"over,omitempty" json:"over,omitempty"`
 	// Label is the column's header (default: the figure's name in words).
@@ -282,7 +339,9 @@ type Target struct {
 	// each.
 	Server  string   `yaml:"server,omitempty" json:"server"`
 	Servers []string `yaml:"servers,omitempty" json:"-"`
-	Figure string `yaml:"figure" json:"figure"`
+	Figure  string   `yaml:"figure" json:"figure"`
+	// Per divides the figure by another of the same repetition.
+	Per string `yaml:"per,omitempty" json:"per,omitempty"`
 	// Stat is median (the default), p50, p90, p99, min or max over the
 	// repetitions.
 	Stat string `yaml:"stat,omitempty" json:"stat,omitempty"`
@@ -464,8 +523,8 @@ func (w *Workload) Cell(name string) *Cell {
 }
 
 // Shrunk is the workload as -quick runs it: one repetition of every cell,
-// record counts, durations, rounds and bulk topics divided by
-// Quick.Divide.
+// record counts, durations, pauses, fills, rounds and bulk topics divided
+// by Quick.Divide.
 func (w *Workload) Shrunk() *Workload {
 	q := *w
 	d := int64(w.Quick.Divide)
@@ -488,6 +547,10 @@ func shrink(steps []Step, d int64) []Step {
 			shrunk.Duration /= time.Duration(d)
 			steps[j].Produce = &shrunk
 		}
+		if f := steps[j].Fill; f != nil {
+			steps[j].Fill = &Fill{Bytes: f.Bytes / d}
+		}
+		steps[j].Pause /= time.Duration(d)
 		if ct := steps[j].CreateTopic; ct != nil && ct.Topics > 1 {
 			shrunk := *ct
 			shrunk.Topics = max(2, ct.Topics/int(d))

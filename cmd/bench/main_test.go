@@ -261,6 +261,47 @@ func TestClusterSmoke(t *testing.T) {
 	assert.Equal(t, string(md), string(md2))
 }
 
+// TestLoadsAndReassignment runs a small workload file of loads beside a
+// reassignment on a four-broker cluster: the loads' figures come out per
+// step and what was acknowledged is read back.
+func TestLoadsAndReassignment(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cmd/broker and starts a cluster")
+	}
+	file := filepath.Join(t.TempDir(), "move.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`
+title: A small move
+servers: [segment]
+topology: {brokers: 4, broker_args: [-min-insync-replicas, "2"]}
+cells:
+  - name: move
+    steps:
+      - create_topic: {assignment: [[1, 2, 3], [2, 3, 1]]}
+      - wait: {isr: 3}
+      - load: {record_bytes: 1024, in_flight: 256}
+      - fill: {bytes: 4000000}
+      - track: {rate: 100, record_bytes: 100}
+      - {as: before, pause: 500ms}
+      - reassign: {from: 1, to: 4, throttle: 2}
+    columns: [reassign.s, before.load_records_per_s, reassign.longest_gap_s, audit.acked]
+targets:
+  - {name: lost, cell: move, server: segment, figure: audit.lost, at_most: 0}
+  - {name: read back, cell: move, server: segment, figure: audit.acked, at_least: 1}
+`), 0o644))
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	var stderr strings.Builder
+	code := run(ctx, []string{"-profile", file, "-dir", t.TempDir(), "-out", out, "-progress=false"}, &strings.Builder{}, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	md, err := os.ReadFile(filepath.Join(out, "move.md"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(md), "## Failed measurements", stderr.String())
+	assert.Contains(t, string(md), "| lost, segment | 0 | ≤ 0 | **PASS** |")
+	assert.Contains(t, string(md), "| read back, segment |")
+	assert.NotContains(t, string(md), "MISSING")
+}
+
 func TestNoServerToMeasure(t *testing.T) {
 	var stderr strings.Builder
 	code := run(context.Background(), []string{"-profile", "cluster", "-servers", "nosuch"}, &strings.Builder{}, &stderr)

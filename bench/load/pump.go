@@ -1,4 +1,4 @@
-package reassign
+package load
 
 import (
 	"context"
@@ -9,14 +9,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// pump is a closed-loop acks=all idempotent producer: it keeps
-// maxBuffered records in flight and no more, so its acknowledgement rate
-// is what the cluster sustains. It counts its acknowledgements in buckets
+// Pump is a closed-loop acks=all producer in the background: it keeps
+// InFlight records in flight and no more, so its acknowledgement rate is
+// what the servers sustain, and a caller reads that rate over any span
+// while it runs (Rate). It counts its acknowledgements in buckets
 // of time rather than keeping each one's: at hundreds of thousands a
 // second such a record grows by hundreds of MB a minute, and copying and
 // collecting it pauses every producer of this process, the tracked one
 // whose gaps the report measures too.
-type pump struct {
+type Pump struct {
 	cl     *kgo.Client
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -29,30 +30,35 @@ type pump struct {
 	once  sync.Once
 }
 
-const maxBuffered = 4096
-
-func startPump(ctx context.Context, seeds []string, recordBytes int) (*pump, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(Topic),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
-		kgo.MaxBufferedRecords(maxBuffered), kgo.RecordRetries(1<<30), kgo.MetadataMinAge(50*time.Millisecond))
+// StartPump starts a Pump of records of recordBytes to topic, round
+// robin over its partitions, idempotent, retried without limit (a fault
+// delays records, it does not fail them); Stop ends it.
+func StartPump(ctx context.Context, c Client, topic string, recordBytes, inFlight int) (*Pump, error) {
+	opts, err := c.options()
 	if err != nil {
-		return nil, fmt.Errorf("reassign: producer: %w", err)
+		return nil, err
+	}
+	cl, err := kgo.NewClient(append(opts, kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
+		kgo.MaxBufferedRecords(inFlight), kgo.RecordRetries(1<<30), kgo.MetadataMinAge(50*time.Millisecond))...)
+	if err != nil {
+		return nil, fmt.Errorf("load: pump: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	p := &pump{cl: cl, cancel: cancel, done: make(chan struct{}), value: make([]byte, recordBytes), acks: ackCounts{start: time.Now()}}
+	p := &Pump{cl: cl, cancel: cancel, done: make(chan struct{}), value: make([]byte, recordBytes), acks: ackCounts{start: time.Now()}}
 	go p.run(ctx)
 	return p, nil
 }
 
-func (p *pump) run(ctx context.Context) {
+func (p *Pump) run(ctx context.Context) {
 	defer close(p.done)
 	for ctx.Err() == nil {
-		// Produce blocks while maxBuffered records are in flight.
+		// Produce blocks while InFlight records are in flight.
 		p.cl.Produce(ctx, &kgo.Record{Value: p.value}, p.acked)
 	}
 }
 
-func (p *pump) acked(r *kgo.Record, err error) {
+func (p *Pump) acked(r *kgo.Record, err error) {
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -66,20 +72,22 @@ func (p *pump) acked(r *kgo.Record, err error) {
 	p.bytes += int64(len(r.Value))
 }
 
-func (p *pump) ackedBytes() int64 {
+// AckedBytes is the value bytes acknowledged so far.
+func (p *Pump) AckedBytes() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.bytes
 }
 
-func (p *pump) err() error {
+// Err is the first failure of a record, nil while there is none.
+func (p *Pump) Err() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.first
 }
 
-// rate is the acknowledgements per second in [from, to), to a bucket.
-func (p *pump) rate(from, to time.Time) float64 {
+// Rate is the acknowledgements per second in [from, to), to a bucket.
+func (p *Pump) Rate(from, to time.Time) float64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.acks.rate(from, to)
@@ -116,8 +124,8 @@ func (c *ackCounts) rate(from, to time.Time) float64 {
 	return float64(n) / to.Sub(from).Seconds()
 }
 
-// stop ends the producer; records in flight are abandoned.
-func (p *pump) stop() {
+// Stop ends the producer; records in flight are abandoned.
+func (p *Pump) Stop() {
 	p.once.Do(func() {
 		p.cancel()
 		<-p.done
