@@ -12,6 +12,7 @@
 //	go run ./cmd/bench -profile full      # results/<run>/: the end-to-end matrix, about 21 minutes on 2 cores
 //	go run ./cmd/bench -profile P -render FILE   # the report again from an earlier run's JSON (a run directory for quick/full)
 //	go run ./cmd/bench -profile P -help          # P's own flags
+//	go run ./cmd/bench produce|consume|e2e -brokers B ...   # load any Kafka-compatible broker (load.go)
 //
 // The profiles that moved onto the one runner are workload files
 // (bench/workloads/NAME.yaml, run by bench/runner, written in
@@ -78,6 +79,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// The benchmark runs kfake as a child process of its own binary,
 		// like the broker, so that both are measured the same way.
 		err = harness.ServeKfake(ctx, args[1:], stdout, stderr)
+	case len(args) > 0 && loadCommands[args[0]].run != nil:
+		err = loadCommands[args[0]].run(ctx, stdout, stderr, args[1:])
 	case len(args) > 0 && args[0] == logbench.ChildCmd:
 		// The engines profile kills engines in child processes of its own
 		// binary (logbench.ServeChild).

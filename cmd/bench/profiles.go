@@ -136,6 +136,10 @@ func usage(fs *flag.FlagSet, p profile) {
 		q := profiles[n]
 		fmt.Fprintf(w, "  %-8s %s; writes %s\n", n, q.summary, q.writes)
 	}
+	fmt.Fprintln(w, "\nload commands: go run ./cmd/bench COMMAND -brokers B [flags] (COMMAND -help for its flags)")
+	for _, n := range slices.Sorted(maps.Keys(loadCommands)) {
+		fmt.Fprintf(w, "  %-8s %s\n", n, loadCommands[n].summary)
+	}
 	fmt.Fprintf(w, "\nflags (with -profile %s; -profile NAME -help for another's):\n", p.name)
 	fs.PrintDefaults()
 }
