@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/minikafka/minikafka/admin"
 	"github.com/minikafka/minikafka/bench"
@@ -85,10 +86,14 @@ func (st *steps) adminClient() (*kadm.Client, func(), error) {
 }
 
 // loadFigures are the figures of the running loads over a step from
-// start: see workloads.Pump and workloads.Track.
-func (st *steps) loadFigures(ctx context.Context, start time.Time) (map[string]float64, error) {
+// start, when the group load had sent requests: see workloads.Pump,
+// workloads.Track and workloads.Groups.
+func (st *steps) loadFigures(ctx context.Context, start time.Time, requests int64) (map[string]float64, error) {
 	end := time.Now()
 	figs := map[string]float64{}
+	if st.groups != nil {
+		figs["group_requests_per_s"] = float64(st.groupRequests()-requests) / end.Sub(start).Seconds()
+	}
 	if st.pump != nil {
 		figs["load_records_per_s"] = st.pump.Rate(start, end)
 		if st.cluster != nil {
@@ -256,9 +261,63 @@ func onTargets(td kadm.TopicDetail, targets map[int32][]int32) bool {
 	return true
 }
 
+// groups is the cell's topic as a group consumers' workload.
+func (st *steps) groupsOf() *load.Groups {
+	return &load.Groups{Client: st.client(), Topic: Topic, Partitions: int(st.cfg.Workload.Topology.Partitions), Poll: 2 * time.Millisecond}
+}
+
+func (st *steps) churn(ctx context.Context, prefix string, c *workloads.Churn) error {
+	balancer := kgo.CooperativeStickyBalancer()
+	switch c.Balancer {
+	case "cooperative-sticky", "":
+	case "range":
+		balancer = kgo.RangeBalancer()
+	default:
+		return fmt.Errorf("balancer %q: want cooperative-sticky or range", c.Balancer)
+	}
+	res, err := st.groupsOf().Churn(ctx, c.Members, balancer)
+	if err != nil {
+		return err
+	}
+	st.set(prefix, map[string]float64{"moved": float64(res.Moved), "settle_s": res.Settle.Seconds()})
+	return nil
+}
+
+func (st *steps) settle(ctx context.Context, prefix string, s *workloads.Settle) error {
+	d, err := st.groupsOf().Settle(ctx, s.Members)
+	if err != nil {
+		return err
+	}
+	st.set(prefix, map[string]float64{"settle_s": d.Seconds()})
+	return nil
+}
+
+func (st *steps) startGroups(ctx context.Context, g *workloads.Groups) error {
+	if st.groups != nil {
+		return errors.New("a group load already runs")
+	}
+	var err error
+	st.groups, err = st.groupsOf().StartGroupLoad(ctx, g.Count, "committed", g.Heartbeat, g.Commit)
+	return err
+}
+
+func (st *steps) groupRequests() int64 {
+	if st.groups == nil {
+		return 0
+	}
+	return st.groups.Requests()
+}
+
 // endLoads stops the loads when a round ends and reads back what the
 // tracked producer was told.
 func (st *steps) endLoads(ctx context.Context) error {
+	if st.groups != nil {
+		_, err := st.groups.Stop()
+		st.groups = nil
+		if err != nil {
+			return fmt.Errorf("group load: %w", err)
+		}
+	}
 	if st.pump != nil {
 		st.pump.Stop()
 		st.pump = nil

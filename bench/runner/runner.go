@@ -207,11 +207,11 @@ func (st *steps) rounds(ctx context.Context, c workloads.Cell) ([]result.Rep, er
 	return reps, nil
 }
 
-// usesTopic reports whether the cell produces or consumes: then the
-// runner makes the topic they share.
+// usesTopic reports whether the cell produces, consumes or runs groups:
+// then the runner makes the topic they share.
 func usesTopic(c workloads.Cell) bool {
 	for _, s := range append(slices.Clone(c.Setup), c.Steps...) {
-		if s.Produce != nil || s.Consume != nil {
+		if s.Produce != nil || s.Consume != nil || s.Churn != nil || s.Settle != nil || s.Groups != nil {
 			return true
 		}
 	}

@@ -41,6 +41,7 @@ type steps struct {
 	// topic's size on disk at the last step's end and its growth then.
 	pump       *load.Pump
 	tracked    *load.Tracked
+	groups     *load.GroupLoad
 	stored     int64
 	storedRate float64
 }
@@ -52,6 +53,9 @@ func (st *steps) close() {
 	if st.tracked != nil {
 		st.tracked.Stop(0)
 	}
+	if st.groups != nil {
+		st.groups.Stop()
+	}
 	if st.acksAll != nil {
 		st.acksAll.Close()
 		st.acksOne.Close()
@@ -60,7 +64,7 @@ func (st *steps) close() {
 
 // run runs one step, timing it.
 func (st *steps) run(ctx context.Context, s workloads.Step) error {
-	start, faultAt := time.Now(), st.faultAt
+	start, faultAt, requests := time.Now(), st.faultAt, st.groupRequests()
 	prefix := s.Prefix()
 	var err error
 	switch {
@@ -86,13 +90,19 @@ func (st *steps) run(ctx context.Context, s workloads.Step) error {
 		err = pause(ctx, s.Pause)
 	case s.Reassign != nil:
 		err = st.reassign(ctx, prefix, s.Reassign)
+	case s.Churn != nil:
+		err = st.churn(ctx, prefix, s.Churn)
+	case s.Settle != nil:
+		err = st.settle(ctx, prefix, s.Settle)
+	case s.Groups != nil:
+		err = st.startGroups(ctx, s.Groups)
 	default:
 		err = fmt.Errorf("step of no kind")
 	}
 	if err != nil {
 		return err
 	}
-	figs, err := st.loadFigures(ctx, start)
+	figs, err := st.loadFigures(ctx, start, requests)
 	if err != nil {
 		return err
 	}

@@ -161,6 +161,9 @@ type Step struct {
 	// measures them).
 	Pause    time.Duration `yaml:"pause,omitempty" json:"pause_ns,omitempty"`
 	Reassign *Reassign     `yaml:"reassign,omitempty" json:"reassign,omitempty"`
+	Churn    *Churn        `yaml:"churn,omitempty" json:"churn,omitempty"`
+	Settle   *Settle       `yaml:"settle,omitempty" json:"settle,omitempty"`
+	Groups   *Groups       `yaml:"groups,omitempty" json:"groups,omitempty"`
 }
 
 // Kind is the step's kind: the field that is set.
@@ -172,7 +175,7 @@ func (s Step) Kind() string {
 		{s.Produce != nil, "produce"}, {s.Consume != nil, "consume"}, {s.CreateTopic != nil, "create_topic"},
 		{s.Kill != nil, "kill"}, {s.Stop != nil, "stop"}, {s.Restart != nil, "restart"}, {s.Wait != nil, "wait"},
 		{s.Load != nil, "load"}, {s.Track != nil, "track"}, {s.Fill != nil, "fill"}, {s.Pause > 0, "pause"},
-		{s.Reassign != nil, "reassign"},
+		{s.Reassign != nil, "reassign"}, {s.Churn != nil, "churn"}, {s.Settle != nil, "settle"}, {s.Groups != nil, "groups"},
 	}
 	for _, k := range kinds {
 		if k.set {
@@ -296,6 +299,33 @@ type Reassign struct {
 	From     int32   `yaml:"from" json:"from"`
 	To       int32   `yaml:"to" json:"to"`
 	Throttle float64 `yaml:"throttle,omitempty" json:"throttle,omitempty"`
+}
+
+// Churn forms a group of Members franz-go consumers of the cell's topic
+// with Balancer (cooperative-sticky or range), lets it settle, adds one
+// more member and counts the partitions whose owner changed. Figures:
+// moved, and settle_s from the new member's start until the group is
+// Stable again with every partition owned.
+type Churn struct {
+	Members  int    `yaml:"members" json:"members"`
+	Balancer string `yaml:"balancer" json:"balancer"`
+}
+
+// Settle starts Members consumers of the cell's topic at once. Figure:
+// settle_s, from the last JoinGroup any of them wrote until the group is
+// Stable with every partition owned, polled every 2 ms.
+type Settle struct {
+	Members int `yaml:"members" json:"members"`
+}
+
+// Groups starts Count one-member groups on one client, each sending a
+// heartbeat every Heartbeat and an offset commit every Commit (franz-go's
+// defaults are 3 s and 5 s), until the round ends. Every step while they
+// run adds group_requests_per_s.
+type Groups struct {
+	Count     int           `yaml:"count" json:"count"`
+	Heartbeat time.Duration `yaml:"heartbeat" json:"heartbeat_ns"`
+	Commit    time.Duration `yaml:"commit" json:"commit_ns"`
 }
 
 // Wait polls until a condition holds: Fenced, every running broker

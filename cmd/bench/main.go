@@ -3,7 +3,7 @@
 //
 //	go run ./cmd/bench -profile engines   # results/engines.md: every engine against a raw-disk group-commit loop, in process
 //	go run ./cmd/bench -profile broker    # results/broker.md: the broker per engine against kfake, and its peak RSS (bench/workloads/broker.yaml)
-//	go run ./cmd/bench -profile groups    # results/groups.md: consumer group churn, settle time, cost of group traffic
+//	go run ./cmd/bench -profile groups    # results/groups.md: consumer group churn, settle time, cost of group traffic (bench/workloads/groups.yaml)
 //	go run ./cmd/bench -profile cluster   # results/cluster.md: a three-broker cluster's failover, fencing, topic creation, restart at scale (bench/workloads/cluster.yaml)
 //	go run ./cmd/bench -profile replication # results/replication.md: RF 3 against RF 1, leader kill and stop under load, catch-up, per engine
 //	go run ./cmd/bench -profile faults    # results/faults.md: the fault matrix, engines x faults under load, Jepsen's anomalies (root: network namespaces)

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/minikafka/minikafka/bench"
-	"github.com/minikafka/minikafka/bench/groupbench"
 	"github.com/minikafka/minikafka/bench/logbench"
 	"github.com/minikafka/minikafka/bench/replbench"
 	"github.com/minikafka/minikafka/bench/result"
@@ -31,13 +30,6 @@ var fileReports = map[string]fileReport{
 			return nil, "", err
 		}
 		return logbench.Ratios(r), r.Commit, nil
-	},
-	"groups": func(b []byte) ([]bench.Ratio, string, error) {
-		r, err := groupbench.Parse(b)
-		if err != nil {
-			return nil, "", err
-		}
-		return r.Ratios(), r.Commit, nil
 	},
 	"replication": func(b []byte) ([]bench.Ratio, string, error) {
 		r, err := replbench.Parse(b)

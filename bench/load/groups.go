@@ -1,11 +1,10 @@
-// Package groupbench measures consumer groups with franz-go group
-// consumers: how many partitions change owner when a member joins (churn),
-// how long a group takes to settle after its last member joins, and what
-// the heartbeats and commits of many groups cost produce throughput. Run
-// is the groups profile of cmd/bench, which writes results/groups.md and
-// groups.json; Bench measures any running broker, and the groupinterop
-// tests check the churn bound with it.
-package groupbench
+package load
+
+// Consumer groups, measured with franz-go group consumers: how many
+// partitions change owner when a member joins (Churn), how long a group
+// takes to settle after its last member joins (Settle), and a load of
+// idle groups' heartbeats and commits (StartGroupLoad). The groups
+// workload's steps and the groupinterop tests share them.
 
 import (
 	"context"
@@ -19,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 var groupSeq atomic.Int64
@@ -61,10 +61,10 @@ func (a Assignment) Covers(n int) bool {
 	return true
 }
 
-// Bench measures groups on the brokers at Addrs, on topic Topic with
+// Groups measures groups on the Client's brokers, on topic Topic with
 // Partitions partitions (created if missing).
-type Bench struct {
-	Addrs      []string
+type Groups struct {
+	Client
 	Topic      string
 	Partitions int
 	// Poll is how often the group's state is read while waiting for it to
@@ -78,10 +78,10 @@ type member struct {
 	done chan struct{}
 }
 
-func (b *Bench) startMember(group string, balancer kgo.GroupBalancer, hooks ...kgo.Hook) (*member, error) {
+func (b *Groups) startMember(group string, balancer kgo.GroupBalancer, hooks ...kgo.Hook) (*member, error) {
 	cl, err := kgo.NewClient(
 		kgo.WithHooks(hooks...),
-		kgo.SeedBrokers(b.Addrs...),
+		kgo.SeedBrokers(b.Brokers...),
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(b.Topic),
 		kgo.Balancers(balancer),
@@ -111,35 +111,25 @@ func (m *member) close() {
 	<-m.done
 }
 
-func (b *Bench) admin() (*kadm.Client, func(), error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs...))
+// admin is a kadm client of the brokers and its closer.
+func (b *Groups) admin() (*kadm.Client, func(), error) {
+	adm, cl, err := b.Client.admin()
 	if err != nil {
 		return nil, nil, err
 	}
-	return kadm.NewClient(cl), cl.Close, nil
+	return adm, cl.Close, nil
 }
 
 // Prepare creates the topic unless it exists.
-func (b *Bench) Prepare(ctx context.Context) error { return b.ensureTopic(ctx, b.Topic) }
+func (b *Groups) Prepare(ctx context.Context) error { return b.ensureTopic(ctx, b.Topic) }
 
-// ensureTopic creates topic with the Bench's partition count unless it
-// exists.
-func (b *Bench) ensureTopic(ctx context.Context, topic string) error {
-	adm, done, err := b.admin()
-	if err != nil {
-		return err
-	}
-	defer done()
-	_, err = adm.CreateTopic(ctx, int32(b.Partitions), 1, nil, topic)
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("create %s: %w", topic, err)
-	}
-	return nil
+func (b *Groups) ensureTopic(ctx context.Context, topic string) error {
+	return EnsureTopic(ctx, b.Client, topic, int32(b.Partitions))
 }
 
 // waitSettled polls until group is Stable with n members that own every
 // partition, each once, and returns that assignment.
-func (b *Bench) waitSettled(ctx context.Context, adm *kadm.Client, group string, n int) (Assignment, error) {
+func (b *Groups) waitSettled(ctx context.Context, adm *kadm.Client, group string, n int) (Assignment, error) {
 	for {
 		a, state, err := Describe(ctx, adm, group, b.Topic)
 		if err == nil && state == "Stable" && len(a) == n && a.Covers(b.Partitions) {
@@ -195,7 +185,7 @@ type ChurnResult struct {
 
 // Churn forms a group of members consumers using balancer, lets it settle,
 // adds one more member and counts the partitions that changed owner.
-func (b *Bench) Churn(ctx context.Context, members int, balancer kgo.GroupBalancer) (ChurnResult, error) {
+func (b *Groups) Churn(ctx context.Context, members int, balancer kgo.GroupBalancer) (ChurnResult, error) {
 	res := ChurnResult{Balancer: balancer.ProtocolName(), Members: members}
 	adm, done, err := b.admin()
 	if err != nil {
@@ -267,7 +257,7 @@ func (j *joinClock) latest() time.Time {
 // JoinGroup any of them wrote (each joins twice: once for its member id)
 // until the group is Stable with all n owning every partition, as polling
 // sees it.
-func (b *Bench) Settle(ctx context.Context, n int) (time.Duration, error) {
+func (b *Groups) Settle(ctx context.Context, n int) (time.Duration, error) {
 	adm, done, err := b.admin()
 	if err != nil {
 		return 0, err
@@ -296,4 +286,164 @@ func (b *Bench) Settle(ctx context.Context, n int) (time.Duration, error) {
 		return 0, err
 	}
 	return time.Since(joins.latest()), nil
+}
+
+// GroupLoad keeps groups one-member groups busy the way idle consumers
+// are: a heartbeat every Heartbeat and an offset commit (of partition 0
+// of topic, created if missing) every Commit, franz-go's defaults being
+// 3 s and 5 s. Stop ends it and reports the first error.
+type GroupLoad struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	err    error
+	// Requests counts heartbeats and commits sent.
+	requests int64
+}
+
+// StartGroupLoad starts groups simulated members on one shared client.
+func (b *Groups) StartGroupLoad(ctx context.Context, groups int, topic string, heartbeat, commit time.Duration) (*GroupLoad, error) {
+	if err := b.ensureTopic(ctx, topic); err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Brokers...))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	l := &GroupLoad{cancel: cancel}
+	var joined sync.WaitGroup
+	for i := range groups {
+		group := newGroupID(fmt.Sprintf("load%d", i))
+		joined.Add(1)
+		l.wg.Go(func() {
+			memberID, gen, err := joinAlone(ctx, cl, group)
+			joined.Done()
+			if err == nil {
+				err = runMember(ctx, cl, group, memberID, gen, topic, heartbeat, commit, l)
+			}
+			l.fail(err)
+		})
+	}
+	joined.Wait() // every group formed: the load runs in full from here
+	go func() { l.wg.Wait(); cl.Close() }()
+	l.mu.Lock()
+	err = l.err
+	l.mu.Unlock()
+	if err != nil {
+		l.Stop()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *GroupLoad) fail(err error) {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err == nil {
+		l.err = err
+	}
+}
+
+// Requests returns how many heartbeats and commits were sent so far.
+func (l *GroupLoad) Requests() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.requests
+}
+
+// Stop ends the load and returns the requests sent and the first error.
+func (l *GroupLoad) Stop() (int64, error) {
+	l.cancel()
+	l.wg.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.requests, l.err
+}
+
+// runMember heartbeats and commits as the group's only member until ctx
+// ends.
+func runMember(ctx context.Context, cl *kgo.Client, group, memberID string, gen int32, topic string, heartbeat, commit time.Duration, l *GroupLoad) error {
+	hb := time.NewTicker(heartbeat)
+	defer hb.Stop()
+	cm := time.NewTicker(commit)
+	defer cm.Stop()
+	var offset int64
+	for {
+		var code int16
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-hb.C:
+			req := kmsg.NewPtrHeartbeatRequest()
+			req.Group, req.MemberID, req.Generation = group, memberID, gen
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return err
+			}
+			code = resp.ErrorCode
+		case <-cm.C:
+			offset++
+			req := kmsg.NewPtrOffsetCommitRequest()
+			req.Group, req.MemberID, req.Generation = group, memberID, gen
+			t := kmsg.NewOffsetCommitRequestTopic()
+			t.Topic = topic
+			p := kmsg.NewOffsetCommitRequestTopicPartition()
+			p.Partition, p.Offset = 0, offset
+			t.Partitions = append(t.Partitions, p)
+			req.Topics = append(req.Topics, t)
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return err
+			}
+			code = resp.Topics[0].Partitions[0].ErrorCode
+		}
+		if code != 0 {
+			return fmt.Errorf("group %s: %w", group, kerr.ErrorForCode(code))
+		}
+		l.mu.Lock()
+		l.requests++
+		l.mu.Unlock()
+	}
+}
+
+// joinAlone forms a one-member group and returns the member id and
+// generation.
+func joinAlone(ctx context.Context, cl *kgo.Client, group string) (string, int32, error) {
+	memberID := ""
+	for {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Group, req.MemberID, req.ProtocolType = group, memberID, "consumer"
+		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 45000, 60000
+		p := kmsg.NewJoinGroupRequestProtocol()
+		p.Name = "range"
+		req.Protocols = append(req.Protocols, p)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return "", 0, err
+		}
+		if resp.ErrorCode == kerr.MemberIDRequired.Code {
+			memberID = resp.MemberID
+			continue
+		}
+		if resp.ErrorCode != 0 {
+			return "", 0, fmt.Errorf("join %s: %w", group, kerr.ErrorForCode(resp.ErrorCode))
+		}
+		sync := kmsg.NewPtrSyncGroupRequest()
+		sync.Group, sync.MemberID, sync.Generation = group, resp.MemberID, resp.Generation
+		a := kmsg.NewSyncGroupRequestGroupAssignment()
+		a.MemberID = resp.MemberID
+		sync.GroupAssignment = append(sync.GroupAssignment, a)
+		sresp, err := sync.RequestWith(ctx, cl)
+		if err != nil {
+			return "", 0, err
+		}
+		if sresp.ErrorCode != 0 {
+			return "", 0, fmt.Errorf("sync %s: %w", group, kerr.ErrorForCode(sresp.ErrorCode))
+		}
+		return resp.MemberID, resp.Generation, nil
+	}
 }
