@@ -1,14 +1,16 @@
 // Package harness starts the brokers and clusters that tests, interop
-// suites and benchmarks run against, and owns what they share: the one
-// build of cmd/broker (BuildBroker, RunWithBroker), child processes and
-// their /proc figures (StartChild), free ports, the servers a benchmark
-// measures (Broker, Kfake, NATS: a Starter each), clusters of cmd/broker
-// processes on loopback ports or in network namespaces (StartCluster,
-// netlab), topic creation and the waits on a cluster's metadata
-// (WaitBrokers, WaitLeaders, WaitISR, WaitFenced, WaitDeleted), and
-// direct requests to one broker (Dial). It imports no testing package:
-// broker/brokertest and interop/interoptest wrap it for tests, and
-// cmd/bench uses it as it is.
+// suites and benchmarks run against, and owns what they share: brokers in
+// this process (ServeInProcess, ListenCluster for a quorum of them); the
+// one build of cmd/broker (BuildBroker, RunWithBroker), child processes
+// and their /proc figures (StartChild), free ports, the servers a
+// benchmark measures (Broker, Kfake, NATS: a Starter each), clusters of
+// cmd/broker processes on loopback ports or in network namespaces
+// (StartCluster, netlab), topic creation and the waits on a cluster's
+// metadata (WaitBrokers, WaitLeaders, WaitISR, WaitFenced, WaitDeleted),
+// and direct requests to one broker (Dial). It imports no testing
+// package: broker/brokertest wraps it with a test's lifetime (and
+// interop/interoptest builds on brokertest), and cmd/bench uses it as it
+// is.
 //
 // kfake runs as a child process of the benchmark's own binary (the
 // serve-kfake subcommand, ServeKfake here) and NATS JetStream as the
