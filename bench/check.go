@@ -106,5 +106,5 @@ func FormatUnit(v float64, u string) string {
 	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
 		return fmt.Sprintf("%.0f", v)
 	}
-	return fmt.Sprintf("%g", v)
+	return fmt.Sprintf("%.3g", v)
 }

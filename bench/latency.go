@@ -14,7 +14,7 @@
 // counters, page-cache control, directory usage, seeded payloads, and the
 // markdown and JSON writers. Workloads are data (bench/workloads), run by
 // bench/runner into bench/result's schema; the profiles not yet moved are
-// a subpackage each (logbench, replbench, faults, matrix).
+// a subpackage each (logbench, faults, matrix).
 //
 // Nothing here asserts a duration: benchmarks report, tests check plumbing.
 package bench

@@ -54,7 +54,7 @@ func (r *Result) writeChart(dir string, ch workloads.Chart) (bool, error) {
 		return false, nil
 	}
 	for _, t := range r.Workload.Targets {
-		if t.Cell != ch.Cell || t.Figure != ch.Figures[0] || t.Over != "" {
+		if t.Cell != ch.Cell || t.Figure != ch.Figures[0] || t.Over != "" || t.OverCell != "" || t.Per != "" {
 			continue
 		}
 		bound, _ := t.Bound()

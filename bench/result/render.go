@@ -35,7 +35,8 @@ func (r *Result) Markdown() []byte {
 		}
 		header := []string{"server"}
 		for _, col := range wc.Columns {
-			header = append(header, label(Per(col.Figure, col.Per), col.Over, col.Label)+statSuffix(col.Stat))
+			_, refName := r.ref(wc.Name, "", col.Over, col.OverCell)
+			header = append(header, label(Per(col.Figure, col.Per), refName, col.Label)+statSuffix(col.Stat))
 		}
 		if !slices.ContainsFunc(r.Cells, func(c *Cell) bool { return c.Name == wc.Name }) {
 			s.Para("Not run.")
@@ -50,8 +51,8 @@ func (r *Result) Markdown() []byte {
 			row := []string{srv}
 			for _, col := range wc.Columns {
 				col.Figure = Per(col.Figure, col.Per)
-				if col.Over != "" {
-					row = append(row, bench.Times(bench.Div(c.Stat(col.Figure, ""), r.Cell(wc.Name, col.Over).Stat(col.Figure, ""))))
+				if ref, name := r.ref(wc.Name, srv, col.Over, col.OverCell); name != "" {
+					row = append(row, bench.Times(bench.Div(c.Stat(col.Figure, ""), ref.Stat(col.Figure, ""))))
 					continue
 				}
 				if col.Stat != "" {

@@ -142,7 +142,7 @@ func (c *Cell) Errors() []string {
 // ratio of two figures of one unit is "×".
 func Unit(figure string) string {
 	if a, b, ok := strings.Cut(figure, "/"); ok {
-		if Unit(a) == Unit(b) {
+		if Unit(a) == Unit(b) && Unit(a) != "" {
 			return "×"
 		}
 		return Unit(a)
@@ -163,8 +163,11 @@ func Format(v float64, figure string) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "–"
 	}
-	if Unit(figure) == "/s" {
+	switch u := Unit(figure); {
+	case u == "/s":
 		return bench.Rate(v)
+	case u == "s" && v > 0 && v < 1e-3:
+		return fmt.Sprintf("%.3g µs", v*1e6)
 	}
 	return bench.FormatUnit(v, Unit(figure))
 }
@@ -184,7 +187,8 @@ func (r *Result) judge(t workloads.Target) bench.Check {
 	c := r.Cell(t.Cell, t.Server)
 	t.Figure = Per(t.Figure, t.Per)
 	v := c.Stat(t.Figure, t.Stat)
-	if t.Over == "" {
+	ref, refName := r.ref(t.Cell, t.Server, t.Over, t.OverCell)
+	if refName == "" {
 		unit := Unit(t.Figure)
 		if unit == "/s" {
 			unit = ""
@@ -206,22 +210,36 @@ func (r *Result) judge(t workloads.Target) bench.Check {
 			Format(lo, t.Figure), Format(hi, t.Figure), Format(q.Max(), t.Figure))
 		return ch.Resolve(lo, hi, "that interval")
 	}
-	ref := r.Cell(t.Cell, t.Over)
 	w := ref.Stat(t.Figure, t.Stat)
 	ch := bench.Judge(name, bench.Div(v, w), "×", atLeast, bound)
 	if ch.Verdict == bench.Missing {
 		if math.IsNaN(v) {
 			return ch.Because("no figure: %s", failureOf(c))
 		}
-		return ch.Because("no figure on %s: %s", t.Over, failureOf(ref))
+		return ch.Because("no figure on %s: %s", refName, failureOf(ref))
 	}
-	ch = ch.Because("%s vs %s against %s", Format(v, t.Figure), Format(w, t.Figure), t.Over)
+	ch = ch.Because("%s vs %s against %s", Format(v, t.Figure), Format(w, t.Figure), refName)
 	noise := max(relSpread(c.Spread(t.Figure)), relSpread(ref.Spread(t.Figure)))
 	if noise == 0 {
 		return ch
 	}
 	ch = ch.Because("%s; the runs of a side differ by up to %.0f %%", ch.Note, noise*100)
 	return ch.Resolve(ch.Value*(1-noise), ch.Value*(1+noise), "the ratio give or take that")
+}
+
+// ref is the cell a figure of cell on server is divided by, and its name
+// for the reader ("" when there is none): over's cell, or overCell's on
+// over (or on server).
+func (r *Result) ref(cell, server, over, overCell string) (*Cell, string) {
+	switch {
+	case overCell != "" && over != "":
+		return r.Cell(overCell, over), overCell + " on " + over
+	case overCell != "":
+		return r.Cell(overCell, server), overCell
+	case over != "":
+		return r.Cell(cell, over), over
+	}
+	return nil, ""
 }
 
 // relSpread is max/min - 1 over at least two values, else 0.
@@ -257,8 +275,8 @@ func (r *Result) Ratios() []bench.Ratio {
 	gates := map[string]bool{}
 	var out bench.Ratios
 	for _, t := range r.Workload.Targets {
-		if t.Over != "" {
-			gates[ratioName(t.Cell, t.Figure, t.Over, t.Server)] = t.Gate
+		if _, name := r.ref(t.Cell, t.Server, t.Over, t.OverCell); name != "" {
+			gates[ratioName(t.Cell, Per(t.Figure, t.Per), name, t.Server)] = t.Gate
 			continue
 		}
 		v := r.Cell(t.Cell, t.Server).Stat(t.Figure, t.Stat)
@@ -271,15 +289,14 @@ func (r *Result) Ratios() []bench.Ratio {
 	}
 	for _, wc := range r.Workload.Cells {
 		for _, col := range wc.Columns {
-			if col.Over == "" {
-				continue
-			}
+			fig := Per(col.Figure, col.Per)
 			for _, s := range wc.Servers {
-				if s == col.Over {
+				ref, name := r.ref(wc.Name, s, col.Over, col.OverCell)
+				if name == "" || s == col.Over && col.OverCell == "" {
 					continue
 				}
-				n := ratioName(wc.Name, col.Figure, col.Over, s)
-				out.Add(n, bench.Div(r.Cell(wc.Name, s).Stat(col.Figure, ""), r.Cell(wc.Name, col.Over).Stat(col.Figure, "")), gates[n])
+				n := ratioName(wc.Name, fig, name, s)
+				out.Add(n, bench.Div(r.Cell(wc.Name, s).Stat(fig, ""), ref.Stat(fig, "")), gates[n])
 			}
 		}
 	}

@@ -385,7 +385,11 @@ func (st *steps) fault(ctx context.Context, prefix string, f *workloads.Fault, k
 	}
 	fctx, cancel := context.WithTimeout(ctx, recoverWait)
 	defer cancel()
-	victim, err := st.pick(fctx, c, f.Node)
+	ctl, err := c.Controller(fctx)
+	if err != nil {
+		return err
+	}
+	victim, err := st.pick(fctx, c, ctl, f.Node)
 	if err != nil {
 		return err
 	}
@@ -393,7 +397,7 @@ func (st *steps) fault(ctx context.Context, prefix string, f *workloads.Fault, k
 	if err != nil {
 		return err
 	}
-	st.victim, st.victimLed, st.faultAt = victim, led, time.Now()
+	st.victim, st.victimLed, st.faultAt, st.faultBytes = victim, led, time.Now(), 0
 	end := c.Stop
 	if kill {
 		end = c.Kill
@@ -401,16 +405,16 @@ func (st *steps) fault(ctx context.Context, prefix string, f *workloads.Fault, k
 	if err := end(victim); err != nil {
 		return err
 	}
-	st.set(prefix, map[string]float64{"node": float64(victim), "led": float64(len(led))})
+	wasCtl := 0.0
+	if victim == ctl {
+		wasCtl = 1
+	}
+	st.set(prefix, map[string]float64{"node": float64(victim), "led": float64(len(led)), "was_controller": wasCtl})
 	return nil
 }
 
-// pick is the node a fault names.
-func (st *steps) pick(ctx context.Context, c *harness.Cluster, which string) (int32, error) {
-	ctl, err := c.Controller(ctx)
-	if err != nil {
-		return 0, err
-	}
+// pick is the node a fault names; ctl is the active controller.
+func (st *steps) pick(ctx context.Context, c *harness.Cluster, ctl int32, which string) (int32, error) {
 	switch which {
 	case "controller":
 		return ctl, nil
@@ -468,9 +472,40 @@ func (st *steps) wait(ctx context.Context, w *workloads.Wait) error {
 		}
 	}
 	if w.ISR > 0 {
-		return c.WaitISR(wctx, st.lastTopic(), w.ISR)
+		if err := c.WaitISR(wctx, st.lastTopic(), w.ISR); err != nil {
+			return err
+		}
+	}
+	if w.Acked {
+		return st.awaitAckElsewhere(wctx)
 	}
 	return nil
+}
+
+// awaitAckElsewhere polls the tracked producer until a partition the
+// faulted node led is acknowledged by another broker after the fault.
+func (st *steps) awaitAckElsewhere(ctx context.Context) error {
+	if st.tracked == nil || st.faultAt.IsZero() {
+		return errors.New("wait acked needs a tracked producer and a fault")
+	}
+	led := map[int32]bool{}
+	for _, p := range st.victimLed {
+		if p.topic == st.loadTopic() {
+			led[p.index] = true
+		}
+	}
+	for seen := 0; ; {
+		ws := st.tracked.Writes(seen)
+		for _, w := range ws {
+			if led[w.Partition] && w.Node != st.victim && !w.At.Before(st.faultAt) {
+				return nil
+			}
+		}
+		seen += len(ws)
+		if !bench.Pause(ctx, probeEvery) {
+			return fmt.Errorf("no acknowledgement of broker %d's partitions by another broker: %w", st.victim, ctx.Err())
+		}
+	}
 }
 
 func (st *steps) lastTopic() string {
@@ -550,6 +585,9 @@ func (st *steps) restart(ctx context.Context, prefix string, r *workloads.Restar
 	defer cancel()
 	id := st.victim
 	st.victim, st.faultAt = 0, time.Time{}
+	if r.ISR {
+		return st.rejoin(ctx, c, prefix, id)
+	}
 	if !r.Served {
 		if err := c.WaitFenced(rctx, id); err != nil {
 			return err
@@ -563,6 +601,32 @@ func (st *steps) restart(ctx context.Context, prefix string, r *workloads.Restar
 		return err
 	}
 	return c.WaitBrokers(rctx, len(c.Nodes()))
+}
+
+// rejoin waits until node id's last registration is fenced, starts it
+// and times it from the exec until every broker is listed and it is back
+// in every ISR of the cell's last topic (a follower catching up).
+func (st *steps) rejoin(ctx context.Context, c *harness.Cluster, prefix string, id int32) error {
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+	defer cancel()
+	if err := c.WaitFenced(wctx, id); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := c.Start(wctx, id); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	var listErr, isrErr error
+	var listed, isr float64
+	wg.Go(func() { listErr = c.WaitBrokers(wctx, len(c.Nodes())); listed = since(start) })
+	wg.Go(func() { isrErr = c.WaitISR(wctx, st.lastTopic(), len(c.Nodes())); isr = since(start) })
+	wg.Wait()
+	if err := errors.Join(listErr, isrErr); err != nil {
+		return err
+	}
+	st.set(prefix, map[string]float64{"listed_s": listed, "isr_s": isr, "caught_up_bytes_per_s": float64(st.faultBytes) / isr})
+	return nil
 }
 
 // serveAgain execs node id and times it, from just before the exec, until

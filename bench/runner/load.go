@@ -106,7 +106,11 @@ func (st *steps) loadFigures(ctx context.Context, start time.Time, requests int6
 		}
 	}
 	if st.tracked != nil {
-		g := load.WidestGap(st.tracked.Writes(0), nil, start, end)
+		ws := st.tracked.Writes(0)
+		if !st.faultAt.IsZero() {
+			figs["gap_since_fault_s"] = load.LongestGap(ws, nil, st.faultAt, end).Seconds()
+		}
+		g := load.WidestGap(ws, nil, start, end)
 		figs["longest_gap_s"] = g.Length().Seconds()
 		figs["gap_partition"] = float64(g.Partition)
 		figs["gap_from_s"], figs["gap_to_s"] = g.From.Sub(start).Seconds(), g.To.Sub(start).Seconds()
@@ -263,7 +267,7 @@ func onTargets(td kadm.TopicDetail, targets map[int32][]int32) bool {
 
 // groups is the cell's topic as a group consumers' workload.
 func (st *steps) groupsOf() *load.Groups {
-	return &load.Groups{Client: st.client(), Topic: Topic, Partitions: int(st.cfg.Workload.Topology.Partitions), Poll: 2 * time.Millisecond}
+	return &load.Groups{Client: st.client(), Topic: Topic, Partitions: int(st.topology.Partitions), Poll: 2 * time.Millisecond}
 }
 
 func (st *steps) churn(ctx context.Context, prefix string, c *workloads.Churn) error {
@@ -334,6 +338,7 @@ func (st *steps) endLoads(ctx context.Context) error {
 		return fmt.Errorf("reading back: %w", err)
 	}
 	st.set("audit", map[string]float64{"acked": float64(a.Acked), "consumed": float64(a.Consumed),
-		"lost": float64(a.Lost), "duplicated": float64(a.Duplicated), "misplaced": float64(a.Misplaced)})
+		"lost": float64(a.Lost), "duplicated": float64(a.Duplicated), "misplaced": float64(a.Misplaced),
+		"unacked": float64(tr.Failed)})
 	return nil
 }

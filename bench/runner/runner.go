@@ -40,11 +40,11 @@ type Config struct {
 	Workload *workloads.Workload
 	// Quick marks the workload as shrunk for a smoke run.
 	Quick bool
-	// Start says how each server the workload names starts; Cluster
-	// starts a cluster of engine on dir, for a topology of several
-	// brokers.
-	Start   func(name string) harness.Starter
-	Cluster func(ctx context.Context, engine, dir string) (*harness.Cluster, error)
+	// Start says how each server the workload names starts on a
+	// topology; Cluster starts a cluster of engine on dir, for a topology
+	// of several brokers.
+	Start   func(name string, t workloads.Topology) harness.Starter
+	Cluster func(ctx context.Context, engine, dir string, t workloads.Topology) (*harness.Cluster, error)
 	// Dir holds the servers' data directories, one fresh per repetition.
 	Dir string
 	// Log gets a line per repetition; Bar, when set, draws progress.
@@ -85,15 +85,17 @@ func runAll(ctx context.Context, cfg *Config, res *result.Result) error {
 	}
 	for rep := range reps {
 		for _, c := range cfg.Workload.Cells {
-			if rep >= c.Reps {
+			// A cell of fewer repetitions runs in the last ones: after the
+			// cells it may read a rate from (workloads.RateOf).
+			if rep < reps-c.Reps {
 				continue
 			}
 			for _, srv := range c.Servers {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				fmt.Fprintf(cfg.Log, "rep %d/%d %s on %s\n", rep+1, c.Reps, c.Name, srv)
-				for _, r := range cfg.measure(ctx, c, srv, fmt.Sprintf("%s-%s-%d", c.Name, srv, rep)) {
+				fmt.Fprintf(cfg.Log, "rep %d/%d %s on %s\n", rep-(reps-c.Reps)+1, c.Reps, c.Name, srv)
+				for _, r := range cfg.measure(ctx, res, c, srv, fmt.Sprintf("%s-%s-%d", c.Name, srv, rep)) {
 					res.Add(c.Name, srv, r)
 					fmt.Fprintf(cfg.Log, "  %s\n", summary(r, c))
 				}
@@ -110,7 +112,7 @@ func summary(r result.Rep, c workloads.Cell) string {
 	var s []string
 	for i, col := range c.Columns {
 		dup := slices.ContainsFunc(c.Columns[:i], func(o workloads.Column) bool { return o.Figure == col.Figure })
-		if v, ok := r.Figures[col.Figure]; ok && col.Over == "" && !dup {
+		if v, ok := r.Figures[col.Figure]; ok && col.Over == "" && col.OverCell == "" && !dup {
 			s = append(s, col.Figure+" "+result.Format(v, col.Figure))
 		}
 	}
@@ -120,8 +122,8 @@ func summary(r result.Rep, c workloads.Cell) string {
 // measure starts server srv fresh on an empty directory and runs cell c
 // on it: the setup steps, then the steps once per round, a repetition
 // each.
-func (cfg *Config) measure(ctx context.Context, c workloads.Cell, srv, dirName string) []result.Rep {
-	st := &steps{cfg: cfg, srv: srv, figures: map[string]float64{}}
+func (cfg *Config) measure(ctx context.Context, res *result.Result, c workloads.Cell, srv, dirName string) []result.Rep {
+	st := &steps{cfg: cfg, res: res, topology: cfg.Workload.TopologyOf(c), srv: srv, figures: map[string]float64{}}
 	defer st.close()
 	fail := func(err error) []result.Rep {
 		return []result.Rep{{Figures: st.figures, Error: err.Error()}}
@@ -132,6 +134,7 @@ func (cfg *Config) measure(ctx context.Context, c workloads.Cell, srv, dirName s
 	}
 	// A full disk would fail the next server.
 	defer os.RemoveAll(dir)
+	st.dir = dir
 	seeds, stop, err := cfg.start(ctx, st, srv, dir)
 	if err != nil {
 		return fail(fmt.Errorf("start: %w", err))
@@ -151,18 +154,19 @@ func (cfg *Config) measure(ctx context.Context, c workloads.Cell, srv, dirName s
 // has several brokers. It returns the seed addresses and how to stop it,
 // which also reads the server's peak RSS into the last repetition.
 func (cfg *Config) start(ctx context.Context, st *steps, srv, dir string) ([]string, func() error, error) {
-	if cfg.Workload.Topology.Brokers > 1 && srv != "kfake" {
-		c, err := cfg.Cluster(ctx, srv, dir)
+	if st.topology.Brokers > 1 && srv != "kfake" {
+		c, err := cfg.Cluster(ctx, srv, dir, st.topology)
 		if err != nil {
 			return nil, nil, err
 		}
 		st.cluster = c
 		return c.Seeds(), func() error { c.Close(); return nil }, nil
 	}
-	s, err := cfg.Start(srv)(ctx, dir, cfg.Workload.Topology.Sync)
+	s, err := cfg.Start(srv, st.topology)(ctx, dir, st.topology.Sync)
 	if err != nil {
 		return nil, nil, err
 	}
+	st.server = s
 	return []string{s.Addr()}, func() error {
 		if rss, err := s.PeakRSS(); err == nil {
 			st.figures["server.peak_rss_bytes"] = float64(rss)
@@ -176,7 +180,7 @@ func (cfg *Config) start(ctx context.Context, st *steps, srv, dir string) ([]str
 // round goes on.
 func (st *steps) rounds(ctx context.Context, c workloads.Cell) ([]result.Rep, error) {
 	if usesTopic(c) {
-		if err := st.d.CreateTopic(ctx, Topic, st.cfg.Workload.Topology.Partitions, -1); err != nil {
+		if err := st.d.CreateTopic(ctx, Topic, st.topology.Partitions, -1); err != nil {
 			return nil, err
 		}
 	}
@@ -185,6 +189,8 @@ func (st *steps) rounds(ctx context.Context, c workloads.Cell) ([]result.Rep, er
 			return nil, fmt.Errorf("setup: %s: %w", step.Prefix(), err)
 		}
 	}
+	// Loads the setup started run through every round.
+	setupLoads := st.pump != nil || st.tracked != nil || st.groups != nil
 	setup, setupTopics := st.figures, st.topics
 	var reps []result.Rep
 	for st.round = range c.Rounds {
@@ -199,21 +205,32 @@ func (st *steps) rounds(ctx context.Context, c workloads.Cell) ([]result.Rep, er
 				break
 			}
 		}
-		if err := st.endLoads(ctx); err != nil && rep.Error == "" {
-			rep.Error = err.Error()
+		if !setupLoads {
+			if err := st.endLoads(ctx); err != nil && rep.Error == "" {
+				rep.Error = err.Error()
+			}
 		}
 		reps = append(reps, rep)
+	}
+	if setupLoads && len(reps) > 0 {
+		// st.figures is the last round's: the audit goes there.
+		if err := st.endLoads(ctx); err != nil && reps[len(reps)-1].Error == "" {
+			reps[len(reps)-1].Error = err.Error()
+		}
 	}
 	return reps, nil
 }
 
-// usesTopic reports whether the cell produces, consumes or runs groups:
-// then the runner makes the topic they share.
+// usesTopic reports whether the cell produces, consumes or runs groups
+// without creating a topic of its own: then the runner makes the topic
+// they share.
 func usesTopic(c workloads.Cell) bool {
+	uses := false
 	for _, s := range append(slices.Clone(c.Setup), c.Steps...) {
-		if s.Produce != nil || s.Consume != nil || s.Churn != nil || s.Settle != nil || s.Groups != nil {
-			return true
+		if s.CreateTopic != nil {
+			return false
 		}
+		uses = uses || s.Produce != nil || s.Consume != nil || s.Churn != nil || s.Settle != nil || s.Groups != nil
 	}
-	return false
+	return uses
 }

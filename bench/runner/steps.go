@@ -2,12 +2,18 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/load"
+	"github.com/minikafka/minikafka/bench/logbench"
+	"github.com/minikafka/minikafka/bench/result"
 	"github.com/minikafka/minikafka/bench/workloads"
 	"github.com/minikafka/minikafka/broker/harness"
 )
@@ -15,10 +21,17 @@ import (
 // steps runs the steps of one server start (or cluster start), round
 // after round, and collects their figures.
 type steps struct {
-	cfg     *Config
-	d       load.Driver
-	srv     string
-	cluster *harness.Cluster // nil for a single server
+	cfg *Config
+	// res is the run so far, which a rate_of reads.
+	res      *result.Result
+	topology workloads.Topology
+	d        load.Driver
+	srv      string
+	// dir is the server's data directory; server and cluster what runs
+	// there, one of them.
+	dir     string
+	server  *harness.Server
+	cluster *harness.Cluster
 	seeds   []string
 	// figures are the current round's.
 	figures map[string]float64
@@ -35,6 +48,9 @@ type steps struct {
 	victim    int32
 	victimLed []partition
 	faultAt   time.Time
+	// faultBytes are the bytes produced since the last fault: what a node
+	// restarted after it has to catch up with.
+	faultBytes int64
 	// acksAll and acksOne are the cluster clients of served topics.
 	acksAll, acksOne *kgo.Client
 	// The loads running beside the round's steps, and one copy of their
@@ -96,6 +112,8 @@ func (st *steps) run(ctx context.Context, s workloads.Step) error {
 		err = st.settle(ctx, prefix, s.Settle)
 	case s.Groups != nil:
 		err = st.startGroups(ctx, s.Groups)
+	case s.Ingest != nil:
+		err = st.ingest(prefix, s.Ingest)
 	default:
 		err = fmt.Errorf("step of no kind")
 	}
@@ -128,11 +146,18 @@ func (st *steps) set(prefix string, figures map[string]float64) {
 }
 
 func (st *steps) produce(ctx context.Context, prefix string, p *workloads.Produce) error {
+	rate := p.Rate
+	if o := p.RateOf; o != nil {
+		if rate = st.res.Cell(o.Cell, st.srv).Stat(o.Figure, "") * o.Times; !(rate > 0) {
+			return fmt.Errorf("no %s of %s on %s to take the rate from", o.Figure, o.Cell, st.srv)
+		}
+	}
+	before, spentErr := st.spent()
 	progress, finish := st.cfg.Bar(st.srv+" "+prefix, p.Records)
 	r, err := st.d.Produce(ctx, load.ProduceConfig{
-		Topic: Topic, Records: p.Records, Duration: p.Duration, RecordBytes: p.RecordBytes,
-		Acks: p.Acks, Idempotent: p.Idempotent, InFlight: p.InFlight, Rate: p.Rate, Clients: p.Clients,
-		Progress: progress,
+		Topic: st.loadTopic(), Records: p.Records, Duration: p.Duration, RecordBytes: p.RecordBytes,
+		Acks: p.Acks, Idempotent: p.Idempotent, InFlight: p.InFlight, Rate: rate, Clients: p.Clients,
+		Linger: p.Linger, Warmup: p.Warmup, Progress: progress,
 	})
 	finish()
 	if err == nil && r.Errors > 0 {
@@ -142,16 +167,76 @@ func (st *steps) produce(ctx context.Context, prefix string, p *workloads.Produc
 		return err
 	}
 	st.produced += r.Records
-	st.set(prefix, map[string]float64{
-		"records": float64(r.Records), "records_per_s": r.RecordsPerSec, "mb_per_s": r.MBPerSec,
+	if !st.faultAt.IsZero() {
+		st.faultBytes += r.Bytes
+	}
+	figs := map[string]float64{
+		"records": float64(r.Records), "batches": float64(r.Batches), "bytes": float64(r.Bytes),
+		"records_per_s": r.RecordsPerSec, "mb_per_s": r.MBPerSec, "behind_s": r.Behind.Seconds(),
 		"ack_p50_s": r.Latency.P50.Seconds(), "ack_p99_s": r.Latency.P99.Seconds(), "ack_p999_s": r.Latency.P999.Seconds(),
-	})
+		"ack_max_s": r.Latency.Max.Seconds(),
+	}
+	if rate > 0 {
+		figs["rate_per_s"] = rate
+	}
+	if after, err := st.spent(); err == nil && spentErr == nil {
+		figs["server_cpu_s"], figs["device_flushes"] = after.cpu-before.cpu, float64(after.flushes-before.flushes)
+	}
+	st.set(prefix, figs)
+	return nil
+}
+
+// usage is what the servers had spent at a moment.
+type usage struct {
+	cpu     float64 // seconds, user and system, every server process
+	flushes int64   // flush requests the data's device completed
+}
+
+// spent reads what the servers spent so far.
+func (st *steps) spent() (usage, error) {
+	var pids []int
+	switch {
+	case st.server != nil:
+		pids = append(pids, st.server.Pid())
+	case st.cluster != nil:
+		for _, n := range st.cluster.Running() {
+			pids = append(pids, n.Child().Pid())
+		}
+	}
+	var u usage
+	for _, pid := range pids {
+		c, err := harness.CPU(pid)
+		if err != nil {
+			return u, err
+		}
+		u.cpu += c
+	}
+	disk, err := bench.DiskFor(st.dir)
+	if err != nil {
+		return u, err
+	}
+	ds, err := disk.Stats()
+	u.flushes = ds.FlushOps
+	return u, err
+}
+
+// ingest runs the engine's bulk ingest in this process.
+func (st *steps) ingest(prefix string, in *workloads.Ingest) error {
+	cfg := logbench.Default()
+	cfg.Records = in.Records
+	dir := filepath.Join(st.dir, "ingest")
+	s := logbench.Ingest(st.srv, dir, cfg)
+	_ = os.RemoveAll(dir)
+	if s.Err != "" {
+		return errors.New(s.Err)
+	}
+	st.set(prefix, map[string]float64{"bytes_per_s": logbench.BytesPerSecond(s), "records_per_s": logbench.RecordsPerSecond(s)})
 	return nil
 }
 
 func (st *steps) consume(ctx context.Context, prefix string) error {
 	progress, finish := st.cfg.Bar(st.srv+" "+prefix, st.produced)
-	r, err := st.d.Consume(ctx, load.ConsumeConfig{Topic: Topic, Records: st.produced, Progress: progress})
+	r, err := st.d.Consume(ctx, load.ConsumeConfig{Topic: st.loadTopic(), Records: st.produced, Progress: progress})
 	finish()
 	if err != nil {
 		return err

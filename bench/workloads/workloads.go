@@ -128,12 +128,16 @@ type Cell struct {
 	// Servers and Reps override the workload's for this cell.
 	Servers []string `yaml:"servers,omitempty" json:"servers,omitempty"`
 	Reps    int      `yaml:"reps,omitempty" json:"reps,omitempty"`
+	// Topology, when set, overrides the workload's for this cell: the
+	// fields it sets.
+	Topology *Topology `yaml:"topology,omitempty" json:"topology,omitempty"`
 	// Rounds repeat the steps on the same server (or cluster), each round
 	// a repetition of its own (default 1): a fault measured ten times on
 	// one cluster, which each round leaves whole again.
 	Rounds int `yaml:"rounds,omitempty" json:"rounds,omitempty"`
 	// Setup steps run once per server start, before the rounds; their
-	// figures go to every round's repetition.
+	// figures go to every round's repetition, and the loads they start
+	// run through every round (their audit goes to the last one).
 	Setup []Step `yaml:"setup,omitempty" json:"setup,omitempty"`
 	Steps []Step `yaml:"steps" json:"steps"`
 	// Columns are the report table's figures, a row per server.
@@ -164,6 +168,7 @@ type Step struct {
 	Churn    *Churn        `yaml:"churn,omitempty" json:"churn,omitempty"`
 	Settle   *Settle       `yaml:"settle,omitempty" json:"settle,omitempty"`
 	Groups   *Groups       `yaml:"groups,omitempty" json:"groups,omitempty"`
+	Ingest   *Ingest       `yaml:"ingest,omitempty" json:"ingest,omitempty"`
 }
 
 // Kind is the step's kind: the field that is set.
@@ -176,6 +181,7 @@ func (s Step) Kind() string {
 		{s.Kill != nil, "kill"}, {s.Stop != nil, "stop"}, {s.Restart != nil, "restart"}, {s.Wait != nil, "wait"},
 		{s.Load != nil, "load"}, {s.Track != nil, "track"}, {s.Fill != nil, "fill"}, {s.Pause > 0, "pause"},
 		{s.Reassign != nil, "reassign"}, {s.Churn != nil, "churn"}, {s.Settle != nil, "settle"}, {s.Groups != nil, "groups"},
+		{s.Ingest != nil, "ingest"},
 	}
 	for _, k := range kinds {
 		if k.set {
@@ -193,8 +199,14 @@ func (s Step) Prefix() string {
 	return s.Kind()
 }
 
-// Produce writes records to the cell's topic. Figures: records,
-// records_per_s, mb_per_s, ack_p50_s, ack_p99_s, ack_p999_s.
+// Produce writes records to the cell's last topic (or the one the runner
+// makes). Figures: records, batches (acknowledged, a record batch per
+// partition per request), bytes, records_per_s, mb_per_s, ack_p50_s,
+// ack_p99_s, ack_p999_s, ack_max_s, rate_per_s and behind_s (an open
+// loop's rate, and how far it fell behind its schedule); and what the
+// servers spent meanwhile:
+// server_cpu_s (user and system, every broker process) and
+// device_flushes (the flush requests the data's block device completed).
 type Produce struct {
 	// Records to produce; or, when 0, produce for Duration.
 	Records  int64         `yaml:"records,omitempty" json:"records,omitempty"`
@@ -207,8 +219,30 @@ type Produce struct {
 	// franz-go's default.
 	InFlight int `yaml:"in_flight,omitempty" json:"in_flight,omitempty"`
 	// Rate in records per second makes the loop open; 0 is closed.
-	Rate    float64 `yaml:"rate,omitempty" json:"rate,omitempty"`
+	Rate float64 `yaml:"rate,omitempty" json:"rate,omitempty"`
+	// RateOf sets Rate from a figure measured before, on the same server.
+	RateOf  *RateOf `yaml:"rate_of,omitempty" json:"rate_of,omitempty"`
 	Clients int     `yaml:"clients,omitempty" json:"clients,omitempty"`
+	// Linger is the producer's linger (0: franz-go's 10 ms); Warmup
+	// leaves the first of the run out of the latency figures.
+	Linger time.Duration `yaml:"linger,omitempty" json:"linger_ns,omitempty"`
+	Warmup time.Duration `yaml:"warmup,omitempty" json:"warmup_ns,omitempty"`
+}
+
+// RateOf is Times the median of Figure in an earlier cell on the same
+// server (a cell with fewer repetitions runs in the last ones, after the
+// cells it reads).
+type RateOf struct {
+	Cell   string  `yaml:"cell" json:"cell"`
+	Figure string  `yaml:"figure" json:"figure"`
+	Times  float64 `yaml:"times" json:"times"`
+}
+
+// Ingest is the engine's bulk ingest in this process (the engines
+// profile's measurement, of Records), beside its server. Figures:
+// bytes_per_s, records_per_s.
+type Ingest struct {
+	Records int64 `yaml:"records,omitempty" json:"records,omitempty"`
 }
 
 // Consume reads the cell's topic from the start, every record produced
@@ -242,9 +276,11 @@ type CreateTopic struct {
 // Fault picks a node of a cluster to kill (SIGKILL) or stop (SIGTERM, a
 // controlled shutdown, waiting for its exit): Node is "controller" (the
 // active one), "other" (a broker other than the active controller, in
-// turn over the rounds, that leads a partition of the last topic created
-// when there is one) or "leader" (the leader of partition 0 of the last
-// topic). Figures: node, led (partitions it led).
+// turn over the rounds) or "leader" (the leader of partition 0 of the last
+// topic). Figures: node, led (partitions it led of the cell's topics),
+// was_controller (1 when it was the active controller). While a tracked
+// producer runs, every step after a fault adds gap_since_fault_s, the
+// longest gap between two acknowledgements of a partition since it.
 type Fault struct {
 	Node string `yaml:"node" json:"node"`
 }
@@ -254,9 +290,13 @@ type Fault struct {
 // every node lists every broker. With Served the step's figure s runs
 // from the exec until the node's own Metadata lists it and a record
 // produced to a partition it led before the fault is acknowledged
-// (listed_s, open_files beside it).
+// (listed_s, open_files beside it). With ISR it waits, from the exec,
+// until every broker is listed (listed_s) and the node is back in every
+// ISR of the cell's last topic (isr_s), and how fast it caught up with
+// what was produced while it was down (caught_up_bytes_per_s).
 type Restart struct {
 	Served bool `yaml:"served,omitempty" json:"served,omitempty"`
+	ISR    bool `yaml:"isr,omitempty" json:"isr,omitempty"`
 }
 
 // Pump (the step load:) starts a closed-loop acks=all producer on the cell's last topic
@@ -331,21 +371,25 @@ type Groups struct {
 // Wait polls until a condition holds: Fenced, every running broker
 // leaves the last faulted node out of its Metadata, as a broker and as a
 // leader of the last topic; ISR, every partition of the last topic has
-// that many replicas in sync.
+// that many replicas in sync; Acked, the tracked producer had a record
+// acknowledged by another broker on a partition the faulted node led.
 type Wait struct {
 	Fenced bool `yaml:"fenced,omitempty" json:"fenced,omitempty"`
 	ISR    int  `yaml:"isr,omitempty" json:"isr,omitempty"`
+	Acked  bool `yaml:"acked,omitempty" json:"acked,omitempty"`
 }
 
 // Column is a figure in a cell's table: its median [min–max] over the
 // repetitions; with Stat, that statistic alone; with Over, its median over
-// the Over server's; with Per, the figure over another figure of the same
+// the Over server's (in OverCell, when set: another cell's on the same
+// server); with Per, the figure over another figure of the same
 // repetition.
 type Column struct {
-	Figure string `yaml:"figure" json:"figure"`
-	Per    string `yaml:"per,omitempty" json:"per,omitempty"`
-	Stat   string `yaml:"stat,omitempty" json:"stat,omitempty"`
-	Over   string `yaml:"over,omitempty" json:"over,omitempty"`
+	Figure   string `yaml:"figure" json:"figure"`
+	Per      string `yaml:"per,omitempty" json:"per,omitempty"`
+	Stat     string `yaml:"stat,omitempty" json:"stat,omitempty"`
+	Over     string `yaml:"over,omitempty" json:"over,omitempty"`
+	OverCell string `yaml:"over_cell,omitempty" json:"over_cell,omitempty"`
 	// Label is the column's header (default: the figure's name in words).
 	Label string `yaml:"label,omitempty" json:"label,omitempty"`
 }
@@ -375,10 +419,12 @@ type Target struct {
 	// Stat is median (the default), p50, p90, p99, min or max over the
 	// repetitions.
 	Stat string `yaml:"stat,omitempty" json:"stat,omitempty"`
-	// Over divides by the same statistic on this server.
-	Over    string   `yaml:"over,omitempty" json:"over,omitempty"`
-	AtLeast *float64 `yaml:"at_least,omitempty" json:"at_least,omitempty"`
-	AtMost  *float64 `yaml:"at_most,omitempty" json:"at_most,omitempty"`
+	// Over divides by the same statistic on this server; OverCell, by the
+	// same statistic in that cell (on Over, or on the same server).
+	Over     string   `yaml:"over,omitempty" json:"over,omitempty"`
+	OverCell string   `yaml:"over_cell,omitempty" json:"over_cell,omitempty"`
+	AtLeast  *float64 `yaml:"at_least,omitempty" json:"at_least,omitempty"`
+	AtMost   *float64 `yaml:"at_most,omitempty" json:"at_most,omitempty"`
 	// Gate makes a drop of this ratio fail cmd/benchcheck.
 	Gate bool `yaml:"gate,omitempty" json:"gate,omitempty"`
 }
@@ -438,6 +484,27 @@ func Parse(data []byte) (*Workload, error) {
 	return &w, w.check()
 }
 
+// TopologyOf is the topology cell c runs on: the workload's with the
+// cell's overrides.
+func (w *Workload) TopologyOf(c Cell) Topology {
+	t := w.Topology
+	if o := c.Topology; o != nil {
+		if o.Brokers > 0 {
+			t.Brokers = o.Brokers
+		}
+		if o.Sync != "" {
+			t.Sync = o.Sync
+		}
+		if o.Partitions > 0 {
+			t.Partitions = o.Partitions
+		}
+		if o.BrokerArgs != nil {
+			t.BrokerArgs = o.BrokerArgs
+		}
+	}
+	return t
+}
+
 func (w *Workload) defaults() {
 	var targets []Target
 	for _, t := range w.Targets {
@@ -491,6 +558,9 @@ func (w *Workload) check() error {
 			if s.Kind() == "" {
 				bad("cell %q: step %d: no kind", c.Name, i+1)
 			}
+			if s.Ingest != nil && s.Ingest.Records <= 0 {
+				bad("cell %q: step %d: ingest of no records", c.Name, i+1)
+			}
 		}
 	}
 	for _, ch := range w.Charts {
@@ -507,6 +577,8 @@ func (w *Workload) check() error {
 			bad("target %q: cell %q does not run on %q", t.Name, t.Cell, t.Server)
 		case t.Over != "" && !slices.Contains(c.Servers, t.Over):
 			bad("target %q: cell %q does not run on %q", t.Name, t.Cell, t.Over)
+		case t.OverCell != "" && w.Cell(t.OverCell) == nil:
+			bad("target %q: no cell %q", t.Name, t.OverCell)
 		case (t.AtLeast == nil) == (t.AtMost == nil):
 			bad("target %q: want one of at_least and at_most", t.Name)
 		}
@@ -575,7 +647,11 @@ func shrink(steps []Step, d int64) []Step {
 			shrunk := *p
 			shrunk.Records /= d
 			shrunk.Duration /= time.Duration(d)
+			shrunk.Warmup /= time.Duration(d)
 			steps[j].Produce = &shrunk
+		}
+		if in := steps[j].Ingest; in != nil {
+			steps[j].Ingest = &Ingest{Records: in.Records / d}
 		}
 		if f := steps[j].Fill; f != nil {
 			steps[j].Fill = &Fill{Bytes: f.Bytes / d}

@@ -63,11 +63,17 @@ func (p *workloadPlan) workload() *workloads.Workload {
 	if p.quick {
 		w = *w.Shrunk()
 	}
-	w.Topology.BrokerArgs = append(slices.Clone(w.Topology.BrokerArgs), strings.Fields(p.brokerArgs)...)
+	extra := strings.Fields(p.brokerArgs)
+	w.Topology.BrokerArgs = append(slices.Clone(w.Topology.BrokerArgs), extra...)
 	only := bench.SplitList(p.servers)
 	w.Cells = slices.Clone(w.Cells)
 	for i := range w.Cells {
 		c := &w.Cells[i]
+		if c.Topology != nil && c.Topology.BrokerArgs != nil {
+			t := *c.Topology
+			t.BrokerArgs = append(slices.Clone(t.BrokerArgs), extra...)
+			c.Topology = &t
+		}
 		if p.reps > 0 {
 			c.Reps = p.reps
 		}
@@ -102,17 +108,17 @@ func (p *workloadPlan) measure(ctx context.Context, e *env) error {
 	}
 	cfg := runner.Config{
 		Workload: w, Quick: p.quick, Dir: dir, Log: e.stderr, Bar: e.bar(false), Command: e.command,
-		Start: func(name string) harness.Starter {
+		Start: func(name string, t workloads.Topology) harness.Starter {
 			if name == "kfake" {
-				return harness.Kfake(me, w.Topology.Partitions, logs)
+				return harness.Kfake(me, t.Partitions, logs)
 			}
-			return harness.Broker(bin, name, w.Topology.Partitions, w.Topology.BrokerArgs, logs)
+			return harness.Broker(bin, name, t.Partitions, t.BrokerArgs, logs)
 		},
-		Cluster: func(ctx context.Context, engine, dir string) (*harness.Cluster, error) {
+		Cluster: func(ctx context.Context, engine, dir string, t workloads.Topology) (*harness.Cluster, error) {
 			sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 			defer cancel()
-			return harness.StartCluster(sctx, harness.ClusterConfig{Bin: bin, Engine: engine, Brokers: w.Topology.Brokers,
-				Dir: dir, Sync: w.Topology.Sync, Args: w.Topology.BrokerArgs, Log: logs})
+			return harness.StartCluster(sctx, harness.ClusterConfig{Bin: bin, Engine: engine, Brokers: t.Brokers,
+				Dir: dir, Sync: t.Sync, Args: t.BrokerArgs, Log: logs})
 		},
 		Setup: p.setup(w, desc),
 	}
@@ -125,19 +131,29 @@ func (p *workloadPlan) measure(ctx context.Context, e *env) error {
 	return err
 }
 
-// setup says how the servers ran, for the report.
+// setup says how the servers ran, for the report: a line for single
+// servers and one for clusters, as the cells use them.
 func (p *workloadPlan) setup(w *workloads.Workload, brokerBin string) []string {
 	lines := []string{"client: franz-go in the benchmark process; the servers run in their own processes on the same machine"}
-	if w.Topology.Brokers > 1 {
-		args := harness.ClusterArgs("ENGINE", 0, "DIR", "ADDR", "CONTROLLER_ADDR", "1@…,2@…,3@…", w.Topology.Sync)
-		return append(lines, fmt.Sprintf("brokers: %d of `%s %s` as child processes, every one a controller voter, fresh for every cell and repetition",
-			w.Topology.Brokers, brokerBin, strings.Join(append(args, w.Topology.BrokerArgs...), " ")))
+	single, cluster := false, false
+	for _, c := range w.Cells {
+		t := w.TopologyOf(c)
+		if t.Brokers > 1 && !cluster {
+			cluster = true
+			args := harness.ClusterArgs("ENGINE", 0, "DIR", "ADDR", "CONTROLLER_ADDR", "1@…,2@…,3@…", t.Sync)
+			lines = append(lines, fmt.Sprintf("clusters: %d of `%s %s` as child processes, every one a controller voter, fresh for every cell and repetition",
+				t.Brokers, brokerBin, strings.Join(append(args, t.BrokerArgs...), " ")))
+		}
+		if t.Brokers <= 1 && !single {
+			single = true
+			args := harness.BrokerArgs("ENGINE", "DIR", "ADDR", "METRICS_ADDR", t.Sync, t.Partitions)
+			lines = append(lines,
+				"kfake: `bench serve-kfake` (this binary) as a child process (franz-go kfake, one broker, in memory, never fsyncs)",
+				fmt.Sprintf("broker: `%s %s` as a child process, fresh for every cell and repetition", brokerBin,
+					strings.Join(append(args, t.BrokerArgs...), " ")))
+		}
 	}
-	args := harness.BrokerArgs("ENGINE", "DIR", "ADDR", "METRICS_ADDR", w.Topology.Sync, w.Topology.Partitions)
-	return append(lines,
-		"kfake: `bench serve-kfake` (this binary) as a child process (franz-go kfake, one broker, in memory, never fsyncs)",
-		fmt.Sprintf("broker: `%s %s` as a child process, fresh for every cell and repetition", brokerBin,
-			strings.Join(append(args, w.Topology.BrokerArgs...), " ")))
+	return lines
 }
 
 func (p *workloadPlan) render(path string, e *env) error {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/logbench"
-	"github.com/minikafka/minikafka/bench/replbench"
 	"github.com/minikafka/minikafka/bench/result"
 	"github.com/minikafka/minikafka/bench/workloads"
 )
@@ -30,13 +29,6 @@ var fileReports = map[string]fileReport{
 			return nil, "", err
 		}
 		return logbench.Ratios(r), r.Commit, nil
-	},
-	"replication": func(b []byte) ([]bench.Ratio, string, error) {
-		r, err := replbench.Parse(b)
-		if err != nil {
-			return nil, "", err
-		}
-		return r.Ratios(), r.Commit, nil
 	},
 }
 
