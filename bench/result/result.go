@@ -208,6 +208,9 @@ func (r *Result) judge(t workloads.Target) bench.Check {
 		lo, hi := q.Interval(p, bench.Confidence)
 		ch = ch.Because("%s of %d, 90 %% interval %s–%s, max %s", statName(t.Stat), q.N(),
 			Format(lo, t.Figure), Format(hi, t.Figure), Format(q.Max(), t.Figure))
+		if lo == hi {
+			return ch // every sample the same: nothing to resolve
+		}
 		return ch.Resolve(lo, hi, "that interval")
 	}
 	w := ref.Stat(t.Figure, t.Stat)
