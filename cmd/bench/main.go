@@ -32,10 +32,9 @@
 // records in flight) at 1 KiB, acks=all, sync=always; the size sweep
 // (100 B, 1 KiB, 16 KiB) at 256 in flight; many producers sharing the
 // in-flight records; acks=1 and sync=interval; tail and catch-up reads; a
-// kill -9 recovery per engine with 1 GiB of data (full); the engines'
-// certification suites. Besides results/<run>/ it rewrites the index
-// results/README.md and, in README.md, the block between report.MarkBegin
-// and report.MarkEnd with the newest full run's summary.
+// kill -9 recovery per engine with 1 GiB of data (full). Besides
+// results/<run>/ it rewrites the index results/README.md. The engines'
+// certification (their conformance and crash suites) runs in CI, not here.
 //
 // Run it from the module root: the profiles that start brokers build
 // ./cmd/broker once into a temporary directory (and the matrix builds
