@@ -103,5 +103,8 @@ func FormatUnit(v float64, u string) string {
 	case "%":
 		return fmt.Sprintf("%+.1f %%", v)
 	}
-	return fmt.Sprintf("%g", v)
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
 }

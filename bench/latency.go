@@ -12,9 +12,9 @@
 // The measuring tools: a latency recorder (HdrHistogram), quantiles of a
 // figure measured many times with their confidence intervals, device I/O
 // counters, page-cache control, directory usage, seeded payloads, and the
-// markdown and JSON writers. The workloads live in subpackages, a profile
-// each (logbench, brokerbench, groupbench, clusterbench, replbench,
-// matrix).
+// markdown and JSON writers. Workloads are data (bench/workloads), run by
+// bench/runner into bench/result's schema; the profiles not yet moved are
+// a subpackage each (logbench, faults, matrix).
 //
 // Nothing here asserts a duration: benchmarks report, tests check plumbing.
 package bench

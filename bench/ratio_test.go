@@ -55,10 +55,6 @@ func TestCell(t *testing.T) {
 	var none *bench.Cell[rep]
 	assert.True(t, math.IsNaN(none.Median(v)), "a cell that did not run has no figure")
 	assert.Zero(t, none.Finished())
-	assert.Equal(t, "1 broker", c.Topology.String())
-	top := bench.Topology{Brokers: 3, ReplicationFactor: 3, Faults: []string{"kill-leader"}}
-	assert.False(t, top.Single())
-	assert.Equal(t, "3 brokers, replication factor 3, faults: kill-leader", top.String())
 }
 
 func TestSpreadText(t *testing.T) {

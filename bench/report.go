@@ -173,22 +173,6 @@ func WriteReport(dir, reportFile string, markdown []byte, resultsFile string, re
 	return WriteFile(filepath.Join(dir, reportFile), markdown)
 }
 
-// WriteChartReport is WriteReport for a report that shows a chart:
-// writeChart draws it at the path it is given (chartFile in dir) and says
-// whether there was anything to draw; render makes the markdown given the
-// chart's file name, "" when there is no chart.
-func WriteChartReport(dir, chartFile string, writeChart func(path string) (bool, error),
-	reportFile string, render func(chart string) []byte, resultsFile string, results any) error {
-	drawn, err := writeChart(filepath.Join(dir, chartFile))
-	if err != nil {
-		return err
-	}
-	if !drawn {
-		chartFile = ""
-	}
-	return WriteReport(dir, reportFile, render(chartFile), resultsFile, results)
-}
-
 // Decode reads the JSON of a results file into a new T and has rejudge
 // judge its checks again from the figures, so that a change to the targets
 // shows in a rendered report.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minikafka/minikafka/bench/netlab"
+	"github.com/minikafka/minikafka/broker/harness/netlab"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"

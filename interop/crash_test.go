@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/minikafka/minikafka/bench/proc"
 	"github.com/minikafka/minikafka/broker"
+	"github.com/minikafka/minikafka/broker/harness"
 	"github.com/minikafka/minikafka/engine"
 )
 
@@ -57,12 +57,12 @@ func serveChild(spec string) int {
 }
 
 // startChild starts the test binary as a broker on dir and addr.
-func startChild(t *testing.T, engineName, dir, addr string) *proc.Child {
+func startChild(t *testing.T, engineName, dir, addr string) *harness.Child {
 	t.Helper()
 	self, err := os.Executable()
 	require.NoError(t, err)
 	t.Setenv(childEnv, fmt.Sprintf("%s %s %s", engineName, dir, addr))
-	c, err := proc.Start(context.Background(), proc.Config{
+	c, err := harness.StartChild(context.Background(), harness.ChildConfig{
 		Path: self, Args: []string{"-test.run=^$"}, Addr: addr, Log: testLog{t}, Ready: 60 * time.Second,
 	})
 	require.NoError(t, err, "start broker child")
@@ -100,7 +100,7 @@ func TestKill9LosesNothingAcknowledged(t *testing.T) {
 
 func testKill9(t *testing.T, engineName string) {
 	dir := t.TempDir()
-	addr, err := proc.FreeAddr()
+	addr, err := harness.FreeAddr()
 	require.NoError(t, err)
 	child := startChild(t, engineName, dir, addr)
 	defer func() { _ = child.Stop() }()

@@ -12,7 +12,7 @@ import (
 
 // disks are a filesystem of its own per broker: a tmpfs of a fixed size
 // mounted on each node's data directory (node-1, ... under dir, as
-// bench/server's Cluster lays them out), so that one broker's disk can be
+// broker/harness's Cluster lays them out), so that one broker's disk can be
 // filled without touching the machine's. It needs root.
 type disks struct {
 	dirs []string

@@ -3,7 +3,7 @@
 // (results/faults.md) and of the CI test beside it.
 //
 // A cell is one engine and one fault. Its brokers are cmd/broker processes
-// (bench/server's Cluster), each on its own host of a bench/netlab (a
+// (broker/harness's Cluster), each on its own host of a broker/harness/netlab (a
 // network namespace with its own address), replication factor 3 and
 // min.insync.replicas 2. Under acks=all idempotent load from franz-go
 // (load.Tracked, which keeps every acknowledgement and the broker that
@@ -29,8 +29,8 @@ import (
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/load"
-	"github.com/minikafka/minikafka/bench/netlab"
-	"github.com/minikafka/minikafka/bench/server"
+	"github.com/minikafka/minikafka/broker/harness"
+	"github.com/minikafka/minikafka/broker/harness/netlab"
 )
 
 // The cluster of every cell.
@@ -62,7 +62,7 @@ const (
 
 // Config is one run of the matrix.
 type Config struct {
-	server.Bench
+	bench.Servers
 	Engines []string
 	Faults  []string
 	// Rounds is how many times each cell injects and heals its fault.
@@ -90,7 +90,7 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	c.Bench.Defaults()
+	c.Servers.Defaults()
 	if c.Rounds < 1 {
 		c.Rounds = DefaultRounds
 	}
@@ -157,7 +157,7 @@ type cell struct {
 	kind    kind
 	dir     string
 	lab     *netlab.Lab
-	c       *server.Cluster
+	c       *harness.Cluster
 	disks   *disks
 	tracked *load.Tracked
 	kcat    *load.Kcat
@@ -211,7 +211,7 @@ func (e *cell) start(ctx context.Context, engine, fault string) error {
 		}
 		bin = e.cfg.UpgradeFrom
 	}
-	e.c, err = server.StartCluster(sctx, server.ClusterConfig{Bin: bin, Engine: engine, Brokers: Brokers, Dir: dir,
+	e.c, err = harness.StartCluster(sctx, harness.ClusterConfig{Bin: bin, Engine: engine, Brokers: Brokers, Dir: dir,
 		Sync: e.cfg.Sync, Args: args, Log: e.cfg.ServerLog, Hosts: e.lab.Hosts(9092, 9192)})
 	if err != nil {
 		return err

@@ -3,10 +3,8 @@ package faults_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,30 +12,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/faults"
-	"github.com/minikafka/minikafka/bench/netlab"
-	"github.com/minikafka/minikafka/bench/server"
+	"github.com/minikafka/minikafka/broker/harness"
+	"github.com/minikafka/minikafka/broker/harness/netlab"
 )
 
 // brokerBin is the cmd/broker binary TestMain builds.
 var brokerBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "faults-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	brokerBin = filepath.Join(dir, "broker")
-	build := exec.Command("go", "build", "-o", brokerBin, "github.com/minikafka/minikafka/cmd/broker")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build cmd/broker:", err)
-		os.Exit(2)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(harness.RunWithBroker(&brokerBin, m.Run))
 }
 
 // TestCIProfile is the fault matrix's CI profile: the segment engine and
@@ -62,7 +47,7 @@ func TestCIProfile(t *testing.T) {
 	defer cancel()
 	var progress strings.Builder
 	res, err := faults.Run(ctx, faults.Config{
-		Bench:   server.Bench{Bin: brokerBin, Dir: t.TempDir(), Log: testLog{t, &progress}, ServerLog: serverLog{t}},
+		Servers: bench.Servers{Bin: brokerBin, Dir: t.TempDir(), Log: testLog{t, &progress}, ServerLog: serverLog{t}},
 		Engines: []string{"segment"}, Faults: faults.CI, Rounds: 1,
 		Rate: 300, KcatBatch: faults.DefaultKcatBatch, Kcat: kcat,
 	})

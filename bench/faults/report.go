@@ -259,7 +259,7 @@ func (r *Result) examplesSection(rep *bench.Report) {
 func (r *Result) setupLines() []string {
 	return []string{
 		fmt.Sprintf("faults: %s; the disk of %s is a tmpfs of %s per broker", strings.Join(r.Config.Faults, ", "), FillFollower, bench.Bytes(r.Config.DiskBytes)),
-		"hosts: bench/netlab (a bridge, a network namespace and a veth pair per broker); a leader is cut off from the other brokers by blackhole routes both ways, a follower from everyone by taking its veth down",
+		"hosts: broker/harness/netlab (a bridge, a network namespace and a veth pair per broker); a leader is cut off from the other brokers by blackhole routes both ways, a follower from everyone by taking its veth down",
 	}
 }
 

@@ -4,7 +4,8 @@
 // from each record's intended send time so a stalled broker cannot hide
 // behind a slowed-down producer, the coordinated-omission trap), consumers
 // that read from the start or the tail, and end-to-end latency from produce
-// to consume. cmd/loadgen, the broker benchmark and cmd/bench share it.
+// to consume. The benchmark runner and cmd/bench's load commands share it,
+// through Driver.
 //
 // A tracked producer (tracked.go) keeps every acknowledgement, and which
 // broker gave it, through a cluster's faults; Audit then consumes the topic

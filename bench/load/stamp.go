@@ -7,7 +7,7 @@ import (
 
 // A stamped value starts with stampMagic and the send time in Unix
 // nanoseconds, little-endian; the rest is payload. The magic lets a consumer
-// tell loadgen's records from anything else in the topic.
+// tell the load commands' records from anything else in the topic.
 const (
 	stampMagic = "MKLG"
 	// StampBytes is the smallest value that carries a send time.

@@ -2,7 +2,6 @@ package load
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -28,27 +27,7 @@ func (c Client) admin() (*kadm.Client, *kgo.Client, error) {
 // partition count is an error: a benchmark must not silently run on a
 // different layout.
 func EnsureTopic(ctx context.Context, c Client, topic string, partitions int32) error {
-	adm, cl, err := c.admin()
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	_, err = adm.CreateTopic(ctx, partitions, -1, nil, topic)
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("load: create topic %s: %w", topic, err)
-	}
-	td, err := adm.ListTopics(ctx, topic)
-	if err != nil {
-		return fmt.Errorf("load: describe topic %s: %w", topic, err)
-	}
-	d := td[topic]
-	if d.Err != nil {
-		return fmt.Errorf("load: describe topic %s: %w", topic, d.Err)
-	}
-	if got := int32(len(d.Partitions)); got != partitions {
-		return fmt.Errorf("load: topic %s has %d partitions, want %d", topic, got, partitions)
-	}
-	return nil
+	return Kafka{c}.CreateTopic(ctx, topic, partitions, -1)
 }
 
 // EndOffsets returns each partition's log end offset: where a consumer that

@@ -7,7 +7,7 @@ import (
 	"os"
 
 	"github.com/minikafka/minikafka/bench"
-	"github.com/minikafka/minikafka/bench/proc"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
 // cell runs one repetition of target t under point p: start, warm up,
@@ -167,7 +167,7 @@ func (r *runner) finish(t Target, srv *Server, dir string, out *Rep) {
 type probe struct {
 	cpu       float64
 	cpuErr    error
-	io        proc.IO
+	io        harness.IO
 	ioErr     error
 	dev       bench.DiskStats
 	devErr    error
@@ -177,8 +177,8 @@ type probe struct {
 
 func (r *runner) probe(ctx context.Context, s *Server) probe {
 	var p probe
-	p.cpu, p.cpuErr = proc.CPU(s.Pid())
-	p.io, p.ioErr = proc.ReadIO(s.Pid())
+	p.cpu, p.cpuErr = harness.CPU(s.Pid())
+	p.io, p.ioErr = harness.ReadIO(s.Pid())
 	if r.disk != nil {
 		p.dev, p.devErr = r.disk.Stats()
 	} else {

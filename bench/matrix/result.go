@@ -22,7 +22,6 @@ type Run struct {
 
 	Cells      []*Cell     `json:"cells"`
 	Recoveries []*Recovery `json:"recoveries"`
-	Certs      []*Cert     `json:"certification"`
 	// EnginesRef is the engine benchmark's ratios against the raw-disk
 	// loop, copied from results/engines.json when the run started.
 	EnginesRef *EnginesRef `json:"engines_ref,omitempty"`

@@ -4,8 +4,9 @@
 // against franz-go's in-memory kfake (the protocol ceiling) and against
 // NATS JetStream (another durable streaming server, driven by its own
 // client), over a matrix of record sizes, concurrency, acks and sync
-// policies; then a kill -9 recovery per engine and the engines'
-// certification suites. It measures; bench/report renders.
+// policies; then a kill -9 recovery per engine. It measures; bench/report
+// renders. (The engines' certification, their conformance and crash
+// suites, runs in CI, not in the benchmark.)
 //
 // Every cell starts its server fresh, as a child process on an empty
 // directory, so that the server's CPU (/proc/<pid>/stat), storage writes
@@ -50,8 +51,6 @@ type Config struct {
 	Command      string
 	Setup        []string
 	SyncInterval time.Duration
-	// Cert, when set, runs the certification suites first.
-	Cert *CertConfig
 	// EnginesRef is recorded as is (see LoadEnginesRef).
 	EnginesRef *EnginesRef
 	// SkipRecovery leaves out the kill -9 recovery figures.
@@ -148,13 +147,9 @@ func (c *Config) defaults() error {
 	return nil
 }
 
-// phases runs certification, the matrix and the recoveries, stopping at
+// phases runs the matrix and the recoveries, stopping at
 // the first sign that ctx ended.
 func (r *runner) phases(ctx context.Context) error {
-	if r.cfg.Cert != nil {
-		fmt.Fprintln(r.cfg.Log, "certification: go test of the conformance and crash suites per engine")
-		r.run.Certs = Certify(ctx, *r.cfg.Cert, r.cfg.Log)
-	}
 	for rep := range r.cfg.Profile.Reps {
 		for _, p := range r.cfg.Points {
 			for _, t := range r.cfg.Targets {

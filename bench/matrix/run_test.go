@@ -14,8 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/minikafka/minikafka/bench/proc"
-	"github.com/minikafka/minikafka/bench/server"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
 // childArg makes the test binary a kfake server child: "kfake" serves
@@ -47,7 +46,7 @@ func serveKfake(mode string) int {
 		defer cancel()
 		dies = true
 	}
-	if err := server.ServeKfake(ctx, nil, os.Stdout, os.Stderr); err != nil {
+	if err := harness.ServeKfake(ctx, nil, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -66,7 +65,7 @@ func childTarget(t *testing.T, name, mode string) Target {
 	return Target{
 		TargetInfo: TargetInfo{Name: name, Kind: KindPeer, Note: "test child " + mode},
 		Start: func(ctx context.Context, _, _ string) (*Server, error) {
-			c, err := proc.Start(ctx, proc.Config{Path: self, Args: []string{childArg + mode}})
+			c, err := harness.StartChild(ctx, harness.ChildConfig{Path: self, Args: []string{childArg + mode}})
 			if err != nil {
 				return nil, err
 			}
@@ -79,12 +78,12 @@ func childTarget(t *testing.T, name, mode string) Target {
 // unknownEngine is a broker that refuses its engine, as cmd/broker does
 // for a name it does not know.
 func unknownEngine(t *testing.T) Target {
-	addr, err := proc.FreeAddr()
+	addr, err := harness.FreeAddr()
 	require.NoError(t, err)
 	return Target{
 		TargetInfo: TargetInfo{Name: "nosuch", Kind: KindEngine, Durable: true},
 		Start: func(ctx context.Context, _, _ string) (*Server, error) {
-			c, err := proc.Start(ctx, proc.Config{Path: "/bin/sh", Args: []string{"-c", `echo 'broker: engine: unknown engine "nosuch"' >&2; exit 1`},
+			c, err := harness.StartChild(ctx, harness.ChildConfig{Path: "/bin/sh", Args: []string{"-c", `echo 'broker: engine: unknown engine "nosuch"' >&2; exit 1`},
 				Addr: addr, Ready: 10 * time.Second})
 			if err != nil {
 				return nil, err

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/minikafka/minikafka/bench/load"
-	"github.com/minikafka/minikafka/bench/server"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
-// Server is a running server under test (see bench/server).
-type Server = server.Server
+// Server is a running server under test (see broker/harness).
+type Server = harness.Server
 
 // Target is a server kind the matrix measures.
 type Target struct {
@@ -22,7 +22,7 @@ type Target struct {
 	CountsFsyncs bool
 	// Start starts the server on dir under the sync policy ("always" or
 	// "interval"). Starting again on the same dir is a restart.
-	Start server.Start
+	Start harness.Starter
 	// Driver runs the client load against it.
 	Driver Driver
 }

@@ -91,7 +91,7 @@ func WriteIndex(resultsDir string) error {
 	}
 	if i := featured(runs); i >= 0 {
 		s := rep.Section(ReadmeHeading)
-		s.Para("For the project README: `go run ./cmd/bench` writes this, from the newest full run (or the newest run when there is none), between the lines `%s` and `%s` of README.md when it has them, and changes nothing else there.", MarkBegin, MarkEnd)
+		s.Para("The newest full run (or the newest run when there is none).")
 		readmeSection(s, runs[i], resultsDir, dirs[i], "")
 	}
 	return bench.WriteFile(filepath.Join(resultsDir, IndexFile), rep.Markdown())
@@ -129,56 +129,6 @@ func readmeSection(s *bench.Section, r *matrix.Run, resultsDir, dir, prefix stri
 	}
 	s.Para("The full report, with latency, reads, amplification, CPU and memory, recovery and the engines' certification: [%s%s/%s](%s%s/%s). Reproduce with `go run ./cmd/bench -profile %s` (this run took %s); every run is listed in [%sREADME.md](%sREADME.md).",
 		prefix, dir, ReportFile, prefix, dir, ReportFile, r.Profile.Name, took(r), prefix, prefix)
-}
-
-// Markers delimit the block of the project README that UpdateReadme
-// rewrites; everything outside them is left as it is.
-const (
-	MarkBegin = "<!-- cmd/bench: summary of the newest full run, rewritten by go run ./cmd/bench -->"
-	MarkEnd   = "<!-- /cmd/bench -->"
-)
-
-// UpdateReadme rewrites the text between MarkBegin and MarkEnd in the
-// project README at readme with the featured run of resultsDir. A README
-// without both markers is left as it is (changed reports false): whoever
-// edits the README decides where, and whether, the block goes.
-func UpdateReadme(readme, resultsDir string) (changed bool, err error) {
-	b, err := os.ReadFile(readme)
-	if err != nil {
-		return false, fmt.Errorf("report: %w", err)
-	}
-	text := string(b)
-	begin := strings.Index(text, MarkBegin)
-	if begin < 0 {
-		return false, nil
-	}
-	bodyStart := begin + len(MarkBegin)
-	n := strings.Index(text[bodyStart:], MarkEnd)
-	if n < 0 {
-		return false, fmt.Errorf("report: %s has %q but not %q", readme, MarkBegin, MarkEnd)
-	}
-	bodyEnd := bodyStart + n
-	runs, dirs, _, err := Runs(resultsDir)
-	if err != nil {
-		return false, err
-	}
-	i := featured(runs)
-	if i < 0 {
-		return false, nil
-	}
-	prefix, err := filepath.Rel(filepath.Dir(readme), resultsDir)
-	if err != nil {
-		return false, fmt.Errorf("report: %w", err)
-	}
-	rep := &bench.Report{Title: "-"}
-	head := "## " + ReadmeHeading + "\n"
-	readmeSection(rep.Section(ReadmeHeading), runs[i], resultsDir, dirs[i], filepath.ToSlash(prefix)+"/")
-	body := strings.SplitN(string(rep.Markdown()), head, 2)[1]
-	out := text[:bodyStart] + "\n\n" + strings.Trim(body, "\n") + "\n\n" + text[bodyEnd:]
-	if out == text {
-		return false, nil
-	}
-	return true, bench.WriteFile(readme, []byte(out))
 }
 
 // took is how long the run took, to the second.

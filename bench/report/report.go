@@ -59,7 +59,7 @@ func Markdown(run *matrix.Run, charts []Chart) []byte {
 	v.reads(rep)
 	v.amplification(rep)
 	v.resources(rep)
-	v.certification(rep)
+	v.recovery(rep)
 	v.enginesRef(rep)
 	v.missing(rep)
 	v.setup(rep)

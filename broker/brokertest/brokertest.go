@@ -1,6 +1,8 @@
 // Package brokertest starts in-process brokers for tests: a fresh data
 // directory, a listener on 127.0.0.1:0, the engine of your choice, and
-// cleanup when the test ends.
+// cleanup when the test ends. It wraps broker/harness, the one harness of
+// tests, interop suites and benchmarks, with the test's lifetime and
+// failures.
 //
 //	b := brokertest.Start(t, brokertest.Engine("segment"))
 //	cl := b.Client(t) // a franz-go client seeded with b.Addr
@@ -21,20 +23,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/minikafka/minikafka/broker"
+	"github.com/minikafka/minikafka/broker/harness"
 	// A test may start a broker on any engine.
 	_ "github.com/minikafka/minikafka/engines/all"
 )
 
-// Broker is a running in-process broker.
+// Broker is a running in-process broker: Server, Addr (host:port to
+// connect to, also what Metadata advertises) and Config (what it was
+// started with, Dir included, for tests that start another one alike).
 type Broker struct {
-	*broker.Server
-	// Addr is host:port to connect to (also what Metadata advertises).
-	Addr string
-	// Config is what the server was started with (Dir included), for
-	// Restart and for tests that want to start another one alike.
-	Config broker.Config
-
-	serveErr chan error
+	*harness.InProcess
 }
 
 // Option adjusts the configuration before Start.
@@ -71,42 +69,22 @@ func Start(t testing.TB, opts ...Option) *Broker {
 	if cfg.NodeID == 0 {
 		cfg.NodeID = broker.DefaultNodeID
 	}
-	b := &Broker{Config: cfg}
-	b.start(t, "127.0.0.1:0")
-	t.Cleanup(func() { b.stop(t) })
-	return b
-}
-
-func (b *Broker) start(t testing.TB, addr string) {
-	t.Helper()
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err, "listen")
-	cfg := b.Config
-	if cfg.AdvertisedAddr == "" {
-		cfg.AdvertisedAddr = ln.Addr().String()
-	}
-	s, err := broker.New(cfg)
-	if err != nil {
-		ln.Close()
-		require.NoError(t, err, "broker.New")
-	}
-	b.Server, b.Addr, b.serveErr = s, ln.Addr().String(), make(chan error, 1)
-	go func() { b.serveErr <- s.Serve(ln) }()
-	// Ready: registered with its controller and unfenced, so that a test's
-	// first request finds the broker serving.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	require.NoError(t, s.WaitReady(ctx), "broker ready")
+	b, err := harness.ServeInProcess(cfg, ln, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	waitReady(t, b)
+	return &Broker{b}
 }
 
-func (b *Broker) stop(t testing.TB) {
+// waitReady waits until the broker is registered with its controller and
+// unfenced, so that a test's first request finds it serving.
+func waitReady(t testing.TB, b *harness.InProcess) {
 	t.Helper()
-	if b.Server == nil {
-		return
-	}
-	require.NoError(t, b.Server.Close(), "broker.Close")
-	require.ErrorIs(t, <-b.serveErr, broker.ErrServerClosed, "Serve's result")
-	b.Server = nil
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	require.NoError(t, b.WaitReady(ctx), "broker %d ready", b.Config.NodeID)
 }
 
 // Restart closes the broker gracefully and starts it again on the same
@@ -115,12 +93,13 @@ func (b *Broker) stop(t testing.TB) {
 // directory).
 func (b *Broker) Restart(t testing.TB, between ...func()) {
 	t.Helper()
-	addr := b.Addr
-	b.stop(t)
+	require.NoError(t, b.Close())
 	for _, f := range between {
 		f()
 	}
-	b.start(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	require.NoError(t, b.InProcess.Restart(ctx))
 }
 
 // Client returns a franz-go client seeded with the broker, closed when the

@@ -3,7 +3,6 @@ package brokertest
 import (
 	"context"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -12,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/minikafka/minikafka/broker"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
 // Cluster is n in-process brokers, every one a controller voter, on
@@ -22,13 +21,10 @@ type Cluster struct {
 	Nodes []*Node
 }
 
-// Node is one broker of a Cluster.
+// Node is one broker of a Cluster: its Config, its Addr and CtlAddr
+// (which stay the same across Start), and its Server (nil while stopped).
 type Node struct {
-	Config broker.Config
-	// Addr and CtlAddr stay the same across Restart.
-	Addr, CtlAddr string
-	Server        *broker.Server
-	done          chan struct{}
+	*harness.InProcess
 }
 
 // StartCluster starts n brokers (node ids 1..n), every one a voter, and
@@ -42,19 +38,9 @@ func StartCluster(t testing.TB, n int, opts ...Option) *Cluster {
 // voters; the others are brokers that follow the voters' metadata.
 func StartClusterOf(t testing.TB, n, voterCount int, opts ...Option) *Cluster {
 	t.Helper()
+	lns, ctls, voters, err := harness.ListenCluster(n, voterCount)
+	require.NoError(t, err)
 	c := &Cluster{}
-	var voters []broker.Voter
-	var lns, ctls []net.Listener
-	for i := range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		ctl, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		lns, ctls = append(lns, ln), append(ctls, ctl)
-		if i < voterCount {
-			voters = append(voters, broker.Voter{ID: int32(i + 1), Addr: ctl.Addr().String()})
-		}
-	}
 	for i := range n {
 		cfg := baseConfig(t)
 		for _, o := range opts {
@@ -65,21 +51,20 @@ func StartClusterOf(t testing.TB, n, voterCount int, opts ...Option) *Cluster {
 		}
 		cfg.NodeID, cfg.Controllers = int32(i+1), voters
 		cfg.ControllerAddr, cfg.AdvertisedAddr = ctls[i].Addr().String(), lns[i].Addr().String()
-		nd := &Node{Config: cfg, Addr: cfg.AdvertisedAddr, CtlAddr: cfg.ControllerAddr}
-		nd.serve(t, lns[i], ctls[i])
-		c.Nodes = append(c.Nodes, nd)
+		b, err := harness.ServeInProcess(cfg, lns[i], ctls[i])
+		require.NoError(t, err)
+		c.Nodes = append(c.Nodes, &Node{b})
 	}
 	t.Cleanup(func() {
 		// Concurrently: a broker's controlled shutdown needs a quorum.
 		var wg sync.WaitGroup
 		for _, nd := range c.Nodes {
-			wg.Add(1)
-			go func() { defer wg.Done(); nd.stop(t) }()
+			wg.Go(func() { nd.Stop(t) })
 		}
 		wg.Wait()
 	})
 	for _, nd := range c.Nodes {
-		nd.waitReady(t)
+		waitReady(t, nd.InProcess)
 	}
 	return c
 }
@@ -87,54 +72,20 @@ func StartClusterOf(t testing.TB, n, voterCount int, opts ...Option) *Cluster {
 // Node returns node id (1-based).
 func (c *Cluster) Node(id int32) *Node { return c.Nodes[id-1] }
 
-func (nd *Node) serve(t testing.TB, ln, ctl net.Listener) {
-	t.Helper()
-	s, err := broker.New(nd.Config)
-	if err != nil {
-		ln.Close()
-		ctl.Close()
-		require.NoError(t, err, "broker.New")
-	}
-	nd.Server, nd.done = s, make(chan struct{})
-	done := nd.done
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = s.Serve(ln) }()
-	go func() { defer wg.Done(); _ = s.ServeController(ctl) }()
-	go func() { wg.Wait(); close(done) }()
-}
-
-func (nd *Node) waitReady(t testing.TB) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	require.NoError(t, nd.Server.WaitReady(ctx), "broker %d ready", nd.Config.NodeID)
-}
-
 // Stop closes the node's broker gracefully (a controlled shutdown). A
 // stopped node stays stopped until Start.
-func (nd *Node) Stop(t testing.TB) { nd.stop(t) }
-
-func (nd *Node) stop(t testing.TB) {
+func (nd *Node) Stop(t testing.TB) {
 	t.Helper()
-	if nd.Server == nil {
-		return
-	}
-	require.NoError(t, nd.Server.Close(), "broker %d Close", nd.Config.NodeID)
-	<-nd.done
-	nd.Server = nil
+	require.NoError(t, nd.Close(), "broker %d Close", nd.Config.NodeID)
 }
 
 // Start starts a stopped node again on its directory and addresses, and
 // waits until it is unfenced.
 func (nd *Node) Start(t testing.TB) {
 	t.Helper()
-	ln, err := net.Listen("tcp", nd.Addr)
-	require.NoError(t, err)
-	ctl, err := net.Listen("tcp", nd.CtlAddr)
-	require.NoError(t, err)
-	nd.serve(t, ln, ctl)
-	nd.waitReady(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	require.NoError(t, nd.Restart(ctx), "broker %d start", nd.Config.NodeID)
 }
 
 // Seeds are the addresses of the running nodes.

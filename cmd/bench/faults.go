@@ -8,7 +8,7 @@ import (
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/faults"
-	"github.com/minikafka/minikafka/bench/server"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
 func init() {
@@ -86,7 +86,7 @@ func (o *faultsPlan) measure(ctx context.Context, e *env) error {
 	o.cfg.Log, o.cfg.ServerLog = e.stderr, logs
 	o.cfg.Setup = []string{
 		fmt.Sprintf("cluster: `broker %s` as child processes (built from ./cmd/broker), every one a controller voter, each in its own network namespace",
-			strings.Join(append(append(server.ClusterArgs("ENGINE", 0, "DIR", "ADDR", "CONTROLLER_ADDR", "1@…,2@…,3@…", o.cfg.Sync),
+			strings.Join(append(append(harness.ClusterArgs("ENGINE", 0, "DIR", "ADDR", "CONTROLLER_ADDR", "1@…,2@…,3@…", o.cfg.Sync),
 				"-min-insync-replicas", fmt.Sprint(faults.MinISR), "-broker-session-timeout", o.cfg.SessionTimeout.String()), o.cfg.Args...), " ")),
 		"clients: franz-go and kcat in the benchmark's own network namespace, reaching every broker over the bridge",
 	}

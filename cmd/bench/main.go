@@ -2,23 +2,29 @@
 // measures and which report it writes under -out (results/ by default):
 //
 //	go run ./cmd/bench -profile engines   # results/engines.md: every engine against a raw-disk group-commit loop, in process
-//	go run ./cmd/bench -profile broker    # results/broker.md: the broker per engine against kfake, and its peak RSS
-//	go run ./cmd/bench -profile groups    # results/groups.md: consumer group churn, settle time, cost of group traffic
-//	go run ./cmd/bench -profile cluster   # results/cluster.md: a three-broker cluster's failover, fencing, topic creation, restart at scale
-//	go run ./cmd/bench -profile replication # results/replication.md: RF 3 against RF 1, leader kill and stop under load, catch-up, per engine
+//	go run ./cmd/bench -profile broker    # results/broker.md: the broker per engine against kfake, and its peak RSS (bench/workloads/broker.yaml)
+//	go run ./cmd/bench -profile groups    # results/groups.md: consumer group churn, settle time, cost of group traffic (bench/workloads/groups.yaml)
+//	go run ./cmd/bench -profile cluster   # results/cluster.md: a three-broker cluster's failover, fencing, topic creation, restart at scale (bench/workloads/cluster.yaml)
+//	go run ./cmd/bench -profile replication # results/replication.md: RF 3 against RF 1, leader kill and stop under load, catch-up, per engine (bench/workloads/replication.yaml)
 //	go run ./cmd/bench -profile faults    # results/faults.md: the fault matrix, engines x faults under load, Jepsen's anomalies (root: network namespaces)
+//	go run ./cmd/bench -profile reassign  # results/reassign.md: a partition reassignment under load per engine (bench/workloads/reassign.yaml)
 //	go run ./cmd/bench -profile quick     # results/<run>/: the end-to-end matrix, a smoke run of about 2 minutes
 //	go run ./cmd/bench -profile full      # results/<run>/: the end-to-end matrix, about 21 minutes on 2 cores
 //	go run ./cmd/bench -profile P -render FILE   # the report again from an earlier run's JSON (a run directory for quick/full)
 //	go run ./cmd/bench -profile P -help          # P's own flags
+//	go run ./cmd/bench produce|consume|e2e -brokers B ...   # load any Kafka-compatible broker (load.go)
+//
+// The profiles that moved onto the one runner are workload files
+// (bench/workloads/NAME.yaml, run by bench/runner, written in
+// bench/result's schema); -profile path/to/file.yaml runs a workload that
+// is not embedded, and -quick any of them as a short smoke run. The others
+// are still a package each, until they move.
 //
 // Every profile records the same facts about its run (machine, disk, load
 // average, commit, command line) and its figures as cells of repetitions
 // (package bench), judges its targets, and writes a markdown report with
 // the JSON it was rendered from; cmd/benchcheck compares a new run's
-// ratios with the committed one. The profile registry is in profiles.go:
-// a new report is a new profile file; the cluster profile's cells are on
-// a bench.Topology of several brokers (bench/server.Cluster starts them).
+// ratios with the committed one. The profile registry is in profiles.go.
 //
 // The end-to-end matrix (bench/matrix) starts mini-kafka's broker once per
 // cell over each storage engine, franz-go's kfake and NATS JetStream, and
@@ -26,10 +32,9 @@
 // records in flight) at 1 KiB, acks=all, sync=always; the size sweep
 // (100 B, 1 KiB, 16 KiB) at 256 in flight; many producers sharing the
 // in-flight records; acks=1 and sync=interval; tail and catch-up reads; a
-// kill -9 recovery per engine with 1 GiB of data (full); the engines'
-// certification suites. Besides results/<run>/ it rewrites the index
-// results/README.md and, in README.md, the block between report.MarkBegin
-// and report.MarkEnd with the newest full run's summary.
+// kill -9 recovery per engine with 1 GiB of data (full). Besides
+// results/<run>/ it rewrites the index results/README.md. The engines'
+// certification (their conformance and crash suites) runs in CI, not here.
 //
 // Run it from the module root: the profiles that start brokers build
 // ./cmd/broker once into a temporary directory (and the matrix builds
@@ -55,7 +60,7 @@ import (
 	"syscall"
 
 	"github.com/minikafka/minikafka/bench/logbench"
-	"github.com/minikafka/minikafka/bench/server"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
 func main() {
@@ -69,10 +74,12 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch {
-	case len(args) > 0 && args[0] == server.ServeKfakeCmd:
+	case len(args) > 0 && args[0] == harness.ServeKfakeCmd:
 		// The benchmark runs kfake as a child process of its own binary,
 		// like the broker, so that both are measured the same way.
-		err = server.ServeKfake(ctx, args[1:], stdout, stderr)
+		err = harness.ServeKfake(ctx, args[1:], stdout, stderr)
+	case len(args) > 0 && loadCommands[args[0]].run != nil:
+		err = loadCommands[args[0]].run(ctx, stdout, stderr, args[1:])
 	case len(args) > 0 && args[0] == logbench.ChildCmd:
 		// The engines profile kills engines in child processes of its own
 		// binary (logbench.ServeChild).

@@ -13,13 +13,13 @@ import (
 
 	"github.com/minikafka/minikafka/bench/matrix"
 	"github.com/minikafka/minikafka/bench/report"
-	"github.com/minikafka/minikafka/bench/server"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
 // TestMain lets the test binary serve kfake for the end-to-end test, as
 // the bench binary does for itself.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == server.ServeKfakeCmd {
+	if len(os.Args) > 1 && os.Args[1] == harness.ServeKfakeCmd {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
@@ -91,7 +91,6 @@ func TestBuildTargets(t *testing.T) {
 	assert.Contains(t, ts[2].Note, "not an engine of this build")
 	assert.Equal(t, matrix.KindPeer, ts[3].Kind)
 	assert.IsType(t, matrix.NATS{}, ts[4].Driver)
-	assert.Equal(t, []string{"segment", "memory", "nosuch"}, engineNames([]string{"segment", "memory", "nosuch", "kfake", "nats"}))
 	lines := setupLines([]string{"kfake", "nats"}, bins, 8)
 	assert.Len(t, lines, 4)
 }
@@ -129,43 +128,44 @@ func TestEnginesQuickRun(t *testing.T) {
 		"-dir", t.TempDir(), "-progress=false"}, &strings.Builder{}, &strings.Builder{}), "an unknown engine fails the run")
 }
 
-// TestGroupsOnMemory runs the groups profile on the memory engine with
-// one settle run and no load pairs.
+// TestGroupsOnMemory runs the groups workload in its quick form on the
+// memory engine.
 func TestGroupsOnMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits on rebalances")
 	}
 	out := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	var stderr strings.Builder
-	code := run(ctx, []string{"-profile", "groups", "-engines", "memory", "-runs", "1", "-load-reps", "0",
-		"-dir", t.TempDir(), "-out", out}, &strings.Builder{}, &stderr)
+	code := run(ctx, []string{"-profile", "groups", "-quick", "-servers", "memory", "-dir", t.TempDir(), "-out", out, "-progress=false"},
+		&strings.Builder{}, &stderr)
 	require.Equal(t, 0, code, stderr.String())
 	md, err := os.ReadFile(filepath.Join(out, "groups.md"))
 	require.NoError(t, err)
 	assert.Contains(t, string(md), "| memory |")
 	assert.NotContains(t, string(md), "## Failed measurements", stderr.String())
-	assert.NotContains(t, string(md), "## Produce throughput with group traffic", "no load pairs were asked for")
+	assert.NotContains(t, string(md), "MISSING", stderr.String())
 }
 
-// TestBrokerKfakeOnly runs the broker profile end to end with kfake
-// alone (no broker build): the report says the targets are missing, and
-// renders again from its JSON.
+// TestBrokerKfakeOnly runs the broker workload end to end with kfake
+// alone (no broker build; the targets on segment are left out), and
+// renders the report again from its JSON.
 func TestBrokerKfakeOnly(t *testing.T) {
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var stderr strings.Builder
-	code := run(ctx, []string{"-profile", "broker", "-quick", "-records", "2000", "-engines", "", "-rss-engines", "",
+	code := run(ctx, []string{"-profile", "broker", "-quick", "-servers", "kfake", "-broker-bin", "/nonexistent/broker",
 		"-dir", t.TempDir(), "-out", out, "-progress=false"}, &strings.Builder{}, &stderr)
 	require.Equal(t, 0, code, stderr.String())
-	assert.Contains(t, stderr.String(), "MISSING")
+	assert.NotContains(t, stderr.String(), "MISSING")
 	md, err := os.ReadFile(filepath.Join(out, "broker.md"))
 	require.NoError(t, err)
-	assert.Contains(t, string(md), "| kfake |")
-	assert.Contains(t, string(md), "2000 records of 100 B", "-records wins over -quick")
-	assert.Contains(t, string(md), "command: `go run ./cmd/bench -profile broker -quick -records 2000")
+	assert.Contains(t, string(md), "| kfake | ")
+	assert.Contains(t, string(md), "| 1/1 |")
+	assert.Contains(t, string(md), "A smoke run")
+	assert.Contains(t, string(md), "command: `go run ./cmd/bench -profile broker -quick -servers kfake")
 
 	again := t.TempDir()
 	require.Equal(t, 0, run(ctx, []string{"-profile", "broker", "-render", filepath.Join(out, "broker.json"), "-out", again},
@@ -173,6 +173,35 @@ func TestBrokerKfakeOnly(t *testing.T) {
 	md2, err := os.ReadFile(filepath.Join(again, "broker.md"))
 	require.NoError(t, err)
 	assert.Equal(t, string(md), string(md2))
+}
+
+// TestWorkloadFile runs a workload that is only a file: a new benchmark
+// needs no Go code.
+func TestWorkloadFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "mine.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`
+title: Mine
+servers: [kfake]
+cells:
+  - name: small
+    steps:
+      - produce: {records: 500, record_bytes: 10, acks: "1"}
+      - consume: {}
+    columns: [consume.records]
+targets:
+  - {name: everything read, cell: small, server: kfake, figure: consume.records, at_least: 500}
+`), 0o644))
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stderr strings.Builder
+	code := run(ctx, []string{"-profile", file, "-broker-bin", "/nonexistent/broker", "-dir", t.TempDir(), "-out", out, "-progress=false"},
+		&strings.Builder{}, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	md, err := os.ReadFile(filepath.Join(out, "mine.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "| everything read, kfake | 500 | ≥ 500 | **PASS** |")
+	assert.Contains(t, string(md), "| kfake | 500 | 1/1 |")
 }
 
 // TestBenchEndToEnd runs the command on kfake alone with tiny phases: it
@@ -187,7 +216,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	defer cancel()
 	var stderr strings.Builder
 	code := run(ctx, []string{"-profile", "quick", "-targets", "kfake,segment", "-broker-bin", "/nonexistent/broker",
-		"-no-cert", "-no-recovery", "-duration", "300ms", "-warm-up", "0", "-out", out, "-name", "e2e", "-dir", t.TempDir()}, &strings.Builder{}, &stderr)
+		"-no-recovery", "-duration", "300ms", "-warm-up", "0", "-out", out, "-name", "e2e", "-dir", t.TempDir()}, &strings.Builder{}, &stderr)
 	require.Equal(t, 0, code, stderr.String())
 	md, err := os.ReadFile(filepath.Join(out, "e2e", report.ReportFile))
 	require.NoError(t, err)
@@ -200,27 +229,28 @@ func TestBenchEndToEnd(t *testing.T) {
 	assert.Contains(t, string(idx), "[e2e](e2e/report.md)")
 
 	var stderr2 strings.Builder
-	require.Equal(t, 0, run(ctx, []string{"-render", filepath.Join(out, "e2e"), "-readme", ""}, &strings.Builder{}, &stderr2), stderr2.String())
+	require.Equal(t, 0, run(ctx, []string{"-render", filepath.Join(out, "e2e")}, &strings.Builder{}, &stderr2), stderr2.String())
 }
 
-// TestClusterSmoke runs the cluster profile on one engine with one kill
-// of each kind and two topics, and renders the report again from its
-// JSON.
+// TestClusterSmoke runs the cluster workload in its quick form on one
+// engine, and renders the report again from its JSON.
 func TestClusterSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds cmd/broker and starts a cluster")
 	}
 	out := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
 	defer cancel()
 	var stderr strings.Builder
-	code := run(ctx, []string{"-profile", "cluster", "-engines", "segment", "-kills", "1", "-topics", "2", "-scale-engines", "",
-		"-single-node=false", "-dir", t.TempDir(), "-out", out, "-progress=false"}, &strings.Builder{}, &stderr)
+	code := run(ctx, []string{"-profile", "cluster", "-quick", "-servers", "segment", "-dir", t.TempDir(), "-out", out, "-progress=false"},
+		&strings.Builder{}, &stderr)
 	require.Equal(t, 0, code, stderr.String())
 	md, err := os.ReadFile(filepath.Join(out, "cluster.md"))
 	require.NoError(t, err)
-	assert.Contains(t, string(md), "| segment | 1/1 |", "the failover table has its kill")
-	assert.Contains(t, string(md), "| segment | 2/2 |", "the creation table has its topics")
+	assert.NotContains(t, string(md), "## Failed measurements", stderr.String())
+	assert.Contains(t, string(md), "| 1/1 |", "the failover table has its kill")
+	assert.Contains(t, string(md), "| 20/20 |", "the creation table has its topics")
+	assert.FileExists(t, filepath.Join(out, "cluster-topics.png"))
 
 	again := t.TempDir()
 	require.Equal(t, 0, run(ctx, []string{"-profile", "cluster", "-render", filepath.Join(out, "cluster.json"), "-out", again},
@@ -230,30 +260,70 @@ func TestClusterSmoke(t *testing.T) {
 	assert.Equal(t, string(md), string(md2))
 }
 
-func TestClusterNothingToMeasure(t *testing.T) {
+// TestLoadsAndReassignment runs a small workload file of loads beside a
+// reassignment on a four-broker cluster: the loads' figures come out per
+// step and what was acknowledged is read back.
+func TestLoadsAndReassignment(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cmd/broker and starts a cluster")
+	}
+	file := filepath.Join(t.TempDir(), "move.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`
+title: A small move
+servers: [segment]
+topology: {brokers: 4, broker_args: [-min-insync-replicas, "2"]}
+cells:
+  - name: move
+    steps:
+      - create_topic: {assignment: [[1, 2, 3], [2, 3, 1]]}
+      - wait: {isr: 3}
+      - load: {record_bytes: 1024, in_flight: 256}
+      - fill: {bytes: 4000000}
+      - track: {rate: 100, record_bytes: 100}
+      - {as: before, pause: 500ms}
+      - reassign: {from: 1, to: 4, throttle: 2}
+    columns: [reassign.s, before.load_records_per_s, reassign.longest_gap_s, audit.acked]
+targets:
+  - {name: lost, cell: move, server: segment, figure: audit.lost, at_most: 0}
+  - {name: read back, cell: move, server: segment, figure: audit.acked, at_least: 1}
+`), 0o644))
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
 	var stderr strings.Builder
-	code := run(context.Background(), []string{"-profile", "cluster", "-engines", "", "-scale-engines", "", "-single-node=false"},
-		&strings.Builder{}, &stderr)
+	code := run(ctx, []string{"-profile", file, "-dir", t.TempDir(), "-out", out, "-progress=false"}, &strings.Builder{}, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	md, err := os.ReadFile(filepath.Join(out, "move.md"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(md), "## Failed measurements", stderr.String())
+	assert.Contains(t, string(md), "| lost, segment | 0 | ≤ 0 | **PASS** |")
+	assert.Contains(t, string(md), "| read back, segment |")
+	assert.NotContains(t, string(md), "MISSING")
+}
+
+func TestNoServerToMeasure(t *testing.T) {
+	var stderr strings.Builder
+	code := run(context.Background(), []string{"-profile", "cluster", "-servers", "nosuch"}, &strings.Builder{}, &stderr)
 	assert.Equal(t, 2, code, stderr.String())
 }
 
-// TestReplicationSmoke runs the replication profile on segment with tiny
-// phases and renders the report again from its JSON.
+// TestReplicationSmoke runs the replication workload in its quick form
+// on segment and renders the report again from its JSON.
 func TestReplicationSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds cmd/broker and starts a cluster")
 	}
 	out := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
 	defer cancel()
 	var stderr strings.Builder
-	code := run(ctx, []string{"-profile", "replication", "-quick", "-run", "1s", "-kills", "1", "-stops", "1", "-catch-up-bytes", "1048576",
-		"-ingest-records", "10000", "-dir", t.TempDir(), "-out", out, "-progress=false"}, &strings.Builder{}, &stderr)
+	code := run(ctx, []string{"-profile", "replication", "-quick", "-servers", "segment", "-dir", t.TempDir(), "-out", out, "-progress=false"},
+		&strings.Builder{}, &stderr)
 	require.Equal(t, 0, code, stderr.String())
 	md, err := os.ReadFile(filepath.Join(out, "replication.md"))
 	require.NoError(t, err)
-	assert.Contains(t, string(md), "| segment | 1/1 |", "the kill and stop tables have their round")
-	assert.Contains(t, string(md), "| segment | 1.0 MiB |", "the catch-up table has its backlog")
+	assert.NotContains(t, string(md), "## Failed measurements", stderr.String())
+	assert.NotContains(t, string(md), "MISSING", stderr.String())
 
 	again := t.TempDir()
 	require.Equal(t, 0, run(ctx, []string{"-profile", "replication", "-render", filepath.Join(out, "replication.json"), "-out", again},

@@ -13,6 +13,7 @@ import (
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/matrix"
 	"github.com/minikafka/minikafka/bench/report"
+	"github.com/minikafka/minikafka/broker/harness"
 	"github.com/minikafka/minikafka/engine"
 )
 
@@ -22,7 +23,7 @@ func init() {
 		register(profile{
 			name:    name,
 			summary: "the end-to-end matrix: the broker over each engine against kfake and NATS JetStream, " + matrixLength[name],
-			writes:  "results/<run>/report.md, results.json and charts, the index results/README.md and README.md's summary block",
+			writes:  "results/<run>/report.md, results.json and charts, and the index results/README.md",
 			flags:   func(fs *flag.FlagSet) plan { return matrixFlags(fs, p) },
 		})
 	}
@@ -46,9 +47,7 @@ type matrixPlan struct {
 	duration   time.Duration
 	warmUp     time.Duration
 	recovery   int64
-	noCert     bool
 	noRecovery bool
-	readme     string
 	enginesRef string
 }
 
@@ -62,9 +61,7 @@ func matrixFlags(fs *flag.FlagSet, p matrix.Profile) plan {
 	fs.DurationVar(&o.duration, "duration", 0, "measured produce phase per cell (0: the profile's)")
 	fs.DurationVar(&o.warmUp, "warm-up", -1, "warm-up per cell (-1: the profile's)")
 	fs.Int64Var(&o.recovery, "recovery-bytes", 0, "payload before the recovery kill -9 (0: the profile's)")
-	fs.BoolVar(&o.noCert, "no-cert", false, "skip the certification suites")
 	fs.BoolVar(&o.noRecovery, "no-recovery", false, "skip the kill -9 recovery figures")
-	fs.StringVar(&o.readme, "readme", "README.md", "project README whose cmd/bench block (between report.MarkBegin and report.MarkEnd) is rewritten from the newest full run; a README without the markers is left alone")
 	fs.StringVar(&o.enginesRef, "engines-ref", "results/engines.json", "the engines profile's results, whose ratios against the raw disk the run records (missing: none)")
 	return o
 }
@@ -92,9 +89,9 @@ func (o *matrixPlan) measure(ctx context.Context, e *env) error {
 	if len(names) == 0 {
 		return usageErr("-targets is empty")
 	}
-	root, err := moduleRoot(ctx)
+	root, err := harness.ModuleRoot(ctx)
 	if err != nil {
-		return err
+		return usageErr("%v", err)
 	}
 	dataDir, err := e.dataDir()
 	if err != nil {
@@ -111,9 +108,6 @@ func (o *matrixPlan) measure(ctx context.Context, e *env) error {
 		Targets: buildTargets(names, bins, prof.Partitions, logs),
 		Setup:   setupLines(names, bins, prof.Partitions), SkipRecovery: o.noRecovery, Log: e.stderr,
 		SyncInterval: engine.DefaultSyncInterval, Bar: e.bar(true),
-	}
-	if !o.noCert {
-		cfg.Cert = &matrix.CertConfig{ModuleDir: root, Engines: engineNames(names), Fresh: prof.CertFresh}
 	}
 	if cfg.EnginesRef, err = matrix.LoadEnginesRef(o.enginesRef); err != nil {
 		fmt.Fprintln(e.stderr, err)
@@ -186,12 +180,11 @@ func (o *matrixPlan) binaries(ctx context.Context, e *env, root string, names []
 		return b
 	}
 	if b.broker == "" {
-		b.broker = filepath.Join(tmp, "broker")
-		b.brokerErr = goBuild(ctx, root, "./cmd/broker", b.broker, e.stderr)
+		b.broker, b.brokerErr = harness.BuildBroker(ctx, tmp, "", e.stderr)
 	}
 	if b.peers == "" && slices.Contains(names, targetNATS) {
 		b.peers = filepath.Join(tmp, "peers")
-		b.peersErr = goBuild(ctx, filepath.Join(root, "bench", "peers"), ".", b.peers, e.stderr)
+		b.peersErr = harness.GoBuild(ctx, filepath.Join(root, "bench", "peers"), ".", b.peers, e.stderr)
 	}
 	for _, err := range []error{b.brokerErr, b.peersErr} {
 		if err != nil {
@@ -199,16 +192,6 @@ func (o *matrixPlan) binaries(ctx context.Context, e *env, root string, names []
 		}
 	}
 	return b
-}
-
-func engineNames(targets []string) []string {
-	var out []string
-	for _, t := range targets {
-		if t != targetKfake && t != targetNATS {
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 // render writes a run's report and charts again from its results.json
@@ -226,20 +209,5 @@ func (o *matrixPlan) render(dir string, e *env) error {
 	return o.writeIndex(filepath.Dir(filepath.Clean(dir)), e)
 }
 
-// writeIndex rewrites the index of runs and the README's benchmark section.
-func (o *matrixPlan) writeIndex(results string, e *env) error {
-	if err := report.WriteIndex(results); err != nil {
-		return err
-	}
-	if o.readme == "" {
-		return nil
-	}
-	changed, err := report.UpdateReadme(o.readme, results)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if changed {
-		fmt.Fprintf(e.stderr, "updated the cmd/bench block of %s\n", o.readme)
-	}
-	return err
-}
+// writeIndex rewrites the index of runs, results/README.md.
+func (o *matrixPlan) writeIndex(results string, _ *env) error { return report.WriteIndex(results) }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/progress"
+	"github.com/minikafka/minikafka/bench/workloads"
 )
 
 // profile is one plan of the command: what it measures and the report it
@@ -76,6 +77,13 @@ type env struct {
 func parse(args []string, stderr io.Writer) (*env, plan, error) {
 	e := &env{profile: profileArg(args), stderr: stderr}
 	p, ok := profiles[e.profile]
+	if strings.HasSuffix(e.profile, ".yaml") {
+		w, err := workloads.Load(e.profile)
+		if err != nil {
+			return nil, nil, usageErr("-profile %s: %v", e.profile, err)
+		}
+		p, ok = workloadProfile(w), true
+	}
 	if !ok {
 		return nil, nil, usageErr("-profile %q: want one of %s", e.profile, strings.Join(profileNames(), ", "))
 	}
@@ -127,6 +135,10 @@ func usage(fs *flag.FlagSet, p profile) {
 	for _, n := range profileNames() {
 		q := profiles[n]
 		fmt.Fprintf(w, "  %-8s %s; writes %s\n", n, q.summary, q.writes)
+	}
+	fmt.Fprintln(w, "\nload commands: go run ./cmd/bench COMMAND -brokers B [flags] (COMMAND -help for its flags)")
+	for _, n := range slices.Sorted(maps.Keys(loadCommands)) {
+		fmt.Fprintf(w, "  %-8s %s\n", n, loadCommands[n].summary)
 	}
 	fmt.Fprintf(w, "\nflags (with -profile %s; -profile NAME -help for another's):\n", p.name)
 	fs.PrintDefaults()

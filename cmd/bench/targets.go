@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/minikafka/minikafka/bench/matrix"
-	"github.com/minikafka/minikafka/bench/server"
+	"github.com/minikafka/minikafka/broker/harness"
 	"github.com/minikafka/minikafka/engine"
 
 	// The registry tells which engines exist and what they declare
@@ -45,7 +45,7 @@ func buildTargets(names []string, bins binaries, partitions int32, logs io.Write
 			out = append(out, matrix.Target{
 				TargetInfo: matrix.TargetInfo{Name: n, Kind: matrix.KindPeer,
 					Note: "franz-go's in-memory fake cluster, never fsyncs: the protocol ceiling"},
-				Start:  server.Kfake(bins.self, partitions, logs),
+				Start:  harness.Kfake(bins.self, partitions, logs),
 				Driver: matrix.Kafka{},
 			})
 		case targetNATS:
@@ -64,10 +64,10 @@ func natsTarget(bins binaries, logs io.Writer) matrix.Target {
 		Driver: matrix.NATS{Bin: bins.peers},
 	}
 	if bins.peersErr != nil {
-		t.Start = server.Failing(bins.peersErr)
+		t.Start = harness.Failing(bins.peersErr)
 		return t
 	}
-	t.Start = server.NATS(bins.peers, engine.DefaultSyncInterval, logs)
+	t.Start = harness.NATS(bins.peers, engine.DefaultSyncInterval, logs)
 	return t
 }
 
@@ -90,10 +90,10 @@ func engineTarget(name string, bins binaries, partitions int32, logs io.Writer) 
 		t.Note = "not an engine of this build (" + err.Error() + ")"
 	}
 	if bins.brokerErr != nil {
-		t.Start = server.Failing(bins.brokerErr)
+		t.Start = harness.Failing(bins.brokerErr)
 		return t
 	}
-	t.Start = server.Broker(bins.broker, name, partitions, nil, logs)
+	t.Start = harness.Broker(bins.broker, name, partitions, nil, logs)
 	return t
 }
 
@@ -116,7 +116,7 @@ func fillDesign(run *matrix.Run) {
 func setupLines(names []string, bins binaries, partitions int32) []string {
 	lines := []string{
 		fmt.Sprintf("broker: `%s %s` as a child process, fresh for every cell (built from ./cmd/broker)",
-			filepath.Base(bins.broker), strings.Join(server.BrokerArgs("ENGINE", "DIR", "ADDR", "METRICS_ADDR", "SYNC", partitions), " ")),
+			filepath.Base(bins.broker), strings.Join(harness.BrokerArgs("ENGINE", "DIR", "ADDR", "METRICS_ADDR", "SYNC", partitions), " ")),
 		"Kafka client: franz-go " + bins.franzGo + " in the benchmark process; acks=all uses the idempotent producer (5 requests in flight), acks=1 the plain one with 5 in flight; unkeyed records, no compression",
 	}
 	for _, n := range names {

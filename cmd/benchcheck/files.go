@@ -11,11 +11,9 @@ import (
 	"strings"
 
 	"github.com/minikafka/minikafka/bench"
-	"github.com/minikafka/minikafka/bench/brokerbench"
-	"github.com/minikafka/minikafka/bench/clusterbench"
-	"github.com/minikafka/minikafka/bench/groupbench"
 	"github.com/minikafka/minikafka/bench/logbench"
-	"github.com/minikafka/minikafka/bench/replbench"
+	"github.com/minikafka/minikafka/bench/result"
+	"github.com/minikafka/minikafka/bench/workloads"
 )
 
 // fileReport reads the ratios, and the commit they were measured at, from
@@ -32,34 +30,19 @@ var fileReports = map[string]fileReport{
 		}
 		return logbench.Ratios(r), r.Commit, nil
 	},
-	"broker": func(b []byte) ([]bench.Ratio, string, error) {
-		r, err := brokerbench.Parse(b)
-		if err != nil {
-			return nil, "", err
+}
+
+// Every workload's results are one file, in the one schema.
+func init() {
+	for _, name := range workloads.Names() {
+		fileReports[name] = func(b []byte) ([]bench.Ratio, string, error) {
+			r, err := result.Parse(b)
+			if err != nil {
+				return nil, "", err
+			}
+			return r.Ratios(), r.Commit, nil
 		}
-		return r.Ratios(), r.Commit, nil
-	},
-	"groups": func(b []byte) ([]bench.Ratio, string, error) {
-		r, err := groupbench.Parse(b)
-		if err != nil {
-			return nil, "", err
-		}
-		return r.Ratios(), r.Commit, nil
-	},
-	"cluster": func(b []byte) ([]bench.Ratio, string, error) {
-		r, err := clusterbench.Parse(b)
-		if err != nil {
-			return nil, "", err
-		}
-		return r.Ratios(), r.Commit, nil
-	},
-	"replication": func(b []byte) ([]bench.Ratio, string, error) {
-		r, err := replbench.Parse(b)
-		if err != nil {
-			return nil, "", err
-		}
-		return r.Ratios(), r.Commit, nil
-	},
+	}
 }
 
 func fileReportNames() []string { return slices.Sorted(maps.Keys(fileReports)) }

@@ -9,14 +9,14 @@
 //	go run ./cmd/benchcheck -new results/R/results.json -base results/S/results.json
 //	go run ./cmd/benchcheck -profile engines             # results/engines.json against its committed version
 //
-// The one-file reports of the engines, broker, groups, cluster and
-// replication profiles are checked the same way with -profile (or -new
-// naming the file): the engines' ratios against the raw disk, each
-// engine's against kfake (the cluster profile's single-node run too) and
-// segment's RF 3 over RF 1 produce rate gate, the rest (the groups'
-// produce rates beside group traffic, the cluster's and replication's
-// targets over their times, catch-up over bulk ingest) are reported. Files in the formats of the commands those profiles replaced
-// are read too, so a first run compares with the last committed one.
+// The one-file reports (engines.json, and every workload's: broker,
+// cluster, groups, reassign, replication) are checked the same way with
+// -profile (or -new naming the file): the engines' ratios against the
+// raw disk; a workload's ratios are its columns and targets that divide
+// by a reference (those its targets mark gate fail the check: the
+// broker's against kfake, replication's RF 3 over RF 1) and, reported
+// only, each other target's margin to its bound. A workload's results in
+// a format before bench/result are refused: regenerate them.
 //
 // Ratios, not rates, are compared: both sides of a ratio ran on the same
 // machine at the same time, so a slower machine does not fail the check,

@@ -13,9 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/minikafka/minikafka/bench"
-	"github.com/minikafka/minikafka/bench/brokerbench"
 	"github.com/minikafka/minikafka/bench/load"
 	"github.com/minikafka/minikafka/bench/matrix"
+	"github.com/minikafka/minikafka/bench/result"
+	"github.com/minikafka/minikafka/bench/workloads"
 )
 
 // runWith makes a run where segment, pebble and kfake produce at the given
@@ -112,31 +113,22 @@ func TestCheckNeedsSomethingToCompare(t *testing.T) {
 	assert.Equal(t, 2, run(context.Background(), []string{"-tolerance", "2"}, &out, &errOut))
 }
 
-// brokerFile is a broker profile result where segment produces at seg
+// brokerFile is a broker workload's result where segment produces at seg
 // records/s against kfake's 100.
-func brokerFile(seg float64) *brokerbench.Result {
-	r := &brokerbench.Result{}
-	for _, c := range []struct {
-		name string
-		rate float64
-		ref  bool
-	}{{"kfake", 100, true}, {"segment", seg, false}} {
-		r.Cells = append(r.Cells, &brokerbench.Cell{Cell: bench.Cell[brokerbench.Rep]{Target: c.name, Workload: brokerbench.Throughput,
-			Reps: []brokerbench.Rep{{Produce: c.rate, Consume: 100}}}, Reference: c.ref})
-	}
+func brokerFile(t *testing.T, commit string, seg float64) *result.Result {
+	w, err := workloads.Load("broker")
+	require.NoError(t, err)
+	r := &result.Result{Workload: *w}
+	r.Commit = commit
+	r.Add("throughput", "kfake", result.Rep{Figures: map[string]float64{"produce.records_per_s": 100, "consume.records_per_s": 100}})
+	r.Add("throughput", "segment", result.Rep{Figures: map[string]float64{"produce.records_per_s": seg, "consume.records_per_s": 100}})
 	return r
 }
 
 func TestCheckOneFileReportAgainstHEAD(t *testing.T) {
 	repo := gitRepo(t)
 	results := filepath.Join(repo, "results")
-	// The committed base is in the format `loadgen bench-broker` wrote:
-	// throughput cells without a workload.
-	legacy := `{"commit":"old","config":{"records":1000},"cells":[
-		{"target":"kfake","reference":true,"reps":[{"produce_records_per_s":100,"consume_records_per_s":100}]},
-		{"target":"segment","reps":[{"produce_records_per_s":100,"consume_records_per_s":100}]}]}`
-	require.NoError(t, os.MkdirAll(results, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(results, "broker.json"), []byte(legacy), 0o644))
+	require.NoError(t, brokerFile(t, "old", 100).Write(results))
 	commitAll(t, repo)
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -145,11 +137,11 @@ func TestCheckOneFileReportAgainstHEAD(t *testing.T) {
 		code int
 		want string
 	}{
-		{"same", 100, 0, "ok      produce, acks=all, sync=always, segment"},
-		{"30% slower", 70, 1, "DROP    produce, acks=all, sync=always, segment"},
+		{"same", 100, 0, "ok      throughput: produce.records_per_s over kfake, segment"},
+		{"30% slower", 70, 1, "DROP    throughput: produce.records_per_s over kfake, segment"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			require.NoError(t, brokerFile(c.seg).Write(results))
+			require.NoError(t, brokerFile(t, "new", c.seg).Write(results))
 			var out, errOut strings.Builder
 			code := run(ctx, []string{"-results", results, "-profile", "broker"}, &out, &errOut)
 			assert.Equal(t, c.code, code, out.String()+errOut.String())

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/minikafka/minikafka/bench/proc"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
 // TestEnvironment: every flag has a MINIKAFKA_ variable, the command line
@@ -49,7 +49,7 @@ func TestOrdinal(t *testing.T) {
 // exits with the answer's verdict, finding the address in the environment
 // as an image's HEALTHCHECK does.
 func TestHealthcheck(t *testing.T) {
-	ctl, err := proc.FreeAddr()
+	ctl, err := harness.FreeAddr()
 	require.NoError(t, err)
 	_, metrics, _ := startRun(t, "-dir", t.TempDir(), "-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0",
 		"-controller-addr", ctl, "-controllers", "1@"+ctl+",2@127.0.0.1:1,3@127.0.0.1:2")

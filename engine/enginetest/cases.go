@@ -21,7 +21,7 @@ func testContiguous(t *testing.T, h *harness) {
 	assert.Equal(t, int64(0), e.EndOffset(), "contract: a new log ends at 0")
 	want := appendN(t, e, 5, 3, 100)
 	assert.Equal(t, int64(15), e.EndOffset(), "contract: EndOffset moves past every appended batch")
-	sameBatches(t, want, readAll(t, e, 1<<20), "contract: batches read back as appended")
+	sameBatches(t, want, ReadAll(t, e, 1<<20), "contract: batches read back as appended")
 }
 
 func testWrongBase(t *testing.T, h *harness) {
@@ -103,7 +103,7 @@ func testReopen(t *testing.T, h *harness) {
 	e = h.openDefault()
 	assert.Equal(t, int64(0), e.StartOffset(), "contract: reopen keeps the start offset")
 	assert.Equal(t, int64(350), e.EndOffset(), "contract: reopen keeps the end offset")
-	sameBatches(t, want, readAll(t, e, 4096), "contract: reopen keeps every synced batch")
+	sameBatches(t, want, ReadAll(t, e, 4096), "contract: reopen keeps every synced batch")
 	require.NoError(t, e.Append(Batch(350, 1, 10)), "contract: appends resume at the end after reopen")
 }
 
@@ -119,7 +119,7 @@ func testManySegments(t *testing.T, h *harness) {
 		require.NoError(t, e.Append(b))
 		want = append(want, b)
 	}
-	sameBatches(t, want, readAll(t, e, 3000), "contract: reads cross segment rolls")
+	sameBatches(t, want, ReadAll(t, e, 3000), "contract: reads cross segment rolls")
 	for range 50 {
 		i := r.IntN(len(want))
 		off := want[i].BaseOffset + int64(r.IntN(int(want[i].Records)))
@@ -135,7 +135,7 @@ func testManySegments(t *testing.T, h *harness) {
 	syncAll(t, e)
 	require.NoError(t, e.Close())
 	e = h.openWith(opts)
-	sameBatches(t, want, readAll(t, e, 1<<20), "contract: reopen keeps every segment")
+	sameBatches(t, want, ReadAll(t, e, 1<<20), "contract: reopen keeps every segment")
 }
 
 func testTruncate(t *testing.T, h *harness) {
@@ -153,14 +153,14 @@ func testTruncate(t *testing.T, h *harness) {
 	nb := Batch(20, 3, 77)
 	require.NoError(t, e.Append(nb), "contract: append resumes at the truncation point")
 	want := append(append([]engine.Batch(nil), bs[:4]...), nb)
-	sameBatches(t, want, readAll(t, e, 1<<20), "contract: the log is the kept prefix plus the new batch")
+	sameBatches(t, want, ReadAll(t, e, 1<<20), "contract: the log is the kept prefix plus the new batch")
 	if !h.d.Caps.Durable {
 		return
 	}
 	syncAll(t, e)
 	require.NoError(t, e.Close())
 	e = h.openDefault()
-	sameBatches(t, want, readAll(t, e, 1<<20), "contract: truncation survives reopen")
+	sameBatches(t, want, ReadAll(t, e, 1<<20), "contract: truncation survives reopen")
 }
 
 func testTruncateOutOfRange(t *testing.T, h *harness) {
@@ -202,7 +202,7 @@ func testDeleteBefore(t *testing.T, h *harness) {
 	require.NoError(t, e.Close())
 	e = h.openWith(opts)
 	assert.Equal(t, int64(202), e.StartOffset(), "contract: the start offset survives reopen")
-	sameBatches(t, bs[50:], readAll(t, e, 1<<20), "contract: batches after the start survive reopen")
+	sameBatches(t, bs[50:], ReadAll(t, e, 1<<20), "contract: batches after the start survive reopen")
 }
 
 func testDeleteBeforePastEnd(t *testing.T, h *harness) {
@@ -298,7 +298,7 @@ func testConcurrent(t *testing.T, h *harness) {
 	for err := range errc {
 		t.Errorf("contract: concurrent appends, syncs and reads succeed: %v", err)
 	}
-	got := readAll(t, e, 1<<20)
+	got := ReadAll(t, e, 1<<20)
 	assert.Len(t, got, writers*perWriter, "contract: no batch lost or duplicated under concurrency")
 	assert.Equal(t, int64(writers*perWriter), appended.Load())
 }
@@ -319,7 +319,7 @@ func testLargeBatch(t *testing.T, h *harness) {
 		syncAll(t, e)
 		require.NoError(t, e.Close())
 		e = h.openDefault()
-		assert.Len(t, readAll(t, e, 1<<20), 3, "contract: a 1 MiB batch survives reopen")
+		assert.Len(t, ReadAll(t, e, 1<<20), 3, "contract: a 1 MiB batch survives reopen")
 	}
 }
 

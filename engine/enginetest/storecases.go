@@ -48,7 +48,7 @@ func testStoreReopen(t *testing.T, d engine.Driver, dir string) {
 	assert.Equal(t, made, ids, "contract: a reopened store lists the same logs")
 	for _, id := range made {
 		e := open(t, s, id)
-		sameBatches(t, want[id], readAll(t, e, 1<<20), fmt.Sprintf("contract: log %s keeps its batches across a store reopen", id))
+		sameBatches(t, want[id], ReadAll(t, e, 1<<20), fmt.Sprintf("contract: log %s keeps its batches across a store reopen", id))
 		require.NoError(t, e.Close())
 	}
 }
@@ -125,7 +125,7 @@ func testStoreIsolation(t *testing.T, d engine.Driver, dir string) {
 	want[3] = nil
 	check := func(what string) {
 		for n := range logs {
-			sameBatches(t, want[n], readAll(t, es[n], 1<<20), fmt.Sprintf("contract: log %d of %d reads only its own batches %s", n, logs, what))
+			sameBatches(t, want[n], ReadAll(t, es[n], 1<<20), fmt.Sprintf("contract: log %d of %d reads only its own batches %s", n, logs, what))
 		}
 		assert.Equal(t, int64(0), es[3].EndOffset(), "contract: a truncation of one log leaves it empty, whatever the others hold")
 	}
@@ -206,7 +206,7 @@ func testStoreDeleteUnderLoad(t *testing.T, d engine.Driver, dir string) {
 	wg.Wait()
 	check := func(what string) {
 		for n := range es {
-			sameBatches(t, want[n], readAll(t, es[n], 1<<20), fmt.Sprintf("contract: log %d keeps every batch through Deletes of others %s", n, what))
+			sameBatches(t, want[n], ReadAll(t, es[n], 1<<20), fmt.Sprintf("contract: log %d keeps every batch through Deletes of others %s", n, what))
 		}
 		got, err := s.Logs()
 		require.NoError(t, err)
@@ -304,7 +304,7 @@ func testStoreManyLogs(t *testing.T, d engine.Driver, dir string) {
 				continue
 			}
 			if n%10 == 0 && d.Caps.Durable {
-				sameBatches(t, want[n], readAll(t, e, 1<<20), fmt.Sprintf("contract: log %d of %d reads its batches %s", n, logs, what))
+				sameBatches(t, want[n], ReadAll(t, e, 1<<20), fmt.Sprintf("contract: log %d of %d reads its batches %s", n, logs, what))
 			}
 			require.NoError(t, e.Close())
 		}

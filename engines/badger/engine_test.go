@@ -45,19 +45,6 @@ func (e *Engine) committedEnd() int64 {
 	return e.committed
 }
 
-func readAll(t *testing.T, e *Engine) []engine.Batch {
-	t.Helper()
-	var out []engine.Batch
-	for off := e.StartOffset(); off < e.EndOffset(); {
-		bs, err := e.Read(off, 1<<20)
-		require.NoError(t, err)
-		require.NotEmpty(t, bs)
-		out = append(out, bs...)
-		off = bs[len(bs)-1].NextOffset()
-	}
-	return out
-}
-
 // TestPoliciesCommit checks what makes the flusher commit pending batches
 // under each policy: every Append (always), the clock (interval), or the
 // pending list growing past pendingFlushBytes and Close (never).
@@ -91,10 +78,10 @@ func TestPoliciesCommit(t *testing.T) {
 				require.Eventually(t, func() bool { return e.committedEnd() > 6 }, 5*time.Second, time.Millisecond,
 					"under %s a pending list past %d bytes is committed", c.policy, pendingFlushBytes)
 			}
-			want := readAll(t, e)
+			want := enginetest.ReadAll(t, e, 1<<20)
 			require.NoError(t, e.Close())
 			r := openTest(t, e.dbDir(), engine.Options{})
-			assert.Equal(t, want, readAll(t, r), "Close commits what is pending")
+			assert.Equal(t, want, enginetest.ReadAll(t, r, 1<<20), "Close commits what is pending")
 		})
 	}
 }
@@ -145,7 +132,7 @@ func TestOpenAfterKillInOpen(t *testing.T) {
 		require.NoError(t, f.Close())
 	}
 	r := openTest(t, dir, engine.Options{})
-	assert.Equal(t, want, readAll(t, r), "empty log files left by a kill do not stop Open")
+	assert.Equal(t, want, enginetest.ReadAll(t, r, 1<<20), "empty log files left by a kill do not stop Open")
 }
 
 // TestOpenFinishesTruncate leaves a Truncate half done, as a crash between
@@ -166,7 +153,7 @@ func TestOpenFinishesTruncate(t *testing.T) {
 
 	r := openTest(t, dir, engine.Options{})
 	assert.Equal(t, int64(12), r.EndOffset(), "Open finishes an interrupted Truncate")
-	assert.Equal(t, bs[:4], readAll(t, r))
+	assert.Equal(t, bs[:4], enginetest.ReadAll(t, r, 1<<20))
 	_, ok, err := r.getOffset(r.cutKey())
 	require.NoError(t, err)
 	assert.False(t, ok, "the cut key is gone once the Truncate is done")
@@ -186,7 +173,7 @@ func TestOpenFinishesDeleteBefore(t *testing.T) {
 
 	r := openTest(t, dir, engine.Options{})
 	assert.Equal(t, int64(13), r.StartOffset())
-	assert.Equal(t, bs[4:], readAll(t, r), "the batch holding the start stays, those below it go")
+	assert.Equal(t, bs[4:], enginetest.ReadAll(t, r, 1<<20), "the batch holding the start stays, those below it go")
 	keys, err := r.batchKeys(0, 12)
 	require.NoError(t, err)
 	assert.Empty(t, keys, "batches wholly below the start are deleted from the store")

@@ -59,7 +59,7 @@ func TestWALRotationOnAFailingDisk(t *testing.T) {
 	require.NoError(t, err)
 	defer r.Close()
 	assert.LessOrEqual(t, r.EndOffset(), end, "nothing appears that was not appended")
-	readAll(t, r)
+	enginetest.ReadAll(t, r, 1<<20)
 }
 
 // TestFailedOpenLeavesNothingBehind opens a store with a WAL to replay on a

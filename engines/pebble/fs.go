@@ -53,10 +53,9 @@ import (
 //     compaction granter, and table-stats loading that retries in a tight
 //     loop while reads fail) on a DB nobody can close. Abandoned, it runs to
 //     its end on a disk that no longer changes, and openStore, which has
-//     returned the failure already, closes the DB it returns. (An earlier
-//     design parked every change instead: each abandoned DB then kept tens
-//     of MiB, its directory lock and, on a disk whose reads failed too, a
-//     goroutine spinning, for the life of the process.)
+//     returned the failure already, closes the DB it returns (parking
+//     every change instead would keep each abandoned DB's memory, its
+//     directory lock and a spinning goroutine for the life of the process).
 type storeFS struct {
 	vfs.FS
 

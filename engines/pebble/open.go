@@ -24,8 +24,8 @@ import (
 // not survive) it takes them for the padding the newer format writes there,
 // skips to the next block, drops the rest of the record that began in those
 // bytes, and goes on replaying the records after it. The recovered log then
-// has a hole: a later batch without an earlier one (the crash suite's seed
-// 1001). In the WAL sync chunk format (FormatWALSyncChunks) a record never
+// has a hole: a later batch without an earlier one
+// (TestRecoveredLogHasNoHole). In the WAL sync chunk format (FormatWALSyncChunks) a record never
 // starts in the last 18 bytes of a block, so zeros there are only ever
 // padding, and a lost block anywhere else ends the replay: what is recovered
 // is a prefix.

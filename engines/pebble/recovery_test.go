@@ -60,7 +60,7 @@ func TestRecoveredLogHasNoHole(t *testing.T) {
 			r, err := pebble.Open("/p0", engine.Options{FS: crashed})
 			require.NoError(t, err)
 			defer r.Close()
-			got := readAll(t, r)
+			got := enginetest.ReadAll(t, r, 1<<20)
 			require.LessOrEqual(t, len(got), len(want))
 			assert.Equal(t, want[:len(got)], got, "the recovered log is a prefix of what was appended")
 			assert.GreaterOrEqual(t, r.EndOffset(), syncedEnd, "every synced batch is recovered")
@@ -141,23 +141,6 @@ func readFile(t *testing.T, fs vfs.FS, name string) []byte {
 	data, err := io.ReadAll(f)
 	require.NoError(t, err)
 	return data
-}
-
-// readAll reads the whole log, checking that it is contiguous.
-func readAll(t *testing.T, e engine.LogEngine) []engine.Batch {
-	var out []engine.Batch
-	for off := e.StartOffset(); off < e.EndOffset(); {
-		bs, err := e.Read(off, 1<<20)
-		require.NoError(t, err, "Read(%d)", off)
-		require.NotEmpty(t, bs, "Read(%d) below the end %d", off, e.EndOffset())
-		for _, b := range bs {
-			require.Equal(t, off, b.BaseOffset, "the log is contiguous: the batch after %d starts at %d", off, b.BaseOffset)
-			require.NoError(t, enginetest.Check(b))
-			out = append(out, b)
-			off = b.NextOffset()
-		}
-	}
-	return out
 }
 
 // TestNewStoreWritesWALSyncChunks checks the mechanism behind

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/minikafka/minikafka/engine"
+	"github.com/minikafka/minikafka/engine/enginetest"
 )
 
 // readWatcher wraps fs and records the lowest offset read from a segment
@@ -70,7 +71,7 @@ func TestRecoveryResumesAtCheckpoint(t *testing.T) {
 	e := open(t, w.fs, opts)
 	assert.GreaterOrEqual(t, w.lowest.Load(), int64(8<<20), "recovery read below the last checkpoint")
 	require.Equal(t, bs[len(bs)-1].NextOffset(), e.EndOffset())
-	requireBatches(t, bs, readAll(t, e), "after recovery from a checkpoint")
+	requireBatches(t, bs, enginetest.ReadAll(t, e, 64<<10), "after recovery from a checkpoint")
 
 	// Without the checkpoint the whole segment is scanned, to the same end.
 	fs := crash(mem, 0)
@@ -78,7 +79,7 @@ func TestRecoveryResumesAtCheckpoint(t *testing.T) {
 	w = watchReads(fs)
 	e = open(t, w.fs, opts)
 	assert.Zero(t, w.lowest.Load(), "without a checkpoint the segment is scanned from its start")
-	requireBatches(t, bs, readAll(t, e), "after a full scan")
+	requireBatches(t, bs, enginetest.ReadAll(t, e, 64<<10), "after a full scan")
 }
 
 // TestCheckpointNotTrusted: a checkpoint whose records are damaged is used
@@ -120,7 +121,7 @@ func TestCheckpointNotTrusted(t *testing.T) {
 			} else {
 				assert.Zero(t, w.lowest.Load(), "the checkpoint was not trusted: a full scan")
 			}
-			requireBatches(t, bs, readAll(t, e), "after recovery")
+			requireBatches(t, bs, enginetest.ReadAll(t, e, 64<<10), "after recovery")
 		})
 	}
 }
@@ -137,14 +138,14 @@ func TestCheckpointAfterTruncate(t *testing.T) {
 	require.NoError(t, e.Sync(context.Background(), e.EndOffset()))
 	after := crash(mem, 30)
 	e2 := open(t, after, opts)
-	requireBatches(t, append(bs[:len(bs)/2:len(bs)/2], nb...), readAll(t, e2), "after truncating, appending and a crash")
+	requireBatches(t, append(bs[:len(bs)/2:len(bs)/2], nb...), enginetest.ReadAll(t, e2, 64<<10), "after truncating, appending and a crash")
 
 	// Truncate to the first batch: the segment at base 0 is made anew.
 	require.NoError(t, e.Truncate(0))
 	again := appendN(t, e, 10, 4, fixed(100))
 	require.NoError(t, e.Sync(context.Background(), e.EndOffset()))
 	e3 := open(t, crash(mem, 100), opts)
-	requireBatches(t, again, readAll(t, e3), "after truncating to the start and a crash")
+	requireBatches(t, again, enginetest.ReadAll(t, e3, 64<<10), "after truncating to the start and a crash")
 }
 
 func crc(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }

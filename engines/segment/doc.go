@@ -272,8 +272,8 @@
 // the sealed index that bounds it. DeleteBefore renames the log file to
 // .log.deleted instead, under the engine's locks, and deletes it after
 // releasing them (through Options.Discard when set, which the broker
-// paces): one unlink of a 256 MiB segment took 90 ms here, and appends
-// would wait for it. Open removes any .deleted file left by a crash. The
+// paces): unlinking a large file can take tens of milliseconds, and
+// appends would wait for it. Open removes any .deleted file left by a crash. The
 // first of them to be free of readers while the log has no spare becomes
 // the spare instead, if it is at least half of SegmentBytes.
 //
@@ -282,10 +282,10 @@
 // The next segment the log starts (a roll, or the new segment of a Truncate
 // or a recovery) is the spare renamed, when there is one: its blocks were
 // written before, so the fdatasyncs that follow overwrite them and journal
-// no change of size or extents (on this project's ext4 disks an overwriting
-// fdatasync loop runs about 1.7 times as fast as an appending one;
-// fallocate's unwritten extents journal their conversion as an append
-// does, and zeroing a file first writes it twice, so neither is used). The
+// no change of size or extents, which makes them cheaper than an appending
+// file's (fallocate's unwritten extents journal their conversion as an
+// append does, and zeroing a file first writes it twice, so neither is
+// used). The
 // file header is written over the old one and frames follow it over the old
 // frames. None of those can be taken for a frame of the new segment: a
 // frame's base offset must be where the frame before it ends, and every old

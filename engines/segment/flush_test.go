@@ -82,7 +82,7 @@ func TestSyncCoversRolls(t *testing.T) {
 			require.Greater(t, len(files(t, fs, logSuffix)), 10, "the log rolled many times")
 			slices.SortFunc(all, func(a, b engine.Batch) int { return int(a.BaseOffset - b.BaseOffset) })
 			after := open(t, crash(fs, 0), engine.Options{SegmentBytes: 1 << 10})
-			requireBatches(t, all, readAll(t, after), "after a power loss")
+			requireBatches(t, all, enginetest.ReadAll(t, after, 64<<10), "after a power loss")
 		})
 	}
 }
@@ -231,7 +231,7 @@ func TestSyncInterval(t *testing.T) {
 	bs := appendN(t, e, 5, 3, fixed(100))
 	require.NoError(t, e.Sync(context.Background(), e.EndOffset()), "Sync returns at once")
 	assert.Zero(t, syncs.Load(), "no fsync before the interval")
-	assert.Empty(t, readAll(t, open(t, crash(mem, 0), engine.Options{})), "nothing is durable yet")
+	assert.Empty(t, enginetest.ReadAll(t, open(t, crash(mem, 0), engine.Options{}), 64<<10), "nothing is durable yet")
 
 	clk.Advance(time.Second)
 	require.Eventually(t, func() bool {
@@ -239,7 +239,7 @@ func TestSyncInterval(t *testing.T) {
 		defer e.sm.mu.Unlock()
 		return e.sm.synced == bs[4].NextOffset()
 	}, 20*time.Second, time.Millisecond, "the interval's flush")
-	requireBatches(t, bs, readAll(t, open(t, crash(mem, 0), engine.Options{})), "durable after the interval")
+	requireBatches(t, bs, enginetest.ReadAll(t, open(t, crash(mem, 0), engine.Options{}), 64<<10), "durable after the interval")
 }
 
 // TestSyncNever: no fsync until Close, which syncs everything.
@@ -259,7 +259,7 @@ func TestSyncNever(t *testing.T) {
 	assert.Zero(t, syncs.Load(), "Sync does not fsync under SyncNever")
 	require.NoError(t, e.Close())
 	assert.NotZero(t, syncs.Load(), "Close syncs")
-	requireBatches(t, bs, readAll(t, open(t, crash(mem, 0), engine.Options{})), "durable after Close")
+	requireBatches(t, bs, enginetest.ReadAll(t, open(t, crash(mem, 0), engine.Options{}), 64<<10), "durable after Close")
 }
 
 // TestUnwrittenTailIsBounded: appenders faster than the flusher write the
@@ -311,7 +311,7 @@ func TestReadsDuringWrite(t *testing.T) {
 	<-started // the flusher is writing inFlight
 	pending := appendN(t, e, 3, 2, fixed(900))
 	all := slices.Concat(inFile, inFlight, pending)
-	requireBatches(t, all, readAll(t, e), "reads during the write")
+	requireBatches(t, all, enginetest.ReadAll(t, e, 64<<10), "reads during the write")
 	for _, b := range all {
 		got, err := e.Read(b.BaseOffset, 0)
 		require.NoError(t, err)
@@ -319,5 +319,5 @@ func TestReadsDuringWrite(t *testing.T) {
 	}
 	release.open()
 	require.NoError(t, <-synced)
-	requireBatches(t, all, readAll(t, e), "reads after the write")
+	requireBatches(t, all, enginetest.ReadAll(t, e, 64<<10), "reads after the write")
 }

@@ -55,23 +55,6 @@ func appendN(t *testing.T, e *Engine, n int, records int32, size func(i int) int
 
 func fixed(n int) func(int) int { return func(int) int { return n } }
 
-// readAll reads the log from start to end and checks every batch's bytes.
-func readAll(t *testing.T, e *Engine) []engine.Batch {
-	t.Helper()
-	var out []engine.Batch
-	for off := e.StartOffset(); off < e.EndOffset(); {
-		bs, err := e.Read(off, 64<<10)
-		require.NoError(t, err, "Read(%d)", off)
-		require.NotEmpty(t, bs, "Read(%d) below the end", off)
-		for _, b := range bs {
-			require.NoError(t, enginetest.Check(b))
-			out = append(out, b)
-		}
-		off = bs[len(bs)-1].NextOffset()
-	}
-	return out
-}
-
 // requireBatches checks that got is want, batch for batch.
 func requireBatches(t *testing.T, want, got []engine.Batch, msg string) {
 	t.Helper()

@@ -47,12 +47,12 @@ func TestTornTailEveryByte(t *testing.T) {
 			writeFile(t, fs, seg, full[:cut])
 			e := open(t, fs, engine.Options{})
 			require.Equal(t, bs[1].NextOffset(), e.EndOffset(), "the torn batch is cut, the earlier ones kept")
-			requireBatches(t, bs[:2], readAll(t, e), "after recovery")
+			requireBatches(t, bs[:2], enginetest.ReadAll(t, e, 64<<10), "after recovery")
 			nb := enginetest.Batch(e.EndOffset(), 2, 77)
 			require.NoError(t, e.Append(nb))
 			require.NoError(t, e.Close())
 			e = open(t, fs, engine.Options{})
-			requireBatches(t, append(bs[:2:2], nb), readAll(t, e), "after appending and reopening")
+			requireBatches(t, append(bs[:2:2], nb), enginetest.ReadAll(t, e, 64<<10), "after appending and reopening")
 		})
 	}
 }
@@ -89,12 +89,12 @@ func TestTornTailGarbage(t *testing.T) {
 			fs := crash(base, 0)
 			writeFile(t, fs, seg, c.mod(append([]byte(nil), full...)))
 			e := open(t, fs, engine.Options{})
-			requireBatches(t, bs[:c.keep], readAll(t, e), "after recovery")
+			requireBatches(t, bs[:c.keep], enginetest.ReadAll(t, e, 64<<10), "after recovery")
 			appendN(t, e, 2, 1, fixed(40))
-			want := readAll(t, e)
+			want := enginetest.ReadAll(t, e, 64<<10)
 			require.NoError(t, e.Close())
 			e = open(t, fs, engine.Options{})
-			requireBatches(t, want, readAll(t, e), "after appending and reopening")
+			requireBatches(t, want, enginetest.ReadAll(t, e, 64<<10), "after appending and reopening")
 		})
 	}
 }
@@ -203,7 +203,7 @@ func TestIndexRebuilt(t *testing.T) {
 					require.NoError(t, fs.Remove(path(cleanFile)))
 				}
 				e := open(t, fs, engine.Options{SegmentBytes: 1 << 10})
-				requireBatches(t, bs, readAll(t, e), "reads after the rebuild")
+				requireBatches(t, bs, enginetest.ReadAll(t, e, 64<<10), "reads after the rebuild")
 				base, _ := parseName(segs[1], logSuffix)
 				next, _ := parseName(segs[2], logSuffix)
 				st, err := decodeIndex(readFile(t, fs, victim), base)
@@ -233,12 +233,12 @@ func TestReopenAfterRoll(t *testing.T) {
 			nsegs := len(files(t, fs, logSuffix))
 			require.Greater(t, nsegs, 5)
 			e = open(t, fs, opts)
-			requireBatches(t, bs, readAll(t, e), "after reopen")
+			requireBatches(t, bs, enginetest.ReadAll(t, e, 64<<10), "after reopen")
 			bs = append(bs, appendN(t, e, 1, 1, fixed(20))...)
 			require.NoError(t, e.Close())
 			assert.Len(t, files(t, fs, logSuffix), nsegs, "the append went into the last segment")
 			e = open(t, fs, opts)
-			requireBatches(t, bs, readAll(t, e), "after a second reopen")
+			requireBatches(t, bs, enginetest.ReadAll(t, e, 64<<10), "after a second reopen")
 		})
 	}
 }
@@ -272,7 +272,7 @@ func TestCleanOpenReadsNoSegmentData(t *testing.T) {
 	reads.Store(0)
 	e = open(t, fs, opts)
 	assert.NotZero(t, reads.Load(), "without the marker the active segment is scanned")
-	requireBatches(t, bs, readAll(t, e), "after the scan")
+	requireBatches(t, bs, enginetest.ReadAll(t, e, 64<<10), "after the scan")
 }
 
 // TestCleanMarkerRemovedByFirstWrite: once the engine writes again, the
@@ -297,9 +297,9 @@ func TestCleanMarkerRemovedByFirstWrite(t *testing.T) {
 			require.NoError(t, e.Sync(context.Background(), e.EndOffset()))
 			after := crash(fs, 0)
 			assert.Empty(t, files(t, after, cleanFile), "the marker's removal is durable once Sync returns")
-			want := readAll(t, e)
+			want := enginetest.ReadAll(t, e, 64<<10)
 			e2 := open(t, after, engine.Options{})
-			requireBatches(t, want, readAll(t, e2), "after a crash")
+			requireBatches(t, want, enginetest.ReadAll(t, e2, 64<<10), "after a crash")
 		})
 	}
 }
@@ -366,5 +366,5 @@ func TestCloseOfANewEmptyLogWritesNothing(t *testing.T) {
 	_, err := mem.Stat(path(cleanFile))
 	require.NoError(t, err, "a log that took batches records its clean shutdown")
 	e = open(t, fs, opts)
-	requireBatches(t, bs, readAll(t, e), "after the reopen")
+	requireBatches(t, bs, enginetest.ReadAll(t, e, 64<<10), "after the reopen")
 }

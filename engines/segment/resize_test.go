@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/minikafka/minikafka/engine"
+	"github.com/minikafka/minikafka/engine/enginetest"
 )
 
 // SetSegmentBytes: segments rolled after it have the new size; what is
@@ -24,11 +25,11 @@ func TestSetSegmentBytes(t *testing.T) {
 	bs = append(bs, appendN(t, e, 20, 1, fixed(300))...)
 	require.NoError(t, e.Sync(context.Background(), e.EndOffset()))
 	require.GreaterOrEqual(t, len(files(t, fs, logSuffix)), 4, "6 KiB more in 2 KiB segments")
-	requireBatches(t, bs, readAll(t, e), "after the resize")
+	requireBatches(t, bs, enginetest.ReadAll(t, e, 64<<10), "after the resize")
 
 	resizer.SetSegmentBytes(1) // clamped to the minimum, not a file per batch
 	require.Equal(t, int64(segmentBytesMin), e.segmentBytes.Load())
 	require.NoError(t, e.Close())
 	e = open(t, fs, opts)
-	requireBatches(t, bs, readAll(t, e), "after a reopen")
+	requireBatches(t, bs, enginetest.ReadAll(t, e, 64<<10), "after a reopen")
 }

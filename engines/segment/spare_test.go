@@ -41,18 +41,18 @@ func TestRecycledSegment(t *testing.T) {
 	require.Greater(t, fi.Size(), recycled.endPos.Load(), "the recycled file holds old bytes past the log end")
 	require.Equal(t, old.Size(), fi.Size())
 	want := append(bs[14:len(bs):len(bs)], more...)
-	requireBatches(t, want, readAll(t, e), "reading the recycled segment")
+	requireBatches(t, want, enginetest.ReadAll(t, e, 64<<10), "reading the recycled segment")
 
 	for _, pct := range []int{0, 30, 100} {
 		t.Run(fmt.Sprintf("crash keeping %d%%", pct), func(t *testing.T) {
 			after := crash(fs, pct)
 			e := open(t, after, opts)
-			requireBatches(t, want, readAll(t, e), "after a crash")
+			requireBatches(t, want, enginetest.ReadAll(t, e, 64<<10), "after a crash")
 			nb := enginetest.Batch(e.EndOffset(), 1, 50)
 			require.NoError(t, e.Append(nb))
 			require.NoError(t, e.Sync(context.Background(), e.EndOffset()))
 			e = open(t, crash(after, 0), opts)
-			requireBatches(t, append(want[:len(want):len(want)], nb), readAll(t, e), "after a second crash")
+			requireBatches(t, append(want[:len(want):len(want)], nb), enginetest.ReadAll(t, e, 64<<10), "after a second crash")
 		})
 	}
 
@@ -62,7 +62,7 @@ func TestRecycledSegment(t *testing.T) {
 	nb := appendN(t, e, 3, 1, fixed(60))
 	require.NoError(t, e.Close())
 	e = open(t, crash(fs, 0), opts)
-	requireBatches(t, append(want[:len(want):len(want)], nb...), readAll(t, e), "after a clean reopen and more appends")
+	requireBatches(t, append(want[:len(want):len(want)], nb...), enginetest.ReadAll(t, e, 64<<10), "after a clean reopen and more appends")
 }
 
 // TestSpareOnlyFromDeleteBefore: a Truncate's dropped segments hold
@@ -108,7 +108,7 @@ func TestTailStates(t *testing.T) {
 			writeFile(t, fs, seg, append(append([]byte(nil), full...), tc.after...))
 			var logs strings.Builder
 			e := open(t, fs, engine.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-			requireBatches(t, bs, readAll(t, e), "every good frame is kept")
+			requireBatches(t, bs, enginetest.ReadAll(t, e, 64<<10), "every good frame is kept")
 			if tc.kind == "" {
 				assert.NotContains(t, logs.String(), "cutting the log")
 				assert.Equal(t, []string{logName(100)}, files(t, fs, logSuffix), "appends go on in the same file")

@@ -57,21 +57,21 @@ func TestTruncateIsDurable(t *testing.T) {
 				require.NoError(t, e.Sync(context.Background(), e.EndOffset()))
 				require.NoError(t, e.Truncate(c.cut))
 				kept := keptBelow(bs, c.cut)
-				requireBatches(t, kept, readAll(t, e), "right after Truncate")
+				requireBatches(t, kept, enginetest.ReadAll(t, e, 64<<10), "right after Truncate")
 
 				after := open(t, crash(fs, pct), opts)
-				requireBatches(t, kept, readAll(t, after), "after a power loss")
+				requireBatches(t, kept, enginetest.ReadAll(t, after, 64<<10), "after a power loss")
 
 				// New batches at the same offsets, with other sizes.
 				fresh := appendN(t, e, 6, 3, fixed(333))
 				require.NoError(t, e.Sync(context.Background(), e.EndOffset()))
 				want := append(kept, fresh...)
-				requireBatches(t, want, readAll(t, e), "appends after Truncate")
+				requireBatches(t, want, enginetest.ReadAll(t, e, 64<<10), "appends after Truncate")
 				after = open(t, crash(fs, pct), opts)
-				requireBatches(t, want, readAll(t, after), "appends after Truncate, after a power loss")
+				requireBatches(t, want, enginetest.ReadAll(t, after, 64<<10), "appends after Truncate, after a power loss")
 				require.NoError(t, e.Close())
 				e = open(t, fs, opts)
-				requireBatches(t, want, readAll(t, e), "after a clean reopen")
+				requireBatches(t, want, enginetest.ReadAll(t, e, 64<<10), "after a clean reopen")
 			})
 		}
 	}
@@ -91,18 +91,18 @@ func TestRepeatedTruncateNoResurrection(t *testing.T) {
 			appendN(t, e, 2, 1, fixed(30))         // segment 25: [25, 27)
 			require.NoError(t, e.Truncate(25))     // at segment 25's base
 			want := keptBelow(bs, 25)
-			requireBatches(t, want, readAll(t, e), "after two truncations")
+			requireBatches(t, want, enginetest.ReadAll(t, e, 64<<10), "after two truncations")
 
 			after := open(t, crash(fs, pct), opts)
-			requireBatches(t, want, readAll(t, after), "after a power loss")
+			requireBatches(t, want, enginetest.ReadAll(t, after, 64<<10), "after a power loss")
 			require.NoError(t, after.Close())
 			after = open(t, crash(fs, pct), opts)
-			requireBatches(t, want, readAll(t, after), "after recovering twice")
+			requireBatches(t, want, enginetest.ReadAll(t, after, 64<<10), "after recovering twice")
 
 			require.NoError(t, e.Truncate(20)) // at segment 20's base: its dead tail goes with it
 			require.NoError(t, e.Close())
 			e = open(t, fs, opts)
-			requireBatches(t, keptBelow(bs, 20), readAll(t, e), "after a third truncation and a reopen")
+			requireBatches(t, keptBelow(bs, 20), enginetest.ReadAll(t, e, 64<<10), "after a third truncation and a reopen")
 		})
 	}
 }
@@ -129,7 +129,7 @@ func TestDeleteBefore(t *testing.T) {
 
 	after := open(t, crash(fs, 0), opts)
 	assert.Equal(t, int64(47), after.StartOffset(), "the start survives a power loss")
-	requireBatches(t, bs[9:], readAll(t, after), "after a power loss")
+	requireBatches(t, bs[9:], enginetest.ReadAll(t, after, 64<<10), "after a power loss")
 
 	require.NoError(t, e.DeleteBefore(500))
 	assert.Equal(t, []string{logName(500)}, files(t, fs, logSuffix), "past the end: one empty segment at the new start")
@@ -194,10 +194,10 @@ func TestTrimWhileReading(t *testing.T) {
 	}
 	close(done)
 	wg.Wait()
-	want := readAll(t, e)
+	want := enginetest.ReadAll(t, e, 64<<10)
 	require.NoError(t, e.Close())
 	e = open(t, fs, engine.Options{SegmentBytes: 2 << 10})
-	requireBatches(t, want, readAll(t, e), "after reopen")
+	requireBatches(t, want, enginetest.ReadAll(t, e, 64<<10), "after reopen")
 }
 
 // TestTruncateCrashBeforeNewSegment: a crash after Truncate removed the
@@ -232,7 +232,7 @@ func TestTruncateCrashBeforeNewSegment(t *testing.T) {
 				armed.Store(true)
 				require.ErrorIs(t, e.Truncate(25), errorfs.ErrInjected, "the power goes before the new segment exists")
 				after := open(t, crash(mem, pct), opts)
-				requireBatches(t, keptBelow(bs, 25), readAll(t, after), "after the crash")
+				requireBatches(t, keptBelow(bs, 25), enginetest.ReadAll(t, after, 64<<10), "after the crash")
 				appendN(t, after, 1, 1, fixed(10))
 				require.NoError(t, after.Close())
 			})

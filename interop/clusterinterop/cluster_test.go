@@ -1,5 +1,5 @@
 // Package clusterinterop runs three-broker clusters as real processes (the
-// cmd/broker binary, built once per test run, started by bench/server's
+// cmd/broker binary, built once per test run, started by broker/harness's
 // Cluster on loopback ports) and drives them with real clients (franz-go,
 // kcat, sarama) while it kills, stops and restarts brokers: placement,
 // routing to leaders, controller failover, fencing, and replication that
@@ -8,10 +8,7 @@ package clusterinterop
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,37 +17,23 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/minikafka/minikafka/bench/server"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
 // brokerBin is the cmd/broker binary TestMain builds.
 var brokerBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "clusterinterop-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	brokerBin = filepath.Join(dir, "broker")
-	build := exec.Command("go", "build", "-o", brokerBin, "github.com/minikafka/minikafka/cmd/broker")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build cmd/broker:", err)
-		os.Exit(2)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(harness.RunWithBroker(&brokerBin, m.Run))
 }
 
 // durableEngines are the engines every cluster test runs on.
 var durableEngines = []string{"segment", "pebble", "badger"}
 
-// cluster is a server.Cluster whose every step must succeed in the test.
+// cluster is a harness.Cluster whose every step must succeed in the test.
 type cluster struct {
 	t *testing.T
-	*server.Cluster
+	*harness.Cluster
 }
 
 // startCluster starts n brokers on engine with args (extra cmd/broker
@@ -63,11 +46,11 @@ func startCluster(t *testing.T, n int, engine string, args ...string) *cluster {
 
 // startClusterOn is startCluster with the brokers on hosts (nil: free
 // loopback ports).
-func startClusterOn(t *testing.T, hosts []server.Host, n int, engine string, args ...string) *cluster {
+func startClusterOn(t *testing.T, hosts []harness.Host, n int, engine string, args ...string) *cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sc, err := server.StartCluster(ctx, server.ClusterConfig{Bin: brokerBin, Engine: engine, Brokers: n, Dir: t.TempDir(),
+	sc, err := harness.StartCluster(ctx, harness.ClusterConfig{Bin: brokerBin, Engine: engine, Brokers: n, Dir: t.TempDir(),
 		Args: args, Log: testLog{t}, Hosts: hosts})
 	require.NoError(t, err)
 	t.Cleanup(sc.Close)
@@ -84,16 +67,16 @@ func (l testLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (c *cluster) node(id int) *server.Node { return c.Node(int32(id)) }
+func (c *cluster) node(id int) *harness.Node { return c.Node(int32(id)) }
 
 // kill sends SIGKILL to nd's process and waits for it to die.
-func (c *cluster) kill(nd *server.Node) {
+func (c *cluster) kill(nd *harness.Node) {
 	c.t.Helper()
 	require.NoError(c.t, c.Kill(nd.ID), "kill broker %d", nd.ID)
 }
 
 // start runs nd's broker process again, on the same directory and ports.
-func (c *cluster) start(nd *server.Node) {
+func (c *cluster) start(nd *harness.Node) {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/minikafka/minikafka/bench/server"
+	"github.com/minikafka/minikafka/broker/harness"
 )
 
 // TestDeleteRecordsWaitsForAFrozenFollower is Kafka's DeleteRecords
@@ -40,7 +40,7 @@ func TestDeleteRecordsWaitsForAFrozenFollower(t *testing.T) {
 	ctl, err := c.controller(ctx)
 	require.NoError(t, err)
 	victim := c.Node(c.Others(leader.ID, int32(ctl))[0]) // a follower, not the active controller
-	d, err := server.Dial(leader.Addr)
+	d, err := harness.Dial(leader.Addr)
 	require.NoError(t, err)
 	defer d.Close()
 
@@ -81,7 +81,7 @@ func TestDeleteRecordsWaitsForAFrozenFollower(t *testing.T) {
 
 // deleteAt sends DeleteRecords of dr/0 before offset to d, waiting up to
 // timeout, and returns the partition's answer.
-func deleteAt(ctx context.Context, t *testing.T, d *server.Direct, offset int64, timeout time.Duration) kmsg.DeleteRecordsResponseTopicPartition {
+func deleteAt(ctx context.Context, t *testing.T, d *harness.Direct, offset int64, timeout time.Duration) kmsg.DeleteRecordsResponseTopicPartition {
 	t.Helper()
 	req := kmsg.NewPtrDeleteRecordsRequest()
 	req.TimeoutMillis = int32(timeout / time.Millisecond)
@@ -100,7 +100,7 @@ func deleteAt(ctx context.Context, t *testing.T, d *server.Direct, offset int64,
 }
 
 // earliestAt is ListOffsets(earliest) of dr/0 at d.
-func earliestAt(ctx context.Context, t *testing.T, d *server.Direct) int64 {
+func earliestAt(ctx context.Context, t *testing.T, d *harness.Direct) int64 {
 	t.Helper()
 	req := kmsg.NewPtrListOffsetsRequest()
 	rt := kmsg.NewListOffsetsRequestTopic()

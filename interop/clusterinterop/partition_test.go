@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/minikafka/minikafka/bench/netlab"
+	"github.com/minikafka/minikafka/broker/harness/netlab"
 )
 
-// newNetlab makes n hosts (bench/netlab) removed at the end of the test,
+// newNetlab makes n hosts (broker/harness/netlab) removed at the end of the test,
 // or skips it, saying why, where network namespaces cannot be made.
 func newNetlab(t *testing.T, n int) *netlab.Lab {
 	t.Helper()

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/minikafka/minikafka/bench/groupbench"
+	"github.com/minikafka/minikafka/bench/load"
 	"github.com/minikafka/minikafka/broker"
 	"github.com/minikafka/minikafka/broker/brokertest"
 	"github.com/minikafka/minikafka/engine"
@@ -184,7 +184,7 @@ func drainNone(t *testing.T, out <-chan rec) {
 }
 
 // assignment is who owns which partitions of one topic.
-type assignment = groupbench.Assignment
+type assignment = load.Assignment
 
 // waitAssigned waits until group is Stable with exactly members members
 // that own every one of the topic's partitions, each once, and returns the
@@ -195,7 +195,7 @@ func waitAssigned(t *testing.T, addr, group, topic string, members, partitions i
 	ctx := interoptest.Context(t)
 	var last string
 	for {
-		a, state, err := groupbench.Describe(ctx, adm, group, topic)
+		a, state, err := load.Describe(ctx, adm, group, topic)
 		if err == nil && state == "Stable" && len(a) == members && a.Covers(partitions) {
 			return a
 		}

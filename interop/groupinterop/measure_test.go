@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/minikafka/minikafka/bench/groupbench"
+	"github.com/minikafka/minikafka/bench/load"
 	"github.com/minikafka/minikafka/interop/interoptest"
 )
 
@@ -18,7 +18,7 @@ import (
 // same measurement in results/groups.md.
 func TestChurn(t *testing.T) {
 	s := interoptest.Broker("memory").Start(t, 1)
-	b := &groupbench.Bench{Addrs: []string{s.Addr}, Topic: "churn", Partitions: 12, Poll: 10 * time.Millisecond}
+	b := &load.Groups{Client: load.Client{Brokers: []string{s.Addr}}, Topic: "churn", Partitions: 12, Poll: 10 * time.Millisecond}
 	ctx := interoptest.Context(t)
 	require.NoError(t, b.Prepare(ctx))
 	res, err := b.Churn(ctx, 3, kgo.CooperativeStickyBalancer())
@@ -35,7 +35,7 @@ func TestChurn(t *testing.T) {
 // asserted (`cmd/bench -profile groups` measures it against the 1 s target).
 func TestSettle(t *testing.T) {
 	s := interoptest.Broker("memory").Start(t, 1)
-	b := &groupbench.Bench{Addrs: []string{s.Addr}, Topic: "settle", Partitions: 12, Poll: 5 * time.Millisecond}
+	b := &load.Groups{Client: load.Client{Brokers: []string{s.Addr}}, Topic: "settle", Partitions: 12, Poll: 5 * time.Millisecond}
 	ctx := interoptest.Context(t)
 	require.NoError(t, b.Prepare(ctx))
 	d, err := b.Settle(ctx, 10)

@@ -1,0 +1,246 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minikafka/minikafka/bench"
+	"github.com/minikafka/minikafka/bench/load"
+	"github.com/minikafka/minikafka/bench/logbench"
+	"github.com/minikafka/minikafka/bench/result"
+	"github.com/minikafka/minikafka/bench/workloads"
+	"github.com/minikafka/minikafka/broker/harness"
+)
+
+// steps runs the steps of one server start (or cluster start), round
+// after round, and collects their figures.
+type steps struct {
+	cfg *Config
+	// res is the run so far, which a rate_of reads.
+	res      *result.Result
+	topology workloads.Topology
+	d        load.Driver
+	srv      string
+	// dir is the server's data directory; server and cluster what runs
+	// there, one of them.
+	dir     string
+	server  *harness.Server
+	cluster *harness.Cluster
+	seeds   []string
+	// figures are the current round's.
+	figures map[string]float64
+	round   int
+	// produced counts the records acknowledged so far: what a consume
+	// step reads.
+	produced int64
+	// seq numbers the topics create_topic names; topics are the ones the
+	// setup and the current round created.
+	seq    int
+	topics []string
+	// The last fault: its node (0 when restarted since), what the node
+	// led and when it came.
+	victim    int32
+	victimLed []partition
+	faultAt   time.Time
+	// faultBytes are the bytes produced since the last fault: what a node
+	// restarted after it has to catch up with.
+	faultBytes int64
+	// acksAll and acksOne are the cluster clients of served topics.
+	acksAll, acksOne *kgo.Client
+	// The loads running beside the round's steps, and one copy of their
+	// topic's size on disk at the last step's end and its growth then.
+	pump       *load.Pump
+	tracked    *load.Tracked
+	groups     *load.GroupLoad
+	stored     int64
+	storedRate float64
+}
+
+func (st *steps) close() {
+	if st.pump != nil {
+		st.pump.Stop()
+	}
+	if st.tracked != nil {
+		st.tracked.Stop(0)
+	}
+	if st.groups != nil {
+		st.groups.Stop()
+	}
+	if st.acksAll != nil {
+		st.acksAll.Close()
+		st.acksOne.Close()
+	}
+}
+
+// run runs one step, timing it.
+func (st *steps) run(ctx context.Context, s workloads.Step) error {
+	start, faultAt, requests := time.Now(), st.faultAt, st.groupRequests()
+	prefix := s.Prefix()
+	var err error
+	switch {
+	case s.Produce != nil:
+		err = st.produce(ctx, prefix, s.Produce)
+	case s.Consume != nil:
+		err = st.consume(ctx, prefix)
+	case s.CreateTopic != nil:
+		err = st.createTopic(ctx, prefix, s.CreateTopic)
+	case s.Kill != nil, s.Stop != nil:
+		err = st.fault(ctx, prefix, cmpFault(s.Kill, s.Stop), s.Kill != nil)
+	case s.Restart != nil:
+		err = st.restart(ctx, prefix, s.Restart)
+	case s.Wait != nil:
+		err = st.wait(ctx, s.Wait)
+	case s.Load != nil:
+		err = st.startPump(ctx, s.Load)
+	case s.Track != nil:
+		err = st.startTracked(ctx, s.Track)
+	case s.Fill != nil:
+		err = st.fill(ctx, s.Fill)
+	case s.Pause > 0:
+		err = pause(ctx, s.Pause)
+	case s.Reassign != nil:
+		err = st.reassign(ctx, prefix, s.Reassign)
+	case s.Churn != nil:
+		err = st.churn(ctx, prefix, s.Churn)
+	case s.Settle != nil:
+		err = st.settle(ctx, prefix, s.Settle)
+	case s.Groups != nil:
+		err = st.startGroups(ctx, s.Groups)
+	case s.Ingest != nil:
+		err = st.ingest(prefix, s.Ingest)
+	default:
+		err = fmt.Errorf("step of no kind")
+	}
+	if err != nil {
+		return err
+	}
+	figs, err := st.loadFigures(ctx, start, requests)
+	if err != nil {
+		return err
+	}
+	figs["s"] = since(start)
+	if !faultAt.IsZero() && s.Restart == nil {
+		figs["since_fault_s"] = since(faultAt)
+	}
+	st.set(prefix, figs)
+	return nil
+}
+
+func cmpFault(a, b *workloads.Fault) *workloads.Fault {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+func (st *steps) set(prefix string, figures map[string]float64) {
+	for k, v := range figures {
+		st.figures[prefix+"."+k] = v
+	}
+}
+
+func (st *steps) produce(ctx context.Context, prefix string, p *workloads.Produce) error {
+	rate := p.Rate
+	if o := p.RateOf; o != nil {
+		if rate = st.res.Cell(o.Cell, st.srv).Stat(o.Figure, "") * o.Times; !(rate > 0) {
+			return fmt.Errorf("no %s of %s on %s to take the rate from", o.Figure, o.Cell, st.srv)
+		}
+	}
+	before, spentErr := st.spent()
+	progress, finish := st.cfg.Bar(st.srv+" "+prefix, p.Records)
+	r, err := st.d.Produce(ctx, load.ProduceConfig{
+		Topic: st.loadTopic(), Records: p.Records, Duration: p.Duration, RecordBytes: p.RecordBytes,
+		Acks: p.Acks, Idempotent: p.Idempotent, InFlight: p.InFlight, Rate: rate, Clients: p.Clients,
+		Linger: p.Linger, Warmup: p.Warmup, Progress: progress,
+	})
+	finish()
+	if err == nil && r.Errors > 0 {
+		err = fmt.Errorf("%d of %d records failed: %s", r.Errors, r.Records+r.Errors, r.FirstError)
+	}
+	if err != nil {
+		return err
+	}
+	st.produced += r.Records
+	if !st.faultAt.IsZero() {
+		st.faultBytes += r.Bytes
+	}
+	figs := map[string]float64{
+		"records": float64(r.Records), "batches": float64(r.Batches), "bytes": float64(r.Bytes),
+		"records_per_s": r.RecordsPerSec, "mb_per_s": r.MBPerSec, "behind_s": r.Behind.Seconds(),
+		"ack_p50_s": r.Latency.P50.Seconds(), "ack_p99_s": r.Latency.P99.Seconds(), "ack_p999_s": r.Latency.P999.Seconds(),
+		"ack_max_s": r.Latency.Max.Seconds(),
+	}
+	if rate > 0 {
+		figs["rate_per_s"] = rate
+	}
+	if after, err := st.spent(); err == nil && spentErr == nil {
+		figs["server_cpu_s"], figs["device_flushes"] = after.cpu-before.cpu, float64(after.flushes-before.flushes)
+	}
+	st.set(prefix, figs)
+	return nil
+}
+
+// usage is what the servers had spent at a moment.
+type usage struct {
+	cpu     float64 // seconds, user and system, every server process
+	flushes int64   // flush requests the data's device completed
+}
+
+// spent reads what the servers spent so far.
+func (st *steps) spent() (usage, error) {
+	var pids []int
+	switch {
+	case st.server != nil:
+		pids = append(pids, st.server.Pid())
+	case st.cluster != nil:
+		for _, n := range st.cluster.Running() {
+			pids = append(pids, n.Child().Pid())
+		}
+	}
+	var u usage
+	for _, pid := range pids {
+		c, err := harness.CPU(pid)
+		if err != nil {
+			return u, err
+		}
+		u.cpu += c
+	}
+	disk, err := bench.DiskFor(st.dir)
+	if err != nil {
+		return u, err
+	}
+	ds, err := disk.Stats()
+	u.flushes = ds.FlushOps
+	return u, err
+}
+
+// ingest runs the engine's bulk ingest in this process.
+func (st *steps) ingest(prefix string, in *workloads.Ingest) error {
+	cfg := logbench.Default()
+	cfg.Records = in.Records
+	dir := filepath.Join(st.dir, "ingest")
+	s := logbench.Ingest(st.srv, dir, cfg)
+	_ = os.RemoveAll(dir)
+	if s.Err != "" {
+		return errors.New(s.Err)
+	}
+	st.set(prefix, map[string]float64{"bytes_per_s": logbench.BytesPerSecond(s), "records_per_s": logbench.RecordsPerSecond(s)})
+	return nil
+}
+
+func (st *steps) consume(ctx context.Context, prefix string) error {
+	progress, finish := st.cfg.Bar(st.srv+" "+prefix, st.produced)
+	r, err := st.d.Consume(ctx, load.ConsumeConfig{Topic: st.loadTopic(), Records: st.produced, Progress: progress})
+	finish()
+	if err != nil {
+		return err
+	}
+	st.set(prefix, map[string]float64{"records": float64(r.Records), "records_per_s": r.RecordsPerSec, "mb_per_s": r.MBPerSec})
+	return nil
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/minikafka/minikafka/bench"
+	"github.com/minikafka/minikafka/bench/result"
+	"github.com/minikafka/minikafka/bench/runner"
+	"github.com/minikafka/minikafka/bench/workloads"
+	"github.com/minikafka/minikafka/broker/harness"
+)
+
+// Every embedded workload (bench/workloads/NAME.yaml) is a profile, and
+// so is a workload file named by its path: -profile path/to/file.yaml.
+func init() {
+	for _, name := range workloads.Names() {
+		w, err := workloads.Load(name)
+		if err != nil {
+			panic(err) // the embedded files are tested
+		}
+		register(workloadProfile(w))
+	}
+}
+
+func workloadProfile(w *workloads.Workload) profile {
+	md, js := result.Files(w.Name)
+	return profile{
+		name:    w.Name,
+		summary: w.Title + " (bench/workloads/" + w.Name + ".yaml)",
+		writes:  fmt.Sprintf("results/%s and %s", md, js),
+		flags:   func(fs *flag.FlagSet) plan { return workloadFlags(fs, w) },
+	}
+}
+
+// workloadPlan runs a workload file.
+type workloadPlan struct {
+	w          *workloads.Workload
+	quick      bool
+	reps       int
+	servers    string
+	brokerBin  string
+	brokerArgs string
+}
+
+func workloadFlags(fs *flag.FlagSet, w *workloads.Workload) plan {
+	p := &workloadPlan{w: w}
+	fs.BoolVar(&p.quick, "quick", false, fmt.Sprintf("smoke run: one repetition, record counts and durations divided by %d", w.Quick.Divide))
+	fs.IntVar(&p.reps, "reps", 0, "repetitions of every cell (default: the workload's)")
+	fs.StringVar(&p.servers, "servers", "", "measure only these of the workload's servers, comma-separated")
+	fs.StringVar(&p.brokerBin, "broker-bin", "", "broker binary (default: go build ./cmd/broker)")
+	fs.StringVar(&p.brokerArgs, "broker-args", "", "extra broker flags, space-separated, after the workload's")
+	return p
+}
+
+// workload is the workload the flags make of the file.
+func (p *workloadPlan) workload() *workloads.Workload {
+	w := *p.w
+	if p.quick {
+		w = *w.Shrunk()
+	}
+	extra := strings.Fields(p.brokerArgs)
+	w.Topology.BrokerArgs = append(slices.Clone(w.Topology.BrokerArgs), extra...)
+	only := bench.SplitList(p.servers)
+	w.Cells = slices.Clone(w.Cells)
+	for i := range w.Cells {
+		c := &w.Cells[i]
+		if c.Topology != nil && c.Topology.BrokerArgs != nil {
+			t := *c.Topology
+			t.BrokerArgs = append(slices.Clone(t.BrokerArgs), extra...)
+			c.Topology = &t
+		}
+		if p.reps > 0 {
+			c.Reps = p.reps
+		}
+		if len(only) > 0 {
+			c.Servers = slices.DeleteFunc(slices.Clone(c.Servers), func(s string) bool {
+				return !slices.Contains(only, s) && s != w.Reference
+			})
+		}
+	}
+	if len(only) > 0 {
+		w.Targets = slices.DeleteFunc(slices.Clone(w.Targets), func(t workloads.Target) bool { return !slices.Contains(only, t.Server) })
+	}
+	return &w
+}
+
+func (p *workloadPlan) measure(ctx context.Context, e *env) error {
+	w := p.workload()
+	if !slices.ContainsFunc(w.Cells, func(c workloads.Cell) bool { return len(c.Servers) > 0 }) {
+		return usageErr("-servers %q: no server of the workload (%s)", p.servers, strings.Join(p.w.Servers, ", "))
+	}
+	dir, logs, bin, err := e.brokerProcesses(ctx, p.brokerBin)
+	if err != nil {
+		return err
+	}
+	me, err := self()
+	if err != nil {
+		return err
+	}
+	desc := "broker (built from ./cmd/broker)"
+	if p.brokerBin != "" {
+		desc = p.brokerBin
+	}
+	cfg := runner.Config{
+		Workload: w, Quick: p.quick, Dir: dir, Log: e.stderr, Bar: e.bar(false), Command: e.command,
+		Start: func(name string, t workloads.Topology) harness.Starter {
+			if name == "kfake" {
+				return harness.Kfake(me, t.Partitions, logs)
+			}
+			return harness.Broker(bin, name, t.Partitions, t.BrokerArgs, logs)
+		},
+		Cluster: func(ctx context.Context, engine, dir string, t workloads.Topology) (*harness.Cluster, error) {
+			sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			defer cancel()
+			return harness.StartCluster(sctx, harness.ClusterConfig{Bin: bin, Engine: engine, Brokers: t.Brokers,
+				Dir: dir, Sync: t.Sync, Args: t.BrokerArgs, Log: logs})
+		},
+		Setup: p.setup(w, desc),
+	}
+	res, err := runner.Run(ctx, cfg)
+	if res != nil {
+		if werr := publishResult(res, e); werr != nil {
+			return werr
+		}
+	}
+	return err
+}
+
+// setup says how the servers ran, for the report: a line for single
+// servers and one for clusters, as the cells use them.
+func (p *workloadPlan) setup(w *workloads.Workload, brokerBin string) []string {
+	lines := []string{"client: franz-go in the benchmark process; the servers run in their own processes on the same machine"}
+	single, cluster := false, false
+	for _, c := range w.Cells {
+		t := w.TopologyOf(c)
+		if t.Brokers > 1 && !cluster {
+			cluster = true
+			args := harness.ClusterArgs("ENGINE", 0, "DIR", "ADDR", "CONTROLLER_ADDR", "1@…,2@…,3@…", t.Sync)
+			lines = append(lines, fmt.Sprintf("clusters: %d of `%s %s` as child processes, every one a controller voter, fresh for every cell and repetition",
+				t.Brokers, brokerBin, strings.Join(append(args, t.BrokerArgs...), " ")))
+		}
+		if t.Brokers <= 1 && !single {
+			single = true
+			args := harness.BrokerArgs("ENGINE", "DIR", "ADDR", "METRICS_ADDR", t.Sync, t.Partitions)
+			lines = append(lines,
+				"kfake: `bench serve-kfake` (this binary) as a child process (franz-go kfake, one broker, in memory, never fsyncs)",
+				fmt.Sprintf("broker: `%s %s` as a child process, fresh for every cell and repetition", brokerBin,
+					strings.Join(append(args, t.BrokerArgs...), " ")))
+		}
+	}
+	return lines
+}
+
+func (p *workloadPlan) render(path string, e *env) error {
+	res, err := result.Read(path)
+	if err != nil {
+		return err
+	}
+	return publishResult(res, e)
+}
+
+func publishResult(res *result.Result, e *env) error {
+	md, _ := result.Files(res.Workload.Name)
+	return e.publish(res.Write, res.Checks, md)
+}
