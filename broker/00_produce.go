@@ -166,6 +166,13 @@ func (s *Server) appendPartition(req *kmsg.ProduceRequest, topic string, rp kmsg
 		}
 	}
 	app, err := p.Append(rp.Records)
+	if req.TransactionID != nil && errors.Is(err, kerr.ConcurrentTransactions) {
+		// The producer's last transaction's marker is on its way here.
+		s.whileConcurrent(func() bool {
+			app, err = p.Append(rp.Records)
+			return errors.Is(err, kerr.ConcurrentTransactions)
+		})
+	}
 	var verify *partition.VerifyNeeded
 	switch {
 	case errors.As(err, &verify) && req.TransactionID == nil:

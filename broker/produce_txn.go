@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,6 +27,36 @@ type produceVerify struct {
 // transaction coordinator to verify its partitions.
 const verifyWait = 5 * time.Second
 
+// concurrentBackoffMin and concurrentBackoffMax bound the pause between
+// two tries of a transactional write that found its producer's last
+// transaction still being decided (Kafka's
+// add.partitions.to.txn.retry.backoff.ms and .max.ms).
+const (
+	concurrentBackoffMin = 20 * time.Millisecond
+	concurrentBackoffMax = 100 * time.Millisecond
+)
+
+// whileConcurrent calls try again, backing off, while it reports
+// CONCURRENT_TRANSACTIONS, for up to verifyWait. Under KIP-890's second
+// part a producer begins its next transaction as soon as the last is
+// decided, so its first write in a partition can reach the partition
+// before the last one's marker, or the coordinator before the last one's
+// markers are all in: a few milliseconds. Answering the client would cost
+// it its retry backoff and a metadata refresh (seconds, with franz-go);
+// Kafka's brokers retry inside too. The connection's reader waits
+// meanwhile, which keeps the producer's later requests behind this one.
+func (s *Server) whileConcurrent(try func() bool) {
+	deadline := s.cfg.Clock.Now().Add(verifyWait)
+	for backoff := concurrentBackoffMin; try() && s.cfg.Clock.Now().Before(deadline); backoff = min(2*backoff, concurrentBackoffMax) {
+		select {
+		case <-s.quit:
+			return
+		default:
+		}
+		s.pause(backoff)
+	}
+}
+
 // appendVerified asks the transaction coordinator about every partition of
 // vs at once, appends the batches of those in the transaction and answers
 // the others; it returns the waits of what it appended.
@@ -42,7 +73,11 @@ func (s *Server) appendVerified(req *kmsg.ProduceRequest, vs []produceVerify) []
 	// One producer per request: every batch of it carries the same id and
 	// epoch (the partitions refuse any other).
 	pr := txn.Producer{ID: vs[0].need.ProducerID, Epoch: vs[0].need.Epoch, Fenced: kerr.InvalidProducerEpoch.Code}
-	codes := s.verifyTxn(ctx, *req.TransactionID, pr, tps, req.Version >= 12)
+	var codes []int16
+	s.whileConcurrent(func() bool {
+		codes = s.verifyTxn(ctx, *req.TransactionID, pr, tps, req.Version >= 12)
+		return slices.Contains(codes, kerr.ConcurrentTransactions.Code)
+	})
 	var waits []produceWait
 	for i, v := range vs {
 		if code := codes[i]; code != 0 || v.need.ProducerID != pr.ID || v.need.Epoch != pr.Epoch {

@@ -104,6 +104,9 @@ func exactlyOnceUnderKill(t *testing.T, engine string) {
 	for total < n {
 		pctx, pcancel := context.WithTimeout(ctx, 15*time.Second)
 		fs := out.PollFetches(pctx)
+		if pctx.Err() != nil {
+			logOutState(t, adm)
+		}
 		require.NoError(t, pctx.Err(), "read %d of %d from out", total, n)
 		pcancel()
 		fs.EachRecord(func(r *kgo.Record) {
@@ -180,4 +183,19 @@ func coordinatorOf(t *testing.T, ctx context.Context, cl *kgo.Client, key string
 		return true
 	}, 30*time.Second, 50*time.Millisecond)
 	return id
+}
+
+// logOutState logs each partition of "out": its end, its last stable
+// offset and the producers with a transaction open there.
+func logOutState(t *testing.T, adm *kadm.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ends, err1 := adm.ListEndOffsets(ctx, "out")
+	stable, err2 := adm.ListCommittedOffsets(ctx, "out")
+	t.Logf("out: ends %v (%v), last stable offsets %v (%v)", ends, err1, stable, err2)
+	ps, err := adm.DescribeProducers(ctx, kadm.TopicsSet{"out": {0: {}, 1: {}, 2: {}}})
+	ps.EachProducer(func(p kadm.DescribedProducer) {
+		t.Logf("out/%d: producer %d epoch %d, open transaction from %d", p.Partition, p.ProducerID, p.ProducerEpoch, p.CurrentTxnStartOffset)
+	})
+	t.Logf("describe producers: %v", err)
 }
