@@ -127,7 +127,7 @@ func (b *broker) start() {
 			FS: b.disk.fs(), Engine: EngineName,
 			Rand:          b.s.sub(subSeedRaft + uint64(b.id)*16 + uint64(b.gen)<<32),
 			ElectionTicks: electionTicks, SnapshotEntries: 64, CatchUpEntries: 16,
-			StateMachine: b.store,
+			StateMachine: watchedStore{b.store, b.s},
 		})
 		if err != nil {
 			b.s.violate("recovery", "b%d: the quorum node does not open on what its disk kept: %v", b.id, err)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/minikafka/minikafka/cluster"
@@ -121,4 +122,72 @@ func (s *Sim) isrMember(k tp, reg *cluster.Broker) (view, bool) {
 		return view{}, false
 	}
 	return r.view(), true
+}
+
+// isrJoins looks for ineligible-join: a replica added to a partition's ISR
+// by a metadata batch that leaves it fenced or shutting down (invariant 5's
+// first clause; KIP-841: such a member cannot be elected, and one that is
+// leaving holds the high watermark back until the leader drops it again).
+// Each committed batch is seen once, with the image before it, as the
+// voters apply it (watchedStore); a new partition's first ISR is its
+// placement, not a join.
+type isrJoins struct {
+	checked uint64 // the last batch offset checked
+}
+
+// batch is the committed batch that took the metadata from before to
+// after.
+func (j *isrJoins) batch(s *Sim, before, after *cluster.Metadata) {
+	if after.Offset() <= j.checked {
+		return
+	}
+	j.checked = after.Offset()
+	for _, t := range after.Topics() {
+		was, ok := before.TopicByID(t.ID)
+		if !ok {
+			continue
+		}
+		for i, p := range t.Partitions {
+			if i >= len(was.Partitions) {
+				continue
+			}
+			for _, id := range p.ISR {
+				if slices.Contains(was.Partitions[i].ISR, id) {
+					continue
+				}
+				if b, ok := after.Broker(id); !ok || !b.Active() {
+					w := was.Partitions[i]
+					s.violate("ineligible-join", "broker %d joined the ISR of %s-%d at metadata offset %d while %s: leader %d, ISR %v, ELR %v at leader epoch %d, partition epoch %d (before: leader %d, ISR %v, ELR %v)",
+						id, t.Name, i, after.Offset(), standing(b, ok), p.Leader, p.ISR, p.ELR, p.LeaderEpoch, p.PartitionEpoch, w.Leader, w.ISR, w.ELR)
+					return
+				}
+			}
+		}
+	}
+}
+
+func standing(b *cluster.Broker, registered bool) string {
+	switch {
+	case !registered:
+		return "not registered"
+	case b.Fenced:
+		return fmt.Sprintf("fenced (broker epoch %d)", b.Epoch)
+	}
+	return fmt.Sprintf("shutting down (broker epoch %d)", b.Epoch)
+}
+
+// watchedStore is a voter's state machine: the broker's cluster.Store,
+// each committed batch shown to the checkers with the image before it.
+type watchedStore struct {
+	*cluster.Store
+	s *Sim
+}
+
+func (w watchedStore) Apply(index uint64, payload []byte) error {
+	before := w.Image()
+	if err := w.Store.Apply(index, payload); err != nil {
+		return err
+	}
+	w.s.checks.joins.batch(w.s, before, w.Image())
+	return nil
 }

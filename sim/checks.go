@@ -49,6 +49,7 @@ type checks struct {
 	pids    producerIDBlocks
 	order   realtimeOrder
 	isr     isrHolds
+	joins   isrJoins
 }
 
 func newChecks(s *Sim) *checks {

@@ -350,3 +350,36 @@ func TestCheckISRBehind(t *testing.T) {
 	s.checks.isr.image(s, isr(1, 3), s.checks.lost.batches, member)
 	require.Empty(t, reported(s), "a registration whose process is gone is the protections' to act on")
 }
+
+func TestCheckIneligibleJoin(t *testing.T) {
+	p := cluster.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1}}
+	before := imageWithBrokers(t, 3, p)
+	store := cluster.NewStore()
+	require.NoError(t, store.Restore(before.Offset(), mustSnapshot(t, before)))
+	s := testSim()
+	apply := func(recs ...cluster.Record) {
+		was := store.Image()
+		b, err := cluster.EncodeBatch(recs)
+		require.NoError(t, err)
+		require.NoError(t, store.Apply(was.Offset()+1, b))
+		require.NoError(t, store.Refusal(was.Offset()+1))
+		s.checks.joins.batch(s, was, store.Image())
+	}
+	join := func(isr ...int32) cluster.Record {
+		p.PartitionEpoch++
+		p.ISR = isr
+		return cluster.Record{ChangePartition: &cluster.ChangePartition{TopicID: k1.topic, Partition: 0, State: p.Clone()}}
+	}
+	apply(cluster.Record{UnfenceBroker: &cluster.BrokerRef{ID: 2, Epoch: 3}})
+	apply(join(1, 2))
+	require.Empty(t, reported(s), "an unfenced broker joins")
+	apply(join(1, 2, 3))
+	require.Equal(t, "ineligible-join", reported(s), "broker 3 registered and never unfenced")
+}
+
+func mustSnapshot(t *testing.T, m *cluster.Metadata) []byte {
+	t.Helper()
+	data, err := m.MarshalSnapshot()
+	require.NoError(t, err)
+	return data
+}

@@ -79,7 +79,9 @@
 // read-above-hw, duplicate-producer-id, epoch-ahead (a log holding an
 // epoch above its replica's role), isr-behind (a member of a committed
 // ISR, in the process its registration names, without an acknowledged
-// record: a lost write one election away), and liveness; and "partition":
+// record: a lost write one election away), ineligible-join (a committed
+// batch that adds a fenced or shutting-down broker to an ISR), and
+// liveness; and "partition":
 // an error of the partition layer that the broker could only log (a role
 // it cannot take, a partition it cannot open or remove). The checkers read
 // the partitions through their API (ReadLog for the stored bytes).
