@@ -47,8 +47,11 @@
 // kept), some of them with the partitions' disk replaced (it comes back
 // empty, under a new directory id); a sync that fails (the broker halts),
 // a full disk, slow syncs; metadata stalls (a broker's raft messages held
-// while its data links flow, so its image lags); controlled shutdowns; a
-// broker lost for good (scenarios).
+// while its data links flow, so its image lags); controlled shutdowns; and,
+// in scenarios, a broker lost for good, crashes aimed at the active
+// controller, restarts within tens of milliseconds, and small fetch
+// answers (the brokers' fetch.max.bytes), so that followers catch up a
+// batch or a few at a time.
 //
 // # Engines and the configuration space
 //
