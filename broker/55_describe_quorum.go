@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka/broker/node"
 )
 
 // DescribeQuorum: v0-2
@@ -34,8 +36,6 @@ func init() {
 	register(55, 0, 2, handleDescribeQuorum)
 	registerController(55, 0, 2, handleDescribeQuorumHere)
 }
-
-const clusterMetadataTopic = "__cluster_metadata"
 
 func handleDescribeQuorum(r *request) reply {
 	req := r.body.(*kmsg.DescribeQuorumRequest)
@@ -70,36 +70,36 @@ func handleDescribeQuorumHere(r *request) reply {
 // describeQuorumElsewhere is a voter's answer while another one leads (or
 // none does).
 func (s *Server) describeQuorumElsewhere(req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse {
-	resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
-	resp.ErrorCode = kerr.NotController.Code
 	if s.quorum == nil {
+		resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
+		resp.ErrorCode = kerr.NotController.Code
 		return resp
 	}
 	st := s.quorum.Status()
-	s.eachQuorumPartition(req, resp, func(p *kmsg.DescribeQuorumResponseTopicPartition) {
-		p.ErrorCode = kerr.NotLeaderForPartition.Code
-		p.LeaderID, p.LeaderEpoch, p.HighWatermark = -1, int32(st.Term), -1
-		if st.Leader != 0 {
-			p.LeaderID = nodeID(st.Leader)
-		}
-		for _, v := range s.cfg.voters() {
-			rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
-			rs.ReplicaID, rs.LogEndOffset = v.ID, -1
-			p.CurrentVoters = append(p.CurrentVoters, rs)
-		}
+	leader := int32(-1)
+	if st.Leader != 0 {
+		leader = nodeID(st.Leader)
+	}
+	var voters []int32
+	for _, v := range s.cfg.voters() {
+		voters = append(voters, v.ID)
+	}
+	resp := node.DescribeQuorum(req, func(p *kmsg.DescribeQuorumResponseTopicPartition) {
+		node.DescribeAsFollower(p, leader, st.Term, voters)
 	})
+	resp.ErrorCode = kerr.NotController.Code
+	resp.Nodes = s.quorumNodes()
 	return resp
 }
 
 func (s *Server) describeQuorum(req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse {
-	resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
 	st := s.quorum.Status()
 	now := s.cfg.Clock.Now()
 	tick := s.cfg.Cluster.TickInterval
 	if tick <= 0 {
 		tick = 50 * time.Millisecond
 	}
-	s.eachQuorumPartition(req, resp, func(p *kmsg.DescribeQuorumResponseTopicPartition) {
+	resp := node.DescribeQuorum(req, func(p *kmsg.DescribeQuorumResponseTopicPartition) {
 		p.LeaderID, p.LeaderEpoch, p.HighWatermark = nodeID(st.Leader), int32(st.Term), int64(st.Commit)
 		for _, peer := range st.Peers {
 			v := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
@@ -115,29 +115,8 @@ func (s *Server) describeQuorum(req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQ
 			p.CurrentVoters = append(p.CurrentVoters, v)
 		}
 	})
-	return resp
-}
-
-// eachQuorumPartition answers every partition req names: fill describes
-// __cluster_metadata-0, any other gets UNKNOWN_TOPIC_OR_PARTITION; the
-// voters' endpoints go in Nodes.
-func (s *Server) eachQuorumPartition(req *kmsg.DescribeQuorumRequest, resp *kmsg.DescribeQuorumResponse, fill func(*kmsg.DescribeQuorumResponseTopicPartition)) {
-	for _, rt := range req.Topics {
-		t := kmsg.NewDescribeQuorumResponseTopic()
-		t.Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			p := kmsg.NewDescribeQuorumResponseTopicPartition()
-			p.Partition = rp.Partition
-			if rt.Topic == clusterMetadataTopic && rp.Partition == 0 {
-				fill(&p)
-			} else {
-				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			}
-			t.Partitions = append(t.Partitions, p)
-		}
-		resp.Topics = append(resp.Topics, t)
-	}
 	resp.Nodes = s.quorumNodes()
+	return resp
 }
 
 // quorumNodes lists the voters with their controller listeners (v2's

@@ -74,14 +74,14 @@ func (c *controller) pump(ctx context.Context) {
 		if !ok {
 			return
 		}
-		pctx, cancel := withTimeout(ctx, c.s.cfg.Clock, node.DefaultProposalTimeout)
+		// No timeout: a batch is applied, or this node's leadership or term
+		// changes (see node.OpQueue.Proposing for why it is never given up).
 		out := cluster.Outcome{}
-		if idx, err := c.log.Propose(pctx, payload); err != nil {
+		if idx, err := c.log.Propose(ctx, payload); err != nil {
 			out.Lost = err
 		} else {
 			out.Offset, out.Refused = idx, c.s.store.Refusal(idx)
 		}
-		cancel()
 		out.Image, out.Now = c.s.store.Image(), c.s.cfg.Clock.Now()
 		c.q.Outcome(out)
 	}

@@ -34,10 +34,9 @@ const (
 	// ctlAttemptMs: a controller request unanswered after this is tried
 	// again (the network model's lost connection; the call's own timeout
 	// is the product's).
-	ctlAttemptMs    = 400
-	proposalLimitMs = 1500 // a proposal not applied by then is given up
-	lagTimeMs       = 400
-	syncIntervalMs  = 100 // sync=interval's period
+	ctlAttemptMs   = 400
+	lagTimeMs      = 400
+	syncIntervalMs = 100 // sync=interval's period
 )
 
 type broker struct {
@@ -128,7 +127,7 @@ func (b *broker) start() {
 			FS: b.disk.fs(), Engine: EngineName,
 			Rand:          b.s.sub(subSeedRaft + uint64(b.id)*16 + uint64(b.gen)<<32),
 			ElectionTicks: electionTicks, SnapshotEntries: 64, CatchUpEntries: 16,
-			StateMachine: b.store,
+			StateMachine: watchedStore{b.store, b.s},
 		})
 		if err != nil {
 			b.s.violate("recovery", "b%d: the quorum node does not open on what its disk kept: %v", b.id, err)
@@ -148,7 +147,7 @@ func (b *broker) start() {
 		SessionTimeout: sessionTimeoutMs * time.Millisecond, FailoverGrace: 300 * time.Millisecond,
 		RebalanceInterval: time.Second,
 	})
-	b.ops = node.NewOpQueue(core, node.OpQueueConfig{ProposalTimeout: proposalLimitMs * time.Millisecond})
+	b.ops = node.NewOpQueue(core, node.OpQueueConfig{})
 	b.proposal = 0
 	inc := newID(b.rng)
 	lc := node.LifecycleConfig{
@@ -277,9 +276,6 @@ func (b *broker) tick() {
 		b.raft.Tick()
 	}
 	b.followMetadata()
-	if out, until := b.ops.Proposing(); out && b.s.time().After(until) {
-		b.outcome(cluster.Outcome{Image: b.store.Image(), Lost: fmt.Errorf("proposal %d not applied within %dms", b.proposal, proposalLimitMs), Now: b.s.time()})
-	}
 	b.ops.Tick(b.s.time(), b.active())
 	b.lifecycle()
 	if b.up && b.s.opts.Sync == engine.SyncInterval && b.ticks%(syncIntervalMs/raftTickMs) == 0 {

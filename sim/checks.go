@@ -48,6 +48,8 @@ type checks struct {
 	skips   pollSkips
 	pids    producerIDBlocks
 	order   realtimeOrder
+	isr     isrHolds
+	joins   isrJoins
 }
 
 func newChecks(s *Sim) *checks {
@@ -61,6 +63,7 @@ func newChecks(s *Sim) *checks {
 	c.polls.init()
 	c.skips.init()
 	c.order.init()
+	c.isr.init()
 	return c
 }
 
@@ -70,6 +73,15 @@ func (c *checks) brokerStopped(b *broker) {}
 func (c *checks) imageApplied(b *broker, img *cluster.Metadata) {
 	c.epochs.image(c.s, b.id, b.gen, img)
 	c.leaders.image(c.s, b, img)
+	if c.isrChecked() {
+		c.isr.image(c.s, img, c.lost.batches, c.s.isrMember)
+	}
+}
+
+// isrChecked: the ISR promises to hold every acknowledged record only
+// under sync=always and clean elections (isrHolds).
+func (c *checks) isrChecked() bool {
+	return c.s.opts.Sync == engine.SyncAlways && !c.s.opts.Unclean
 }
 
 func (c *checks) producerIDs(b *broker, first, n int64) { c.pids.block(c.s, b, first, n) }
@@ -111,6 +123,9 @@ func (c *checks) acked(p *producerClient, k tp, base, last int64, epoch int32, v
 		return
 	}
 	c.lost.acked(c.s, p.id, k, base, epoch, values, c.holders(k, base, last, values[0]))
+	if c.isrChecked() {
+		c.isr.acked(c.s, k, c.lost.batches[k], c.s.isrMember)
+	}
 }
 
 // holders are the live brokers whose log holds the batch at base

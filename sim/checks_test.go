@@ -285,3 +285,101 @@ func TestCheckLiveness(t *testing.T) {
 	require.True(t, r.Failed())
 	require.Equal(t, "liveness", r.Violations[0].Anomaly, "a producer that cannot finish within the bound")
 }
+
+// imageWithBrokers is an image of one topic "t" with partition p, after
+// brokers 1..n registered, one batch each from offset 2 (broker i's epoch
+// is 1+i).
+func imageWithBrokers(t *testing.T, n int32, p cluster.Partition) *cluster.Metadata {
+	t.Helper()
+	store := cluster.NewStore()
+	batches := [][]cluster.Record{{{Bootstrap: &cluster.Bootstrap{ClusterID: "c"}}}}
+	for id := int32(1); id <= n; id++ {
+		batches = append(batches, []cluster.Record{{RegisterBroker: &cluster.RegisterBroker{ID: id, Incarnation: uuid.UUID{byte(id)}}}})
+	}
+	batches = append(batches, []cluster.Record{{CreateTopic: &cluster.CreateTopic{Name: "t", ID: k1.topic, Partitions: []cluster.Partition{p}}}})
+	for i, recs := range batches {
+		b, err := cluster.EncodeBatch(recs)
+		require.NoError(t, err)
+		require.NoError(t, store.Apply(uint64(i+1), b))
+		require.NoError(t, store.Refusal(uint64(i+1)))
+	}
+	return store.Image()
+}
+
+func TestCheckISRBehind(t *testing.T) {
+	full, short := logOf(t, "a", "b", "c"), logOf(t, "a")
+	logs := map[int32]*memLog{1: full, 2: full, 3: short}
+	alive := map[int32]int64{1: 2, 2: 3, 3: 4} // the broker epoch each live process registered with
+	member := func(k tp, reg *cluster.Broker) (view, bool) {
+		if alive[reg.ID] != reg.Epoch {
+			return view{}, false
+		}
+		return view{broker: reg.ID, tp: k, log: logs[reg.ID]}, true
+	}
+	ack := func(s *Sim, off int64, v string) {
+		s.checks.lost.acked(s, 101, k1, off, 1, [][]byte{[]byte(v)}, nil)
+		s.checks.isr.acked(s, k1, s.checks.lost.batches[k1], member)
+	}
+	isr := func(members ...int32) *cluster.Metadata {
+		return imageWithBrokers(t, 3, cluster.Partition{Leader: 1, LeaderEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: members})
+	}
+
+	s := testSim()
+	s.checks.isr.image(s, isr(1, 2), s.checks.lost.batches, member)
+	ack(s, 0, "a")
+	ack(s, 1, "b")
+	ack(s, 2, "c")
+	require.Empty(t, reported(s), "every member holds what was acknowledged")
+
+	s = testSim()
+	ack(s, 0, "a")
+	ack(s, 1, "b")
+	s.checks.isr.image(s, isr(1, 2, 3), s.checks.lost.batches, member)
+	require.Equal(t, "isr-behind", reported(s), "a member joined without an acknowledged record")
+
+	s = testSim()
+	s.checks.isr.image(s, isr(1, 3), s.checks.lost.batches, member)
+	ack(s, 0, "a")
+	require.Empty(t, reported(s))
+	ack(s, 2, "c")
+	require.Equal(t, "isr-behind", reported(s), "acknowledged past a member of the committed ISR")
+
+	s = testSim()
+	alive[3] = 9 // broker 3's registration is of a process that is gone
+	ack(s, 1, "b")
+	s.checks.isr.image(s, isr(1, 3), s.checks.lost.batches, member)
+	require.Empty(t, reported(s), "a registration whose process is gone is the protections' to act on")
+}
+
+func TestCheckIneligibleJoin(t *testing.T) {
+	p := cluster.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1}}
+	before := imageWithBrokers(t, 3, p)
+	store := cluster.NewStore()
+	require.NoError(t, store.Restore(before.Offset(), mustSnapshot(t, before)))
+	s := testSim()
+	apply := func(recs ...cluster.Record) {
+		was := store.Image()
+		b, err := cluster.EncodeBatch(recs)
+		require.NoError(t, err)
+		require.NoError(t, store.Apply(was.Offset()+1, b))
+		require.NoError(t, store.Refusal(was.Offset()+1))
+		s.checks.joins.batch(s, was, store.Image())
+	}
+	join := func(isr ...int32) cluster.Record {
+		p.PartitionEpoch++
+		p.ISR = isr
+		return cluster.Record{ChangePartition: &cluster.ChangePartition{TopicID: k1.topic, Partition: 0, State: p.Clone()}}
+	}
+	apply(cluster.Record{UnfenceBroker: &cluster.BrokerRef{ID: 2, Epoch: 3}})
+	apply(join(1, 2))
+	require.Empty(t, reported(s), "an unfenced broker joins")
+	apply(join(1, 2, 3))
+	require.Equal(t, "ineligible-join", reported(s), "broker 3 registered and never unfenced")
+}
+
+func mustSnapshot(t *testing.T, m *cluster.Metadata) []byte {
+	t.Helper()
+	data, err := m.MarshalSnapshot()
+	require.NoError(t, err)
+	return data
+}

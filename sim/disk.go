@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/google/uuid"
@@ -45,8 +47,12 @@ func init() {
 			if !ok {
 				return nil, fmt.Errorf("sim: engine %s needs a simulated disk, not %T", EngineName, opts.FS)
 			}
+			if err := engine.ClaimDir(fs, dir, EngineName); err != nil {
+				return nil, err
+			}
 			c := fs.disk.open(dir)
 			c.partition = strings.HasPrefix(dir, dataDir+"/")
+			c.opts = opts.WithDefaults()
 			return c, nil
 		},
 	})
@@ -94,6 +100,9 @@ type disk struct {
 	fail        bool // the next sync fails with errDiskIO
 	stats       *Stats
 	id          uuid.UUID // the partitions' directory id (a broker's log.dir.id)
+	// mu serializes the logs' calls: one goroutine in the simulator, any
+	// number in the conformance suite.
+	mu sync.Mutex
 }
 
 func newDisk(stats *Stats, rng *rand.Rand) *disk {
@@ -323,18 +332,42 @@ func (d *disk) moveLogs(dir, to string) {
 }
 
 // crashLog is an engine.LogEngine over a logState: the contract's offsets
-// and errors, with durability only at Sync. Single goroutine.
+// and errors, with durability only at Sync (under sync=interval the
+// simulator calls it on its clock; there is no flusher of its own), each
+// sync round told to the Observer.
 type crashLog struct {
 	d         *disk
 	l         *logState
+	opts      engine.Options
 	partition bool // a partition's log: a full disk refuses its appends
 	closed    bool
+}
+
+// syncTo makes the batches up to to durable, as one round told to the
+// Observer, timed on the engine's clock (the simulator gives none: its
+// logs are watched by the checkers, not an Observer).
+func (c *crashLog) syncTo(to int) {
+	var ev engine.SyncEvent
+	var start time.Time
+	if c.opts.Observer != nil {
+		start = c.opts.Clock.Now()
+	}
+	for ; c.l.synced < to; c.l.synced++ {
+		ev.Batches++
+		ev.Bytes += int64(len(c.l.batches[c.l.synced].Data))
+	}
+	if ev.Batches > 0 && c.opts.Observer != nil {
+		ev.Duration = c.opts.Clock.Now().Sub(start)
+		c.opts.Observer.Synced(ev)
+	}
 }
 
 var _ engine.LogEngine = (*crashLog)(nil)
 
 func (c *crashLog) Append(b engine.Batch) error {
-	if err := b.Validate(engine.DefaultMaxBatchBytes); err != nil {
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
+	if err := b.Validate(c.opts.MaxBatchBytes); err != nil {
 		return err
 	}
 	switch {
@@ -354,6 +387,8 @@ func (c *crashLog) Append(b engine.Batch) error {
 // Sync makes everything below end durable at once; the simulator decides
 // when it is called (a slow sync is a late call).
 func (c *crashLog) Sync(_ context.Context, end int64) error {
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
 	if c.closed {
 		return engine.ErrClosed
 	}
@@ -362,11 +397,16 @@ func (c *crashLog) Sync(_ context.Context, end int64) error {
 	}
 	if c.d.fail {
 		c.d.fail = false
+		if c.opts.Observer != nil {
+			c.opts.Observer.Synced(engine.SyncEvent{Err: errDiskIO})
+		}
 		return errDiskIO
 	}
-	for c.l.synced < len(c.l.batches) && c.l.batches[c.l.synced].BaseOffset < end {
-		c.l.synced++
+	to := c.l.synced
+	for to < len(c.l.batches) && c.l.batches[to].BaseOffset < end {
+		to++
 	}
+	c.syncTo(to)
 	return nil
 }
 
@@ -375,6 +415,8 @@ func (c *crashLog) find(offset int64) int {
 }
 
 func (c *crashLog) Read(offset int64, maxBytes int) ([]engine.Batch, error) {
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
 	if c.closed {
 		return nil, engine.ErrClosed
 	}
@@ -386,6 +428,8 @@ func (c *crashLog) Read(offset int64, maxBytes int) ([]engine.Batch, error) {
 
 // Truncate is durable when it returns, as the contract says.
 func (c *crashLog) Truncate(offset int64) error {
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
 	if c.closed {
 		return engine.ErrClosed
 	}
@@ -399,6 +443,8 @@ func (c *crashLog) Truncate(offset int64) error {
 }
 
 func (c *crashLog) DeleteBefore(offset int64) error {
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
 	if c.closed {
 		return engine.ErrClosed
 	}
@@ -416,18 +462,29 @@ func (c *crashLog) DeleteBefore(offset int64) error {
 	return nil
 }
 
-func (c *crashLog) StartOffset() int64 { return c.l.start }
-func (c *crashLog) EndOffset() int64   { return c.l.end() }
+func (c *crashLog) StartOffset() int64 {
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
+	return c.l.start
+}
+
+func (c *crashLog) EndOffset() int64 {
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
+	return c.l.end()
+}
 
 // durableEnd is what a crash now would keep for sure.
 func (c *crashLog) durableEnd() int64 { return c.l.syncedEnd() }
 
 // Close syncs, as the contract says (a clean shutdown).
 func (c *crashLog) Close() error {
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
 	if c.closed {
 		return engine.ErrClosed
 	}
-	c.l.synced = len(c.l.batches)
+	c.syncTo(len(c.l.batches))
 	c.closed = true
 	return nil
 }

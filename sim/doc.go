@@ -47,8 +47,11 @@
 // kept), some of them with the partitions' disk replaced (it comes back
 // empty, under a new directory id); a sync that fails (the broker halts),
 // a full disk, slow syncs; metadata stalls (a broker's raft messages held
-// while its data links flow, so its image lags); controlled shutdowns; a
-// broker lost for good (scenarios).
+// while its data links flow, so its image lags); controlled shutdowns; and,
+// in scenarios, a broker lost for good, crashes aimed at the active
+// controller, restarts within tens of milliseconds, and small fetch
+// answers (the brokers' fetch.max.bytes), so that followers catch up a
+// batch or a few at a time.
 //
 // # Engines and the configuration space
 //
@@ -77,7 +80,11 @@
 // high watermark), nonmonotonic-poll, poll-skip; two-leaders (one leader
 // per partition per epoch), epoch-regression, hw-regression,
 // read-above-hw, duplicate-producer-id, epoch-ahead (a log holding an
-// epoch above its replica's role), and liveness; and "partition":
+// epoch above its replica's role), isr-behind (a member of a committed
+// ISR, in the process its registration names, without an acknowledged
+// record: a lost write one election away), ineligible-join (a committed
+// batch that adds a fenced or shutting-down broker to an ISR), and
+// liveness; and "partition":
 // an error of the partition layer that the broker could only log (a role
 // it cannot take, a partition it cannot open or remove). The checkers read
 // the partitions through their API (ReadLog for the stored bytes).

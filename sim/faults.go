@@ -96,12 +96,23 @@ func (s *Sim) deleteRecords() {
 
 func (s *Sim) crashOne() {
 	b := s.brokers[s.faults.IntN(len(s.brokers))]
+	if s.opts.CrashController {
+		for _, c := range s.brokers {
+			if c.up && c.active() {
+				b = c
+			}
+		}
+	}
 	if !b.up {
 		return
 	}
 	s.stats.Faults["crash"]++
 	b.crash("power loss")
-	s.at(100+s.faults.Int64N(1500), "restart", func() {
+	after := 100 + s.faults.Int64N(1500)
+	if s.opts.QuickRestarts {
+		after = 5 + after%50
+	}
+	s.at(after, "restart", func() {
 		if !b.up && !b.lost && s.phase == "safety" {
 			b.start()
 		}

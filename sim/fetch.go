@@ -31,7 +31,7 @@ const (
 	// connection; the broker's franz-go request waits longer).
 	fetchSlackMs = 300
 	// fetchMaxBytes bounds a leader's answer, as the broker's
-	// Config.FetchMaxBytes does.
+	// Config.FetchMaxBytes does, unless Options.FetchMaxBytes says.
 	fetchMaxBytes = 16 << 10
 )
 
@@ -197,7 +197,7 @@ func (b *broker) serveReplicaFetch(req *kmsg.FetchRequest, reply func(*kmsg.Fetc
 func (b *broker) answer(p *parkedFetch, last bool) bool {
 	replica, epoch := node.ReplicaOf(p.req)
 	resp := p.req.ResponseKind().(*kmsg.FetchResponse)
-	got, news, failed := node.ServeFollower(resp, p.targets, replica, epoch, fetchMaxBytes, b.s.time(), nil)
+	got, news, failed := node.ServeFollower(resp, p.targets, replica, epoch, b.s.opts.fetchMaxBytes(), b.s.time(), nil)
 	for _, f := range failed {
 		b.s.tracef("b%d serving a follower: %s-%d: %v", b.id, f.Target.Topic, f.Target.Req.Partition, f.Err)
 	}

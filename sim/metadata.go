@@ -52,7 +52,11 @@ func (b *broker) serveController(req kmsg.Request, reply func(kmsg.Response)) {
 	case *kmsg.FetchSnapshotRequest:
 		reply(node.Snapshot(b.store, r))
 	case *kmsg.DescribeQuorumRequest:
-		reply(describeVoters(r, b.s.voters()))
+		// As a voter that does not lead the quorum answers, whichever
+		// this is: the voters are what the asking broker reads.
+		reply(node.DescribeQuorum(r, func(p *kmsg.DescribeQuorumResponseTopicPartition) {
+			node.DescribeAsFollower(p, b.leader(), b.term, b.s.voters())
+		}))
 	default:
 		b.ops.Submit(b.ops.HandleJob(req, func(resp kmsg.Response, err error) {
 			if err == nil {
@@ -83,21 +87,4 @@ func (b *broker) wakeMetadataFetches() {
 			b.metaParked = append(b.metaParked, p)
 		}
 	}
-}
-
-// describeVoters is a voter's DescribeQuorum answer, as far as a broker
-// that checks its voter list reads it: the metadata partition's voters.
-func describeVoters(req *kmsg.DescribeQuorumRequest, voters []int32) *kmsg.DescribeQuorumResponse {
-	resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
-	t := kmsg.NewDescribeQuorumResponseTopic()
-	t.Topic = node.ClusterMetadataTopic
-	p := kmsg.NewDescribeQuorumResponseTopicPartition()
-	for _, id := range voters {
-		v := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
-		v.ReplicaID = id
-		p.CurrentVoters = append(p.CurrentVoters, v)
-	}
-	t.Partitions = append(t.Partitions, p)
-	resp.Topics = append(resp.Topics, t)
-	return resp
 }

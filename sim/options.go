@@ -64,9 +64,21 @@ type Options struct {
 	// DeleteRecordsEvery: the mean ticks between two moves of a
 	// partition's log start by its leader, as DeleteRecords does (0: never).
 	DeleteRecordsEvery int64
+	// CrashController: every crash is of the active controller (Jepsen's
+	// nemesis that kills the primary), when there is one; scenarios.
+	CrashController bool
+	// QuickRestarts: a crashed broker restarts within tens of ms, as a
+	// supervisor restarts a killed process on a host that lives (with
+	// LoseDiskPct: a pod rescheduled on an empty volume); scenarios.
+	QuickRestarts bool
 	// LoseDiskPct is the share of crashes after which the broker's
 	// partition disk is replaced: it comes back with no partition data.
 	LoseDiskPct int
+	// FetchMaxBytes is the brokers' fetch.max.bytes (Config.FetchMaxBytes),
+	// which bounds a leader's answer to its followers' fetches (0: 16
+	// KiB): a small one makes a follower catch up one batch or a few per
+	// fetch (scenarios).
+	FetchMaxBytes int
 	// SnapshotBytes is the partitions' Config.SnapshotBytes: how much a
 	// partition appends between two producer state snapshots (0: the
 	// product's default, which these runs never reach).
@@ -191,6 +203,14 @@ func (o Options) partitionEngine() string {
 	return EngineName
 }
 
+// fetchMaxBytes bounds a leader's answer to its followers.
+func (o Options) fetchMaxBytes() int {
+	if o.FetchMaxBytes > 0 {
+		return o.FetchMaxBytes
+	}
+	return fetchMaxBytes
+}
+
 func (o Options) voters() int {
 	if o.Voters <= 0 || o.Voters > o.Brokers {
 		return o.Brokers
@@ -228,8 +248,17 @@ func (o Options) String() string {
 	if o.MetadataStallEvery > 0 {
 		fmt.Fprintf(&b, " metadata-stall-every=%d", o.MetadataStallEvery)
 	}
+	if o.FetchMaxBytes > 0 {
+		fmt.Fprintf(&b, " fetch-max-bytes=%d", o.FetchMaxBytes)
+	}
 	if o.SlowDisks {
 		b.WriteString(" slow-disks=true")
+	}
+	if o.QuickRestarts {
+		b.WriteString(" quick-restarts=true")
+	}
+	if o.CrashController {
+		b.WriteString(" crash-controller=true")
 	}
 	if o.ShutdownEvery > 0 {
 		fmt.Fprintf(&b, " shutdown-every=%d", o.ShutdownEvery)

@@ -109,18 +109,14 @@ func TestLifecycleRegistersAgainOnStaleEpoch(t *testing.T) {
 
 func TestLifecycleChecksVoters(t *testing.T) {
 	dq := func(ids ...int32) *kmsg.DescribeQuorumResponse {
-		r := kmsg.NewPtrDescribeQuorumResponse()
-		tp := kmsg.NewDescribeQuorumResponseTopic()
-		tp.Topic = clusterMetadataTopic
-		p := kmsg.NewDescribeQuorumResponseTopicPartition()
-		for _, id := range ids {
-			v := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
-			v.ReplicaID = id
-			p.CurrentVoters = append(p.CurrentVoters, v)
-		}
-		tp.Partitions = append(tp.Partitions, p)
-		r.Topics = append(r.Topics, tp)
-		return r
+		req := kmsg.NewPtrDescribeQuorumRequest()
+		rt := kmsg.NewDescribeQuorumRequestTopic()
+		rt.Topic = ClusterMetadataTopic
+		rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+		req.Topics = append(req.Topics, rt)
+		return DescribeQuorum(req, func(p *kmsg.DescribeQuorumResponseTopicPartition) {
+			DescribeAsFollower(p, -1, 1, ids)
+		})
 	}
 	l := newTestLifecycle([]int32{1, 3})
 	c, _ := l.Next(t0, 0)

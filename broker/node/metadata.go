@@ -226,3 +226,41 @@ func Snapshot(store *cluster.Store, req *kmsg.FetchSnapshotRequest) *kmsg.FetchS
 	resp.Topics = append(resp.Topics, st)
 	return resp
 }
+
+// DescribeQuorum is a voter's answer to req: fill describes the metadata
+// partition (__cluster_metadata-0); any other partition req names gets
+// UNKNOWN_TOPIC_OR_PARTITION.
+func DescribeQuorum(req *kmsg.DescribeQuorumRequest, fill func(*kmsg.DescribeQuorumResponseTopicPartition)) *kmsg.DescribeQuorumResponse {
+	resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
+	for _, rt := range req.Topics {
+		t := kmsg.NewDescribeQuorumResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewDescribeQuorumResponseTopicPartition()
+			p.Partition = rp.Partition
+			if rt.Topic == clusterMetadataTopic && rp.Partition == 0 {
+				fill(&p)
+			} else {
+				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			}
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}
+
+// DescribeAsFollower fills the metadata partition of a DescribeQuorum
+// answer as a voter that does not lead the quorum does, as Kafka's
+// followers do: NOT_LEADER_OR_FOLLOWER, the leader it knows (-1: none)
+// and its term, and the voters with no offsets, which a broker outside
+// the quorum checks its own voter list against (QuorumVoters).
+func DescribeAsFollower(p *kmsg.DescribeQuorumResponseTopicPartition, leader int32, term uint64, voters []int32) {
+	p.ErrorCode = kerr.NotLeaderForPartition.Code
+	p.LeaderID, p.LeaderEpoch, p.HighWatermark = leader, int32(term), -1
+	for _, id := range voters {
+		rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+		rs.ReplicaID, rs.LogEndOffset = id, -1
+		p.CurrentVoters = append(p.CurrentVoters, rs)
+	}
+}

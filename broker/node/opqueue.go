@@ -29,7 +29,6 @@ type OpQueue struct {
 	cur      *cluster.Op
 	done     func(*cluster.Op)
 	proposed bool // a batch of cur is out, its outcome awaited
-	deadline time.Time
 
 	tickQueued bool
 	nextTick   time.Time
@@ -40,17 +39,11 @@ type OpQueueConfig struct {
 	// TickInterval is how often sessions and leaderships are checked while
 	// this node is the active controller.
 	TickInterval time.Duration
-	// ProposalTimeout: a batch not applied by then is given up (lost; the
-	// operation answers NOT_CONTROLLER and its client retries).
-	ProposalTimeout time.Duration
-	Logger          *slog.Logger
+	Logger       *slog.Logger
 }
 
 // Defaults of OpQueueConfig.
-const (
-	DefaultTickInterval    = cluster.DefaultTickInterval
-	DefaultProposalTimeout = 5 * time.Second
-)
+const DefaultTickInterval = cluster.DefaultTickInterval
 
 // Job is an operation to run: Start makes it (nil: nothing to do), Done
 // gets it once finished (nil when Start made none).
@@ -63,9 +56,6 @@ type Job struct {
 func NewOpQueue(core *cluster.ControllerCore, cfg OpQueueConfig) *OpQueue {
 	if cfg.TickInterval <= 0 {
 		cfg.TickInterval = DefaultTickInterval
-	}
-	if cfg.ProposalTimeout <= 0 {
-		cfg.ProposalTimeout = DefaultProposalTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -167,13 +157,20 @@ func (q *OpQueue) Next(qs cluster.Quorum, img *cluster.Metadata, now time.Time) 
 			q.cur.Applied(cluster.Outcome{Image: img, Lost: fmt.Errorf("encode a metadata batch: %w", err), Now: now})
 			continue
 		}
-		q.proposed, q.deadline = true, now.Add(q.cfg.ProposalTimeout)
+		q.proposed = true
 		return payload, true
 	}
 }
 
-// Proposing reports whether a batch is out, and until when it may be.
-func (q *OpQueue) Proposing() (bool, time.Time) { return q.proposed, q.deadline }
+// Proposing reports whether a batch is out. A batch out is never given up
+// for taking long: its outcome is that it was applied, or that this node's
+// leadership or term changed (Outcome.Lost), and nothing else is decided
+// meanwhile. A batch given up while this node still leads the term it was
+// proposed in can still commit once a quorum answers again, after batches
+// decided on images without it: the simulator found a fence decided that
+// way electing a broker that the batch given up had fenced. The clients of
+// a batch that takes long time out on their side.
+func (q *OpQueue) Proposing() bool { return q.proposed }
 
 // Outcome continues the current operation with what became of the batch
 // Next returned; then call Next again.

@@ -21,7 +21,7 @@ func registration(id int32) *kmsg.BrokerRegistrationRequest {
 func TestOpQueueRunsOneOperationAtATime(t *testing.T) {
 	store := cluster.NewStore()
 	core := cluster.NewControllerCore(cluster.CoreConfig{NodeID: 1, ClusterID: "c", Seed: 1})
-	q := NewOpQueue(core, OpQueueConfig{TickInterval: 100 * time.Millisecond, ProposalTimeout: time.Second})
+	q := NewOpQueue(core, OpQueueConfig{TickInterval: 100 * time.Millisecond})
 	active := cluster.Quorum{Active: true, Term: 1}
 	var answers []*kmsg.BrokerRegistrationResponse
 	for _, id := range []int32{1, 2} {
@@ -40,9 +40,9 @@ func TestOpQueueRunsOneOperationAtATime(t *testing.T) {
 	require.True(t, ok, "the new term's barrier first")
 	_, ok = q.Next(active, store.Image(), t0)
 	require.False(t, ok, "nothing more while a batch is out")
-	out, until := q.Proposing()
-	require.True(t, out)
-	require.Equal(t, t0.Add(time.Second), until)
+	require.True(t, q.Proposing())
+	_, ok = q.Next(active, store.Image(), t0.Add(time.Hour))
+	require.False(t, ok, "a batch out is never given up for taking long")
 	commit(payload)
 	for {
 		payload, ok := q.Next(active, store.Image(), t0)

@@ -4,7 +4,7 @@
 //	go run ./cmd/sim -seeds 10000                 # schedules 1..10000, a progress bar, a summary
 //	go run ./cmd/sim -seed 73                     # replay one, with its trace on a failure
 //	go run ./cmd/sim -seeds 500 -brokers 5 -faults crash,partition
-//	go run -tags mutations ./cmd/sim -seeds 10000 -report results/sim.md
+//	go run -tags mutations ./cmd/sim -seeds 100000 -report results/sim.md
 //
 // -report writes the figures of results/sim.md: the schedules, their
 // violations, simulated time against wall time, faults by kind, and, in a

@@ -118,9 +118,13 @@ func writeReport(path string, s summary, caught []catch, load [2]string) error {
 		if len(firsts) > 0 {
 			fmt.Fprintf(&b, "\nCaught: %d of %d scenarios; median schedules to the first catch: %d.\n", len(firsts), len(caught), firsts[len(firsts)/2])
 		}
-		b.WriteString("\n## Mutations no schedule family catches yet\n\n| protection off | what a schedule needs to expose it |\n|---|---|\n")
-		for _, u := range sim.Uncaught {
-			fmt.Fprintf(&b, "| %s | %s |\n", u.Mutation, u.Why)
+		if len(sim.Uncaught) == 0 {
+			fmt.Fprintf(&b, "Every mutation of this build (%d) has a scenario above.\n", len(sim.Mutations()))
+		} else {
+			b.WriteString("\n## Mutations no schedule family catches yet\n\n| protection off | what a schedule needs to expose it |\n|---|---|\n")
+			for _, u := range sim.Uncaught {
+				fmt.Fprintf(&b, "| %s | %s |\n", u.Mutation, u.Why)
+			}
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
