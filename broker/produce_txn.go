@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -90,6 +91,9 @@ func (s *Server) appendVerified(req *kmsg.ProduceRequest, vs []produceVerify) []
 			continue
 		}
 		app, err := v.part.AppendVerified(v.records, v.need.Guard)
+		if errors.Is(err, partition.ErrVerificationVoided) {
+			app, err = s.reverify(ctx, req, v, pr, tps[i])
+		}
 		if err != nil {
 			s.setProduceErr(req, v.topic, v.resp, err)
 			continue
@@ -97,6 +101,24 @@ func (s *Server) appendVerified(req *kmsg.ProduceRequest, vs []produceVerify) []
 		waits = append(waits, s.produced(v.part, app, v.resp))
 	}
 	return waits
+}
+
+// reverify verifies v's batch again and appends it: a marker voided its
+// first verification. If the marker ended v's own transaction, the
+// coordinator now refuses it (fenced, or not in an ongoing transaction);
+// if it ended an earlier one, the write goes in.
+func (s *Server) reverify(ctx context.Context, req *kmsg.ProduceRequest, v produceVerify, pr txn.Producer, tp txn.TopicPartition) (partition.Appended, error) {
+	app, err := v.part.Append(v.records)
+	var need *partition.VerifyNeeded
+	if !errors.As(err, &need) {
+		return app, err
+	}
+	code := s.verifyTxn(ctx, *req.TransactionID, pr, []txn.TopicPartition{tp}, req.Version >= 12)[0]
+	if code != 0 {
+		v.part.DropGuard(need.ProducerID, need.Guard)
+		return app, fmt.Errorf("partition %s not verified in producer %d's transaction: %w", tp, need.ProducerID, kerr.ErrorForCode(code))
+	}
+	return v.part.AppendVerified(v.records, need.Guard)
 }
 
 // verifyTxn asks transactional id's coordinator whether each of tps is in

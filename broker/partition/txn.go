@@ -29,6 +29,15 @@ import (
 //     aborted transactions whose records it may hold, which the consumer
 //     drops (Kafka's fetch rule).
 
+// ErrVerificationVoided: a marker for the producer reached the partition
+// while its write was being verified. The marker may have ended the very
+// transaction the write belongs to (a late write, refused), or an earlier
+// one whose marker was still on its way (KIP-890's second part: the
+// producer begins a transaction as soon as the last is decided): the
+// caller verifies again, and the coordinator tells which. Wrapped with
+// kerr.InvalidTxnState.
+var ErrVerificationVoided = errors.New("the producer's transaction ended while the write was verified")
+
 // VerifyNeeded is Append's answer to a batch that opens its producer's
 // transaction here: verify with the coordinator that the partition is in
 // the producer's transaction, then call AppendVerified with Guard.
@@ -55,7 +64,7 @@ func (p *Partition) takeGuardLocked(h batch.Header, guard uint64) error {
 		return &VerifyNeeded{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch, Guard: p.guards}
 	}
 	if p.verifying[h.ProducerID] != guard {
-		return p.wrap(fmt.Errorf("producer %d: its transaction ended while the write was verified: %w", h.ProducerID, kerr.InvalidTxnState))
+		return p.wrap(fmt.Errorf("producer %d: %w: %w", h.ProducerID, ErrVerificationVoided, kerr.InvalidTxnState))
 	}
 	delete(p.verifying, h.ProducerID)
 	return nil

@@ -2,6 +2,7 @@ package clusterinterop
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
@@ -106,6 +107,14 @@ func exactlyOnceUnderKill(t *testing.T, engine string) {
 		fs := out.PollFetches(pctx)
 		if pctx.Err() != nil {
 			logOutState(t, adm)
+			dumpOut(t, cl, seen)
+			var miss []int
+			for i := range n {
+				if seen["copy-"+strconv.Itoa(i)] == 0 {
+					miss = append(miss, i)
+				}
+			}
+			t.Logf("missing: %v", miss)
 		}
 		require.NoError(t, pctx.Err(), "read %d of %d from out", total, n)
 		pcancel()
@@ -153,12 +162,22 @@ func copyExactlyOnce(ctx context.Context, c *cluster, stop <-chan struct{}, copi
 		if err := sess.Begin(); err != nil {
 			return fmt.Errorf("begin: %w", err)
 		}
+		// As franz-go's session asks: a transaction with a record that
+		// failed is aborted, and its input read again.
 		var recs int64
+		var failed atomic.Bool
 		fs.EachRecord(func(r *kgo.Record) {
-			sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: []byte("copy-" + string(r.Value))}, nil)
+			sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: []byte("copy-" + string(r.Value))}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					failed.Store(true)
+				}
+			})
 			recs++
 		})
-		committed, err := sess.End(ctx, kgo.TryCommit)
+		if err := sess.Client().Flush(ctx); err != nil {
+			return fmt.Errorf("flush: %w", err)
+		}
+		committed, err := sess.End(ctx, kgo.TransactionEndTry(!failed.Load()))
 		switch {
 		case err != nil && strings.Contains(err.Error(), "fatal"):
 			return fmt.Errorf("end: %w", err)
@@ -198,4 +217,65 @@ func logOutState(t *testing.T, adm *kadm.Client) {
 		t.Logf("out/%d: producer %d epoch %d, open transaction from %d", p.Partition, p.ProducerID, p.ProducerEpoch, p.CurrentTxnStartOffset)
 	})
 	t.Logf("describe producers: %v", err)
+}
+
+// dumpOut logs, for each partition of "out", the aborted transactions a
+// read_committed fetch returns and every batch's producer, epoch and kind,
+// and which values the reader missed.
+func dumpOut(t *testing.T, cl *kgo.Client, seen map[string]int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	td, err := kadm.NewClient(cl).ListTopics(ctx, "out")
+	if err != nil {
+		t.Logf("out: %v", err)
+		return
+	}
+	for p := int32(0); p < 3; p++ {
+		req := kmsg.NewPtrFetchRequest()
+		req.IsolationLevel, req.MaxBytes, req.ReplicaID = 1, 50<<20, -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = "out", td["out"].ID
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = p, 50<<20, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		raw, err := cl.Broker(int(td["out"].Partitions[p].Leader)).Request(ctx, req)
+		if err != nil {
+			t.Logf("out/%d: fetch: %v", p, err)
+			continue
+		}
+		fp := raw.(*kmsg.FetchResponse).Topics[0].Partitions[0]
+		t.Logf("out/%d: error %d hw %d lso %d aborted %+v", p, fp.ErrorCode, fp.HighWatermark, fp.LastStableOffset, fp.AbortedTransactions)
+		for rest := fp.RecordBatches; len(rest) > 61; {
+			var b kmsg.RecordBatch
+			if err := b.ReadFrom(rest); err != nil {
+				break
+			}
+			n := int(b.Length) + 12
+			missing, kind := 0, "data"
+			if b.Attributes&0x20 != 0 && len(b.Records) > 10 {
+				var r kmsg.Record
+				l, k := binary.Varint(b.Records)
+				if k > 0 && r.ReadFrom(b.Records[:k+int(l)]) == nil && len(r.Key) >= 4 {
+					kind = map[byte]string{0: "ABORT", 1: "COMMIT"}[r.Key[3]]
+				}
+			}
+			if b.Attributes&0x20 == 0 {
+				recs, _ := kgo.DefaultDecompressor().Decompress(b.Records, kgo.CompressionCodecType(b.Attributes&7))
+				for i := int32(0); i < b.NumRecords && len(recs) > 0; i++ {
+					var r kmsg.Record
+					l, k := binary.Varint(recs)
+					if k <= 0 || r.ReadFrom(recs[:k+int(l)]) != nil {
+						break
+					}
+					if seen[string(r.Value)] == 0 {
+						missing++
+					}
+					recs = recs[k+int(l):]
+				}
+			}
+			t.Logf("  out/%d@%d n=%d pid=%d epoch=%d attrs=%#x %s leaderEpoch=%d missing=%d", p, b.FirstOffset, b.NumRecords, b.ProducerID, b.ProducerEpoch, b.Attributes, kind, b.PartitionLeaderEpoch, missing)
+			rest = rest[n:]
+		}
+	}
 }
