@@ -28,6 +28,9 @@ type ConsumeConfig struct {
 	// when positive.
 	FetchMaxBytes          int32 `json:"fetch_max_bytes"`
 	FetchMaxPartitionBytes int32 `json:"fetch_max_partition_bytes"`
+	// ReadCommitted reads at isolation level read_committed: up to the
+	// last stable offset, without the records of aborted transactions.
+	ReadCommitted bool `json:"read_committed,omitempty"`
 	// Idle ends the run with an error when no record arrives for this long
 	// while records are still expected; 0 means 30 s.
 	Idle     time.Duration    `json:"idle_ns"`
@@ -105,6 +108,9 @@ func consumeOpts(cfg *ConsumeConfig) []kgo.Opt {
 	}
 	if cfg.FetchMaxPartitionBytes > 0 {
 		opts = append(opts, kgo.FetchMaxPartitionBytes(cfg.FetchMaxPartitionBytes))
+	}
+	if cfg.ReadCommitted {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
 	return opts
 }

@@ -76,6 +76,9 @@ func TestConfigErrors(t *testing.T) {
 		{"bad acks", ProduceConfig{Client: brokers, Topic: "t", Records: 1, Acks: "2"}},
 		{"idempotent acks 1", ProduceConfig{Client: brokers, Topic: "t", Records: 1, Acks: "1", Idempotent: true}},
 		{"bad codec", ProduceConfig{Client: brokers, Topic: "t", Records: 1, Compression: "brotli"}},
+		{"transactions of no records", ProduceConfig{Client: brokers, Topic: "t", Records: 1, Idempotent: true, Txn: &Txn{}}},
+		{"transactions not idempotent", ProduceConfig{Client: brokers, Topic: "t", Records: 1, Txn: &Txn{Records: 1}}},
+		{"transactions at a rate", ProduceConfig{Client: brokers, Topic: "t", Records: 1, Idempotent: true, Rate: 1, Txn: &Txn{Records: 1}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -41,6 +41,10 @@ type ProduceConfig struct {
 	// negative none: each batch goes out as soon as a request can carry it,
 	// as a latency measurement wants.
 	Linger time.Duration `json:"linger_ns"`
+	// MetadataMinAge is the shortest time between two metadata refreshes
+	// of a client (0: franz-go's 5 s). A produce franz-go retries waits for
+	// a refresh first, so this bounds how soon it goes again.
+	MetadataMinAge time.Duration `json:"metadata_min_age_ns,omitempty"`
 	// DeliveryTimeout fails a record not acknowledged in this long; 0 means
 	// 30 s. franz-go refuses less than a second.
 	DeliveryTimeout time.Duration `json:"delivery_timeout_ns"`
@@ -50,6 +54,9 @@ type ProduceConfig struct {
 	// loop, to every record scheduled meanwhile. They count toward the
 	// throughput as the others do.
 	Warmup time.Duration `json:"warmup_ns,omitempty"`
+	// Txn, when set, makes every client a transactional producer that
+	// writes its share in transactions (txn.go).
+	Txn *Txn `json:"txn,omitempty"`
 	// Seed picks the payload bytes.
 	Seed uint64 `json:"seed"`
 	// Progress, when set, is called about every ProgressEvery with the
@@ -75,6 +82,9 @@ func (c *ProduceConfig) check() error {
 		return configErr("negative rate")
 	case c.Keys < 0 || c.InFlight < 0 || c.Clients < 0:
 		return configErr("negative keys, in-flight or clients")
+	}
+	if err := c.Txn.check(c); err != nil {
+		return err
 	}
 	if c.InFlight == 0 {
 		c.InFlight = DefaultInFlight
@@ -113,6 +123,9 @@ func (c *ProduceConfig) clientOpts() ([]kgo.Opt, error) {
 	if c.Linger != 0 {
 		opts = append(opts, kgo.ProducerLinger(max(c.Linger, 0)))
 	}
+	if c.MetadataMinAge > 0 {
+		opts = append(opts, kgo.MetadataMinAge(c.MetadataMinAge))
+	}
 	return append(opts, c.Client.Opts...), nil
 }
 
@@ -134,6 +147,9 @@ type ProduceResult struct {
 	// Behind is how far the open-loop schedule fell behind at its worst: the
 	// producer could not send at the target rate.
 	Behind time.Duration `json:"behind_ns,omitempty"`
+	// Transactions, with ProduceConfig.Txn: Records and Bytes count the
+	// committed ones only.
+	Txns TxnResult `json:"txns,omitzero"`
 }
 
 // producer is one client's share of the workload.
@@ -157,6 +173,8 @@ type producer struct {
 	firstErr error
 	bytes    atomic.Int64
 	behind   time.Duration
+	// txns are the client's transactions so far, with ProduceConfig.Txn.
+	txns *txnTally
 }
 
 // Produce runs the workload until every record is acknowledged or failed,
@@ -182,16 +200,17 @@ func Produce(ctx context.Context, cfg ProduceConfig) (ProduceResult, error) {
 	lat := bench.NewLatency()
 	var acked, batches atomic.Int64
 	opts = append(opts, kgo.WithHooks(batchCounter{&batches}))
+	txns := newTxnTally()
 	ps := make([]*producer, cfg.Clients)
 	for i := range ps {
-		cl, err := kgo.NewClient(opts...)
+		cl, err := kgo.NewClient(append(opts, cfg.Txn.opts(i)...)...)
 		if err != nil {
 			closeAll(ps)
 			return ProduceResult{}, fmt.Errorf("load: producer client: %w", err)
 		}
 		share, first := split(cfg.Records, cfg.Clients, i)
 		ps[i] = &producer{cfg: &cfg, cl: cl, payload: payload, lat: lat, acked: &acked,
-			records: share, rate: cfg.Rate / float64(cfg.Clients), first: first}
+			records: share, rate: cfg.Rate / float64(cfg.Clients), first: first, txns: txns}
 	}
 	defer closeAll(ps)
 
@@ -199,13 +218,20 @@ func Produce(ctx context.Context, cfg ProduceConfig) (ProduceResult, error) {
 	start := time.Now()
 	var wg sync.WaitGroup
 	for _, p := range ps {
-		wg.Go(func() { p.run(loopCtx, ctx, start) })
+		if cfg.Txn != nil {
+			wg.Go(func() { p.runTxns(loopCtx, ctx, start) })
+		} else {
+			wg.Go(func() { p.run(loopCtx, ctx, start) })
+		}
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
 	stop()
 	r := summarize(ps, lat, acked.Load(), elapsed)
 	r.Batches = batches.Load()
+	if cfg.Txn != nil {
+		r.Txns = txns.result()
+	}
 	return r, nil
 }
 
@@ -302,7 +328,10 @@ func (p *producer) run(loopCtx, ctx context.Context, start time.Time) {
 // latency is not recorded.
 func (p *producer) prime(ctx context.Context) {
 	done := make(chan struct{})
-	p.produce(ctx, p.first, time.Now(), func(err error) {
+	p.produce(ctx, p.first, time.Now(), func(size int, err error) {
+		if err == nil {
+			p.bytes.Add(int64(size))
+		}
 		p.count(err)
 		close(done)
 	})
@@ -316,17 +345,26 @@ func (p *producer) noteBehind(d time.Duration) {
 }
 
 func (p *producer) send(ctx context.Context, i int64, sendAt time.Time) {
-	p.produce(ctx, i, sendAt, func(err error) {
-		if err == nil && !sendAt.Before(p.measureFrom) {
-			p.lat.Record(time.Since(sendAt))
+	p.produce(ctx, i, sendAt, func(size int, err error) {
+		if err == nil {
+			p.bytes.Add(int64(size))
+			p.measure(sendAt)
 		}
 		p.count(err)
 	})
 }
 
+// measure records the latency of a record sent at sendAt, unless the
+// warm-up leaves it out.
+func (p *producer) measure(sendAt time.Time) {
+	if !sendAt.Before(p.measureFrom) {
+		p.lat.Record(time.Since(sendAt))
+	}
+}
+
 // produce sends record i, stamped with sendAt, and calls done with the
-// outcome.
-func (p *producer) produce(ctx context.Context, i int64, sendAt time.Time, done func(error)) {
+// outcome and, on success, the bytes it carried.
+func (p *producer) produce(ctx context.Context, i int64, sendAt time.Time, done func(size int, err error)) {
 	v := make([]byte, p.cfg.RecordBytes)
 	p.payload.Fill(i, v)
 	stamp(v, sendAt)
@@ -335,25 +373,27 @@ func (p *producer) produce(ctx context.Context, i int64, sendAt time.Time, done 
 		r.Key = strconv.AppendInt([]byte("key-"), i%int64(p.cfg.Keys), 10)
 	}
 	p.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
-		if err == nil {
-			p.bytes.Add(int64(len(r.Value) + len(r.Key)))
-		}
-		done(err)
+		done(len(r.Value)+len(r.Key), err)
 	})
 }
 
 // count tallies one record's outcome.
 func (p *producer) count(err error) {
 	if err != nil {
-		p.mu.Lock()
-		p.errs++
-		if p.firstErr == nil {
-			p.firstErr = err
-		}
-		p.mu.Unlock()
+		p.fail(1, err)
 		return
 	}
 	p.acked.Add(1)
+}
+
+// fail counts n records failed, err the first reason.
+func (p *producer) fail(n int64, err error) {
+	p.mu.Lock()
+	p.errs += n
+	if p.firstErr == nil {
+		p.firstErr = err
+	}
+	p.mu.Unlock()
 }
 
 const sleepMin = 20 * time.Microsecond

@@ -40,14 +40,21 @@ const (
 // between metadata refreshes, retries 250 ms and more apart, by default)
 // does not hide the cluster's time.
 func producerOpts(acks kgo.Acks) []kgo.Opt {
-	return []kgo.Opt{
-		kgo.MetadataMinAge(10 * time.Millisecond),
-		kgo.RetryBackoffFn(func(int) time.Duration { return 5 * time.Millisecond }),
+	return append(fastRetries(),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.DisableIdempotentWrite(),
 		kgo.RecordDeliveryTimeout(outcomeWait),
 		kgo.ProducerLinger(0),
 		kgo.RequiredAcks(acks),
+	)
+}
+
+// fastRetries: metadata refreshed as often as franz-go allows and
+// retries 5 ms apart (see producerOpts).
+func fastRetries() []kgo.Opt {
+	return []kgo.Opt{
+		kgo.MetadataMinAge(10 * time.Millisecond),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 5 * time.Millisecond }),
 	}
 }
 
@@ -430,8 +437,10 @@ func (st *steps) pick(ctx context.Context, c *harness.Cluster, ctl int32, which 
 			return 0, err
 		}
 		return td.Partitions[0].Leader, nil
+	case "transaction_coordinator":
+		return st.txnCoordinator(ctx)
 	}
-	return 0, fmt.Errorf("node %q: want controller, other or leader", which)
+	return 0, fmt.Errorf("node %q: want controller, other, leader or transaction_coordinator", which)
 }
 
 // ledBy lists the partitions node id leads among the topics the cell
@@ -472,7 +481,7 @@ func (st *steps) wait(ctx context.Context, w *workloads.Wait) error {
 		}
 	}
 	if w.ISR > 0 {
-		if err := c.WaitISR(wctx, st.lastTopic(), w.ISR); err != nil {
+		if err := c.WaitISR(wctx, cmp.Or(w.Topic, st.lastTopic()), w.ISR); err != nil {
 			return err
 		}
 	}

@@ -55,6 +55,16 @@ cells:
     steps:
       - produce: {duration: 300ms, record_bytes: 50, acks: all, idempotent: true, rate_of: {cell: closed, figure: produce.records_per_s, times: 0.01}}
     columns: [produce.rate_per_s]
+  - name: txn
+    reps: 1
+    steps:
+      - produce: {records: 200, record_bytes: 50, acks: all, idempotent: true, metadata_min_age: 10ms,
+                  transaction: {records: 20, abort_every: 2}}
+      - begin_txn: {records: 5}
+      - end_txn: {abort: true}
+      - {as: committed, consume: {read_committed: true}}
+      - {as: all, consume: {}}
+    columns: [produce.txns]
   - name: broken
     reps: 1
     steps:
@@ -86,6 +96,15 @@ targets:
 	want := closed.Stat("produce.records_per_s", "") * 0.01
 	assert.InDelta(t, want, open.Reps[0].Figures["produce.rate_per_s"], want*1e-9, "the rate of both repetitions of closed")
 	assert.EqualValues(t, 100, open.Reps[1].Figures["first.records"], "setup figures go to every round")
+
+	txn := res.Cell("txn", "kfake")
+	require.Len(t, txn.Reps, 1)
+	require.Empty(t, txn.Errors())
+	figs := txn.Reps[0].Figures
+	assert.EqualValues(t, 5, figs["produce.txns"], "every other transaction aborted")
+	assert.EqualValues(t, 100, figs["produce.records"], "the committed records")
+	assert.EqualValues(t, 100, figs["committed.records"], "read_committed skips the aborted transactions")
+	assert.EqualValues(t, 205, figs["all.records"], "read_uncommitted reads them too")
 
 	broken := res.Cell("broken", "kfake")
 	require.Len(t, broken.Reps, 1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -37,8 +38,13 @@ type steps struct {
 	figures map[string]float64
 	round   int
 	// produced counts the records acknowledged so far: what a consume
-	// step reads.
-	produced int64
+	// step reads; aborted those of them in aborted transactions, which a
+	// read_committed one skips.
+	produced, aborted int64
+	// txn is the producer of begin_txn and end_txn, made at its first use;
+	// txnOpen the records of its open transaction.
+	txn     *load.TxnProducer
+	txnOpen int64
 	// seq numbers the topics create_topic names; topics are the ones the
 	// setup and the current round created.
 	seq    int
@@ -76,6 +82,9 @@ func (st *steps) close() {
 		st.acksAll.Close()
 		st.acksOne.Close()
 	}
+	if st.txn != nil {
+		st.txn.Close()
+	}
 }
 
 // run runs one step, timing it.
@@ -87,7 +96,7 @@ func (st *steps) run(ctx context.Context, s workloads.Step) error {
 	case s.Produce != nil:
 		err = st.produce(ctx, prefix, s.Produce)
 	case s.Consume != nil:
-		err = st.consume(ctx, prefix)
+		err = st.consume(ctx, prefix, s.Consume)
 	case s.CreateTopic != nil:
 		err = st.createTopic(ctx, prefix, s.CreateTopic)
 	case s.Kill != nil, s.Stop != nil:
@@ -114,6 +123,10 @@ func (st *steps) run(ctx context.Context, s workloads.Step) error {
 		err = st.startGroups(ctx, s.Groups)
 	case s.Ingest != nil:
 		err = st.ingest(prefix, s.Ingest)
+	case s.BeginTxn != nil:
+		err = st.beginTxn(ctx, prefix, s.BeginTxn)
+	case s.EndTxn != nil:
+		err = st.endTxn(ctx, s.EndTxn)
 	default:
 		err = fmt.Errorf("step of no kind")
 	}
@@ -152,12 +165,16 @@ func (st *steps) produce(ctx context.Context, prefix string, p *workloads.Produc
 			return fmt.Errorf("no %s of %s on %s to take the rate from", o.Figure, o.Cell, st.srv)
 		}
 	}
+	var txn *load.Txn
+	if t := p.Transaction; t != nil {
+		txn = &load.Txn{Records: t.Records, AbortEvery: t.AbortEvery, ID: fmt.Sprintf("bench-%s-%d", prefix, st.round)}
+	}
 	before, spentErr := st.spent()
 	progress, finish := st.cfg.Bar(st.srv+" "+prefix, p.Records)
 	r, err := st.d.Produce(ctx, load.ProduceConfig{
 		Topic: st.loadTopic(), Records: p.Records, Duration: p.Duration, RecordBytes: p.RecordBytes,
 		Acks: p.Acks, Idempotent: p.Idempotent, InFlight: p.InFlight, Rate: rate, Clients: p.Clients,
-		Linger: p.Linger, Warmup: p.Warmup, Progress: progress,
+		Linger: p.Linger, Warmup: p.Warmup, MetadataMinAge: p.MetadataMinAge, Progress: progress, Txn: txn,
 	})
 	finish()
 	if err == nil && r.Errors > 0 {
@@ -166,7 +183,8 @@ func (st *steps) produce(ctx context.Context, prefix string, p *workloads.Produc
 	if err != nil {
 		return err
 	}
-	st.produced += r.Records
+	st.produced += r.Records + r.Txns.AbortedRecords
+	st.aborted += r.Txns.AbortedRecords
 	if !st.faultAt.IsZero() {
 		st.faultBytes += r.Bytes
 	}
@@ -178,6 +196,12 @@ func (st *steps) produce(ctx context.Context, prefix string, p *workloads.Produc
 	}
 	if rate > 0 {
 		figs["rate_per_s"] = rate
+	}
+	if txn != nil {
+		t := r.Txns
+		maps.Copy(figs, map[string]float64{"txns": float64(t.Committed), "aborted_txns": float64(t.Aborted),
+			"aborted_records": float64(t.AbortedRecords), "txn_p50_s": t.Latency.P50.Seconds(),
+			"txn_p99_s": t.Latency.P99.Seconds(), "end_p50_s": t.End.P50.Seconds(), "end_p99_s": t.End.P99.Seconds()})
 	}
 	if after, err := st.spent(); err == nil && spentErr == nil {
 		figs["server_cpu_s"], figs["device_flushes"] = after.cpu-before.cpu, float64(after.flushes-before.flushes)
@@ -234,9 +258,14 @@ func (st *steps) ingest(prefix string, in *workloads.Ingest) error {
 	return nil
 }
 
-func (st *steps) consume(ctx context.Context, prefix string) error {
-	progress, finish := st.cfg.Bar(st.srv+" "+prefix, st.produced)
-	r, err := st.d.Consume(ctx, load.ConsumeConfig{Topic: st.loadTopic(), Records: st.produced, Progress: progress})
+func (st *steps) consume(ctx context.Context, prefix string, c *workloads.Consume) error {
+	records := st.produced
+	if c.ReadCommitted {
+		records -= st.aborted
+	}
+	progress, finish := st.cfg.Bar(st.srv+" "+prefix, records)
+	r, err := st.d.Consume(ctx, load.ConsumeConfig{Topic: st.loadTopic(), Records: records, Progress: progress,
+		ReadCommitted: c.ReadCommitted})
 	finish()
 	if err != nil {
 		return err

@@ -169,6 +169,8 @@ type Step struct {
 	Settle   *Settle       `yaml:"settle,omitempty" json:"settle,omitempty"`
 	Groups   *Groups       `yaml:"groups,omitempty" json:"groups,omitempty"`
 	Ingest   *Ingest       `yaml:"ingest,omitempty" json:"ingest,omitempty"`
+	BeginTxn *BeginTxn     `yaml:"begin_txn,omitempty" json:"begin_txn,omitempty"`
+	EndTxn   *EndTxn       `yaml:"end_txn,omitempty" json:"end_txn,omitempty"`
 }
 
 // Kind is the step's kind: the field that is set.
@@ -181,7 +183,7 @@ func (s Step) Kind() string {
 		{s.Kill != nil, "kill"}, {s.Stop != nil, "stop"}, {s.Restart != nil, "restart"}, {s.Wait != nil, "wait"},
 		{s.Load != nil, "load"}, {s.Track != nil, "track"}, {s.Fill != nil, "fill"}, {s.Pause > 0, "pause"},
 		{s.Reassign != nil, "reassign"}, {s.Churn != nil, "churn"}, {s.Settle != nil, "settle"}, {s.Groups != nil, "groups"},
-		{s.Ingest != nil, "ingest"},
+		{s.Ingest != nil, "ingest"}, {s.BeginTxn != nil, "begin_txn"}, {s.EndTxn != nil, "end_txn"},
 	}
 	for _, k := range kinds {
 		if k.set {
@@ -207,6 +209,10 @@ func (s Step) Prefix() string {
 // servers spent meanwhile:
 // server_cpu_s (user and system, every broker process) and
 // device_flushes (the flush requests the data's block device completed).
+// With Transaction, records, bytes and their rates count the committed
+// transactions' records, and it adds txns, aborted_txns, aborted_records,
+// txn_p50_s and txn_p99_s (from the transaction's begin to its commit
+// answered), end_p50_s and end_p99_s (EndTxn alone).
 type Produce struct {
 	// Records to produce; or, when 0, produce for Duration.
 	Records  int64         `yaml:"records,omitempty" json:"records,omitempty"`
@@ -227,6 +233,40 @@ type Produce struct {
 	// leaves the first of the run out of the latency figures.
 	Linger time.Duration `yaml:"linger,omitempty" json:"linger_ns,omitempty"`
 	Warmup time.Duration `yaml:"warmup,omitempty" json:"warmup_ns,omitempty"`
+	// MetadataMinAge is the clients' shortest time between two metadata
+	// refreshes (0: franz-go's 5 s), which a retried produce waits for.
+	MetadataMinAge time.Duration `yaml:"metadata_min_age,omitempty" json:"metadata_min_age_ns,omitempty"`
+	// Transaction makes every client a transactional producer (closed
+	// loop, idempotent).
+	Transaction *Transaction `yaml:"transaction,omitempty" json:"transaction,omitempty"`
+}
+
+// Transaction is how a transactional producer writes: Records a
+// transaction, every AbortEvery-th transaction of a client aborted
+// instead of committed (0: none). Each client has a transactional id of
+// its own.
+type Transaction struct {
+	Records    int `yaml:"records" json:"records"`
+	AbortEvery int `yaml:"abort_every,omitempty" json:"abort_every,omitempty"`
+}
+
+// BeginTxn begins a transaction on a new transactional producer
+// (transactional id "bench-txn", retrying as fast as the cluster steps'
+// clients do, seeded with every running broker but the id's coordinator)
+// and writes Records of RecordBytes to the cell's last topic in it,
+// returning once every one is acknowledged.
+// The transaction stays open for the steps after it (a fault) until an
+// EndTxn. Figure: records.
+type BeginTxn struct {
+	Records     int64 `yaml:"records" json:"records"`
+	RecordBytes int   `yaml:"record_bytes,omitempty" json:"record_bytes,omitempty"`
+}
+
+// EndTxn commits the transaction a BeginTxn left open, or with Abort
+// aborts it; after a fault its since_fault_s is the time from the signal
+// to the answer.
+type EndTxn struct {
+	Abort bool `yaml:"abort,omitempty" json:"abort,omitempty"`
 }
 
 // RateOf is Times the median of Figure in an earlier cell on the same
@@ -246,8 +286,12 @@ type Ingest struct {
 }
 
 // Consume reads the cell's topic from the start, every record produced
-// before it. Figures: records, records_per_s, mb_per_s.
-type Consume struct{}
+// before it (with ReadCommitted, at isolation level read_committed: every
+// record of a committed transaction, or of no transaction). Figures:
+// records, records_per_s, mb_per_s.
+type Consume struct {
+	ReadCommitted bool `yaml:"read_committed,omitempty" json:"read_committed,omitempty"`
+}
 
 // CreateTopic creates a topic on a cluster and waits until every
 // partition has a running leader. With Retry it sends CreateTopics
@@ -276,8 +320,9 @@ type CreateTopic struct {
 // Fault picks a node of a cluster to kill (SIGKILL) or stop (SIGTERM, a
 // controlled shutdown, waiting for its exit): Node is "controller" (the
 // active one), "other" (a broker other than the active controller, in
-// turn over the rounds) or "leader" (the leader of partition 0 of the last
-// topic). Figures: node, led (partitions it led of the cell's topics),
+// turn over the rounds), "leader" (the leader of partition 0 of the last
+// topic) or "transaction_coordinator" (the coordinator FindCoordinator
+// names for the transactional id of BeginTxn's producer). Figures: node, led (partitions it led of the cell's topics),
 // was_controller (1 when it was the active controller). While a tracked
 // producer runs, every step after a fault adds gap_since_fault_s, the
 // longest gap between two acknowledgements of a partition since it.
@@ -320,6 +365,13 @@ type Pump struct {
 type Track struct {
 	Rate        float64 `yaml:"rate" json:"rate"`
 	RecordBytes int     `yaml:"record_bytes" json:"record_bytes"`
+}
+
+func (p *Produce) txn() *Transaction {
+	if p == nil {
+		return nil
+	}
+	return p.Transaction
 }
 
 // Fill waits until the Load producer had Bytes of values acknowledged.
@@ -370,13 +422,15 @@ type Groups struct {
 
 // Wait polls until a condition holds: Fenced, every running broker
 // leaves the last faulted node out of its Metadata, as a broker and as a
-// leader of the last topic; ISR, every partition of the last topic has
-// that many replicas in sync; Acked, the tracked producer had a record
-// acknowledged by another broker on a partition the faulted node led.
+// leader of the last topic; ISR, every partition of the last topic (or of
+// Topic, an internal one say) has that many replicas in sync; Acked, the
+// tracked producer had a record acknowledged by another broker on a
+// partition the faulted node led.
 type Wait struct {
-	Fenced bool `yaml:"fenced,omitempty" json:"fenced,omitempty"`
-	ISR    int  `yaml:"isr,omitempty" json:"isr,omitempty"`
-	Acked  bool `yaml:"acked,omitempty" json:"acked,omitempty"`
+	Fenced bool   `yaml:"fenced,omitempty" json:"fenced,omitempty"`
+	ISR    int    `yaml:"isr,omitempty" json:"isr,omitempty"`
+	Topic  string `yaml:"topic,omitempty" json:"topic,omitempty"`
+	Acked  bool   `yaml:"acked,omitempty" json:"acked,omitempty"`
 }
 
 // Column is a figure in a cell's table: its median [min–max] over the
@@ -536,9 +590,12 @@ func (w *Workload) defaults() {
 			c.Reps = w.Reps
 		}
 		c.Rounds = max(c.Rounds, 1)
-		for _, s := range c.Steps {
+		for _, s := range append(slices.Clone(c.Setup), c.Steps...) {
 			if s.Produce != nil && s.Produce.RecordBytes <= 0 {
 				s.Produce.RecordBytes = 100
+			}
+			if s.BeginTxn != nil && s.BeginTxn.RecordBytes <= 0 {
+				s.BeginTxn.RecordBytes = 100
 			}
 		}
 	}
@@ -560,6 +617,12 @@ func (w *Workload) check() error {
 			}
 			if s.Ingest != nil && s.Ingest.Records <= 0 {
 				bad("cell %q: step %d: ingest of no records", c.Name, i+1)
+			}
+			if t := s.Produce.txn(); t != nil && (t.Records <= 0 || t.AbortEvery < 0) {
+				bad("cell %q: step %d: transactions of %d records, aborting every %d", c.Name, i+1, t.Records, t.AbortEvery)
+			}
+			if s.BeginTxn != nil && s.BeginTxn.Records <= 0 {
+				bad("cell %q: step %d: begin_txn of no records", c.Name, i+1)
 			}
 		}
 	}

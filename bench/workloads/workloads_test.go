@@ -32,7 +32,8 @@ func TestParseRefuses(t *testing.T) {
 			"targets: [{name: t, cell: a, server: kfake, figure: f, at_least: 1, at_most: 2}]",
 		"unknown stat": "servers: [kfake]\ncells: [{name: a, steps: [{consume: {}}]}]\n" +
 			"targets: [{name: t, cell: a, server: kfake, figure: f, stat: p42, at_least: 1}]",
-		"reference not a server": "servers: [kfake]\nreference: segment\ncells: [{name: a, steps: [{consume: {}}]}]",
+		"transactions of no records": "servers: [kfake]\ncells: [{name: a, steps: [{produce: {records: 1, transaction: {records: 0}}}]}]",
+		"reference not a server":     "servers: [kfake]\nreference: segment\ncells: [{name: a, steps: [{consume: {}}]}]",
 	}
 	for name, text := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -10,7 +10,7 @@
 //	go run ./cmd/benchcheck -profile engines             # results/engines.json against its committed version
 //
 // The one-file reports (engines.json, and every workload's: broker,
-// cluster, groups, reassign, replication) are checked the same way with
+// cluster, groups, reassign, replication, transactions) are checked the same way with
 // -profile (or -new naming the file): the engines' ratios against the
 // raw disk; a workload's ratios are its columns and targets that divide
 // by a reference (those its targets mark gate fail the check: the
