@@ -114,7 +114,7 @@ func Open(cfg Config) (*Coordinator, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	metas, found, err := replay(cfg.Log)
+	metas, found, err := Replay(cfg.Log)
 	if err != nil {
 		return nil, fmt.Errorf("txn: load: %w", err)
 	}
@@ -381,9 +381,10 @@ func (c *Coordinator) Metas() []*Meta {
 	return c.core.Metas()
 }
 
-// replay reads the whole log: the latest record of each id wins, a
-// tombstone deletes.
-func replay(log coordlog.Log) (map[string]*Meta, coordlog.Loaded, error) {
+// Replay reads the whole log: the latest record of each id wins, a
+// tombstone deletes. It returns the metas found, for NewCore, and what a
+// coordlog.Keyed over the log needs.
+func Replay(log coordlog.Log) (map[string]*Meta, coordlog.Loaded, error) {
 	metas := map[string]*Meta{}
 	found := coordlog.Loaded{Live: map[string][]byte{}, Start: log.StartOffset()}
 	var bad error
