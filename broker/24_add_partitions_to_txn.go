@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minikafka/minikafka/broker/txn"
@@ -123,23 +122,12 @@ func addOrVerify(s *Server, id string, pr txn.Producer, tps []txn.TopicPartition
 		return c.Verify(id, pr, tps)
 	}
 	img := s.store.Image()
-	bad := false
-	for i, tp := range tps {
+	exists := func(tp txn.TopicPartition) bool {
 		t, ok := img.Topic(tp.Topic)
-		switch {
-		case cluster.Internal(tp.Topic) && !fromBroker:
-			codes[i], bad = kerr.TopicAuthorizationFailed.Code, true
-		case !ok || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions):
-			codes[i], bad = kerr.UnknownTopicOrPartition.Code, true
-		}
+		return ok && int(tp.Partition) < len(t.Partitions)
 	}
-	if bad {
-		for i := range codes {
-			if codes[i] == 0 {
-				codes[i] = kerr.OperationNotAttempted.Code
-			}
-		}
-		return codes
+	if refused := txn.CheckAdd(tps, exists, cluster.Internal, fromBroker); refused != nil {
+		return refused
 	}
 	return fill(c.AddPartitions(id, pr, tps))
 }

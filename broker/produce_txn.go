@@ -148,19 +148,7 @@ func (s *Server) verifyTxn(ctx context.Context, id string, pr txn.Producer, tps 
 		}
 	}
 	for i, code := range codes {
-		switch code {
-		case kerr.ConcurrentTransactions.Code:
-			// KIP-890's second part: the clients that add partitions
-			// this way retry it; older ones would not.
-			if !add {
-				codes[i] = kerr.NotEnoughReplicas.Code
-			}
-		case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code,
-			kerr.RequestTimedOut.Code, kerr.UnknownServerError.Code:
-			codes[i] = kerr.NotEnoughReplicas.Code
-		case kerr.ProducerFenced.Code:
-			codes[i] = kerr.InvalidProducerEpoch.Code
-		}
+		codes[i] = txn.VerifyAnswer(code, add)
 	}
 	return codes
 }

@@ -104,13 +104,11 @@ func (w markerWriter) Write(ctx context.Context, job txn.MarkerJob) error {
 			}
 		}
 		for i, code := range codes {
-			switch code {
-			case 0, kerr.UnknownTopicOrPartition.Code:
-			case kerr.InvalidProducerEpoch.Code:
-				// A marker of a later epoch is there: this one is moot.
+			if code == kerr.InvalidProducerEpoch.Code {
 				s.log.Info("a transaction marker found a newer epoch", "partition", tps[i].String(), "producer_id", job.ProducerID)
-			default:
-				errs = append(errs, fmt.Errorf("%s: %w", tps[i], kerr.ErrorForCode(code)))
+			}
+			if err := txn.MarkerResult(tps[i], code); err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}

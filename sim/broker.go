@@ -79,6 +79,12 @@ type broker struct {
 	// driver's state of each partition it holds.
 	parts    *partition.Manager
 	replicas map[tp]*replica
+
+	// Transactions: the coordinators of the partitions of
+	// __transaction_state led here, and the marker writes waiting for
+	// their markers to commit (txn_coord.go).
+	txnCoords   map[int32]*txnCoord
+	markerWaits []*markerWait
 }
 
 func newBroker(s *Sim, id int32) *broker {
@@ -167,6 +173,7 @@ func (b *broker) start() {
 	b.fetchers = node.NewFetchers(b.id)
 	b.sessions = map[*node.Fetcher]*fetchSession{}
 	b.parked = nil
+	b.txnCoords, b.markerWaits = map[int32]*txnCoord{}, nil
 	b.leaderID, b.term, b.applied = 0, 0, 0
 	if err := b.openPartitions(); err != nil {
 		b.s.violate("recovery", "b%d: the partitions do not open on what its disk kept: %v", b.id, err)
@@ -258,6 +265,10 @@ func (b *broker) stop() {
 	}
 	b.replicas = map[tp]*replica{}
 	b.parts = nil
+	for _, c := range b.txnCoords {
+		c.closed = true
+	}
+	b.txnCoords, b.markerWaits = nil, nil
 	if b.raft != nil {
 		b.raft.Close()
 	}

@@ -1,6 +1,9 @@
 package sim
 
-import "github.com/minikafka/minikafka/broker/batch/batchtest"
+import (
+	"github.com/minikafka/minikafka/broker/batch"
+	"github.com/minikafka/minikafka/broker/batch/batchtest"
+)
 
 // duplicates looks for duplicate: an idempotent producer's record stored
 // twice, at two offsets of one partition, in what a consumer read or in a
@@ -47,7 +50,14 @@ func (d *duplicates) read(s *Sim, k tp, recs []batchtest.Record) {
 func (d *duplicates) log(s *Sim, r view) {
 	at := map[string]int64{}
 	for _, bt := range storedBatches(r.log, r.log.StartOffset(), r.log.EndOffset()) {
-		for _, rec := range decode(s, [][]byte{bt.Data}) {
+		if h, err := batch.ParseHeader(bt.Data); err == nil && h.Attributes.Control() {
+			continue // a transaction marker, not a producer's record
+		}
+		recs := decode(s, [][]byte{bt.Data})
+		if len(recs) > 0 && recs[0].Key != nil {
+			continue // a coordinator's keyed state (__transaction_state): a value may recur
+		}
+		for _, rec := range recs {
 			if off, ok := at[string(rec.Value)]; ok {
 				s.violate("duplicate", "%q stored at %s offsets %d and %d on leader %d", rec.Value, r.tp, off, rec.Offset, r.broker)
 				return

@@ -50,6 +50,7 @@ type checks struct {
 	order   realtimeOrder
 	isr     isrHolds
 	joins   isrJoins
+	txns    txnHistory
 }
 
 func newChecks(s *Sim) *checks {
@@ -225,6 +226,10 @@ func (c *checks) final() {
 				c.dups.log(c.s, r.view())
 			}
 		}
+	}
+	if c.s.opts.transactions() && !c.s.stopped {
+		visible, hanging := c.s.readCommittedAll()
+		c.txns.final(c.s, visible, hanging)
 	}
 }
 

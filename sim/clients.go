@@ -237,7 +237,14 @@ func (a *admin) step() {
 	to := 1 + int32(s.work.IntN(s.opts.Brokers))
 	if len(a.pending) > 0 {
 		name := a.pending[0]
-		req := createTopics(name, int32(s.opts.Partitions), int16(s.opts.ReplicationFactor), s.opts.topicConfigs())
+		partitions, configs := int32(s.opts.Partitions), s.opts.topicConfigs()
+		switch name {
+		case txnTopic:
+			partitions, configs = int32(s.opts.TxnPartitions), nil
+		case txnStateTopic:
+			partitions, configs = int32(s.opts.TxnStatePartitions), nil
+		}
+		req := createTopics(name, partitions, int16(s.opts.ReplicationFactor), configs)
 		s.callController(a.id, to, req, func(r kmsgResponse) {
 			if created(r, name) {
 				s.tracef("admin created %s", name)
@@ -292,6 +299,7 @@ func (s *Sim) startWorkload() {
 		s.net.nodes = append(s.net.nodes, id)
 		p.wake(100 + int64(s.work.IntN(200)))
 	}
+	s.startTxnWorkload(&id)
 	for i := range o.Consumers {
 		id++
 		c := &consumerClient{s: s, id: id, topic: fmt.Sprintf("t%d", i%o.Topics), part: int32(i % o.Partitions)}

@@ -187,10 +187,20 @@ func (s *Sim) notConverged() string {
 			return fmt.Sprintf("b%d metadata at %d, b%d at %d", b.id, b.store.Image().Offset(), live[0].id, img.Offset())
 		}
 	}
+	topics := []string{}
 	for i := range s.opts.Topics {
-		t, ok := img.Topic(fmt.Sprintf("t%d", i))
+		topics = append(topics, fmt.Sprintf("t%d", i))
+	}
+	if s.opts.transactions() {
+		topics = append(topics, txnStateTopic, txnTopic)
+		if why := s.txnsPending(live); why != "" {
+			return why
+		}
+	}
+	for _, name := range topics {
+		t, ok := img.Topic(name)
 		if !ok {
-			return fmt.Sprintf("t%d missing", i)
+			return fmt.Sprintf("%s missing", name)
 		}
 		for pi, p := range t.Partitions {
 			want := len(p.Replicas)

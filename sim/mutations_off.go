@@ -3,6 +3,7 @@
 package sim
 
 import (
+	"github.com/minikafka/minikafka/broker/partition"
 	"github.com/minikafka/minikafka/cluster"
 	"github.com/minikafka/minikafka/replication"
 )
@@ -14,6 +15,7 @@ import (
 func configureLeader(string) func(*replication.LeaderConfig)     { return nil }
 func configureFollower(string) func(*replication.FollowerConfig) { return nil }
 func mutateSettings(*cluster.Settings, string)                   {}
+func mutatePartitions(*partition.Config, string)                 {}
 
 // Mutations are the names this build can switch off.
 func Mutations() []string { return []string{MutationUnclean} }

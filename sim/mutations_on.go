@@ -5,6 +5,7 @@ package sim
 import (
 	"slices"
 
+	"github.com/minikafka/minikafka/broker/partition"
 	"github.com/minikafka/minikafka/cluster"
 	"github.com/minikafka/minikafka/replication"
 )
@@ -29,6 +30,14 @@ func configureFollower(name string) func(*replication.FollowerConfig) {
 	return func(c *replication.FollowerConfig) { _ = c.Mutate(name) }
 }
 
+// mutatePartitions switches a partition protection off (broker/partition's
+// Config.Mutate).
+func mutatePartitions(c *partition.Config, name string) {
+	if slices.Contains(partition.MutationNames, name) {
+		_ = c.Mutate(name)
+	}
+}
+
 func mutateSettings(s *cluster.Settings, name string) {
 	if slices.Contains(cluster.MutationNames, name) {
 		_ = s.Mutate(name)
@@ -38,5 +47,5 @@ func mutateSettings(s *cluster.Settings, name string) {
 // Mutations are the names this build can switch off, and the product
 // setting that turns a protection off (unclean election).
 func Mutations() []string {
-	return slices.Concat(replication.MutationNames, cluster.MutationNames, []string{MutationUnclean})
+	return slices.Concat(replication.MutationNames, cluster.MutationNames, partition.MutationNames, []string{MutationUnclean})
 }

@@ -33,6 +33,18 @@ type Options struct {
 	TopicChurn     bool  // create and delete extra topics while running
 	ControlledStop bool  // controlled shutdowns among the faults
 	ShutdownEvery  int64 // their mean ticks apart (0: 2000)
+	// Transactions (txn_clients.go): transactional producers writing to
+	// topic "tx" (TxnPartitions partitions) through the coordinators of
+	// __transaction_state (TxnStatePartitions), each TxnsEach
+	// transactions, aborting TxnAbortPct of them; TxnV1Pct of them on the
+	// first transaction version (AddPartitionsToTxn before the writes, no
+	// epoch bump at the end); read_committed consumers, one per partition
+	// when TxnConsumers. A producer that cannot get a write acknowledged
+	// within TxnGiveUpMs aborts its transaction (delivery.timeout.ms).
+	TxnProducers, TxnsEach, TxnAbortPct, TxnV1Pct int
+	TxnPartitions, TxnStatePartitions             int
+	TxnConsumers                                  bool
+	TxnGiveUpMs                                   int64
 	// Network, per message.
 	DropPct, DupPct int
 	DelayMin        int64 // ticks
@@ -174,12 +186,30 @@ func Derive(seed uint64, p Profile) Options {
 	if r.IntN(4) == 0 {
 		o.Engine = EngineSegment
 	}
+	if r.IntN(4) == 0 {
+		o.TxnProducers, o.TxnsEach = 1+r.IntN(3), 3+r.IntN(5)
+		o.TxnAbortPct = []int{10, 30, 50}[r.IntN(3)]
+		o.TxnV1Pct = []int{0, 50, 100}[r.IntN(3)]
+		o.TxnPartitions, o.TxnStatePartitions = 2+r.IntN(2), 1+r.IntN(2)
+		o.TxnConsumers = r.IntN(4) > 0
+		o.TxnGiveUpMs = []int64{1000, 3000}[r.IntN(2)]
+	}
 	if p == ProfileLong {
+		o.TxnsEach *= 3
 		o.SafetyTicks = 5000 + int64(r.IntN(10000))
 		o.BatchesEach *= 4
 		o.LivenessTicks = 40000
 	}
 	return o
+}
+
+// transactions reports whether the run has transactional clients: only
+// where every acknowledged write is kept (sync=always, no retention, no
+// replaced disk, no broker lost for good, clean elections), so that the
+// transaction checkers need not tell a loss the options allow from a bug.
+func (o Options) transactions() bool {
+	return o.TxnProducers > 0 && o.Sync == engine.SyncAlways && o.RetentionBytes == 0 && o.DeleteRecordsEvery == 0 &&
+		o.LoseDiskPct == 0 && o.LostBroker == 0 && !o.Unclean
 }
 
 func (o Options) topicConfigs() map[string]string {
@@ -227,6 +257,10 @@ func (o Options) String() string {
 	fmt.Fprintf(&b, " drop=%d%% dup=%d%% delay=%d-%dms crash-every=%d partition-every=%d stall-every=%d disk-every=%d unsynced-kept=%d%% torn=%d%% snapshot-bytes=%d safety=%dms liveness<=%dms",
 		o.DropPct, o.DupPct, o.DelayMin, o.DelayMax, o.CrashEvery, o.PartitionEvery, o.StallEvery, o.DiskEvery, o.UnsyncedKeepPct, o.TornPct,
 		o.SnapshotBytes, o.SafetyTicks, o.LivenessTicks)
+	if o.transactions() {
+		fmt.Fprintf(&b, " txn-producers=%d txns=%d txn-abort=%d%% txn-v1=%d%% txn-partitions=%d txn-state-partitions=%d txn-consumers=%v txn-give-up=%dms",
+			o.TxnProducers, o.TxnsEach, o.TxnAbortPct, o.TxnV1Pct, o.TxnPartitions, o.TxnStatePartitions, o.TxnConsumers, o.TxnGiveUpMs)
+	}
 	if o.Sync != engine.SyncAlways {
 		fmt.Fprintf(&b, " sync=%s", o.Sync)
 	}

@@ -1,10 +1,14 @@
 package sim
 
 import (
+	"errors"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/minikafka/minikafka/broker/batch"
 	"github.com/minikafka/minikafka/broker/partition"
+	"github.com/minikafka/minikafka/broker/txn"
+	"github.com/minikafka/minikafka/cluster"
 )
 
 // The produce path, as the broker's: an acks=all produce is refused with
@@ -23,6 +27,12 @@ type produceReq struct {
 	tp   tp
 	acks int16
 	data []byte
+	// A transactional producer's: its id, the topic's name, and whether
+	// the partition is added to its transaction by this write (KIP-890's
+	// second part) rather than by an AddPartitionsToTxn before it.
+	txnID string
+	topic string
+	add   bool
 }
 
 type produceResp struct {
@@ -52,8 +62,20 @@ func (b *broker) serveProduce(pr produceReq, reply func(produceResp)) {
 		}
 	}
 	// The network may deliver the same bytes twice; Append patches them.
-	app, err := r.p.Append(append([]byte(nil), pr.data...))
+	data := append([]byte(nil), pr.data...)
+	app, err := r.p.Append(data)
 	r.observe()
+	var need *partition.VerifyNeeded
+	if errors.As(err, &need) {
+		b.verifyProduce(pr, r, data, need, reply)
+		return
+	}
+	b.appended(pr, r, app, err, reply)
+}
+
+// appended waits for the acknowledgement of what Append or AppendVerified
+// did with a produce, or answers its error.
+func (b *broker) appended(pr produceReq, r *replica, app partition.Appended, err error, reply func(produceResp)) {
 	if err != nil {
 		reply(produceResp{err: kafkaErr(err)})
 		b.settle()
@@ -123,4 +145,73 @@ func (b *broker) serveConsume(t tp, offset int64) consumeResp {
 	resp.batches = bs
 	b.s.checks.served(r, offset, resp)
 	return resp
+}
+
+// verifyProduce is the leader's half of KIP-890 for a batch that opens its
+// producer's transaction here, as the broker's appendVerified: ask the
+// coordinator (in process when it runs here, AddPartitionsToTxn otherwise)
+// whether the partition is in the transaction, or to add it; append with
+// the partition's guard if so, answer the coordinator's code, as
+// txn.VerifyAnswer maps it, if not. The client retries
+// CONCURRENT_TRANSACTIONS (the broker retries it inside, for a while).
+func (b *broker) verifyProduce(pr produceReq, r *replica, data []byte, need *partition.VerifyNeeded, reply func(produceResp)) {
+	kind := txn.KindVerify
+	if pr.add {
+		kind = txn.KindAdd
+	}
+	req := txn.Request{Kind: kind, ID: pr.txnID, Producer: txn.Producer{ID: need.ProducerID, Epoch: need.Epoch, Fenced: kerr.InvalidProducerEpoch.Code},
+		Partitions: []txn.TopicPartition{{Topic: pr.topic, Partition: pr.tp.part}}}
+	gen := b.gen
+	b.askCoordinator(req, func(a txn.Answer) {
+		if !b.up || b.gen != gen {
+			return // the process is gone: the client times out
+		}
+		code := a.Code
+		if kind == txn.KindVerify && len(a.Codes) == 1 {
+			code = a.Codes[0]
+		}
+		code = txn.VerifyAnswer(code, pr.add)
+		if code != 0 || !r.current() {
+			r.p.DropGuard(need.ProducerID, need.Guard)
+			if code == 0 {
+				code = kerr.NotLeaderForPartition.Code
+			}
+			reply(produceResp{err: kerr.ErrorForCode(code)})
+			return
+		}
+		app, err := r.p.AppendVerified(data, need.Guard)
+		r.observe()
+		b.appended(pr, r, app, err, reply)
+	})
+}
+
+// askCoordinator sends req to the coordinator of its transactional id: in
+// process when it runs here, otherwise to the leader of its partition of
+// __transaction_state; a lost answer is NOT_COORDINATOR.
+func (b *broker) askCoordinator(req txn.Request, done func(txn.Answer)) {
+	if c, _ := b.txnCoordFor(req.ID); c != nil {
+		c.handle(req, done)
+		b.settle()
+		return
+	}
+	none := txn.Answer{ProducerID: -1, Epoch: -1, Code: kerr.NotCoordinator.Code, Codes: fill(len(req.Partitions), kerr.NotCoordinator.Code)}
+	t, ok := b.store.Image().Topic(txnStateTopic)
+	if !ok {
+		done(none)
+		return
+	}
+	leader := t.Partitions[txnPartitionOf(req.ID, len(t.Partitions))].Leader
+	if leader == cluster.NoLeader || leader == b.id {
+		done(none)
+		return
+	}
+	b.s.rpc(b.id, leader, "txn-verify", 1000, func(reply func(any)) {
+		b.s.brokers[leader-1].serveTxn(req, func(a txn.Answer) { reply(a) })
+	}, func(resp any) {
+		if a, ok := resp.(txn.Answer); ok {
+			done(a)
+			return
+		}
+		done(none)
+	})
 }

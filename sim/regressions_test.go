@@ -3,6 +3,8 @@ package sim
 import (
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/minikafka/minikafka/engine"
 )
 
@@ -85,5 +87,24 @@ func TestNoFetcherOutlivesItsProcess(t *testing.T) {
 	o.Engine, o.Sync, o.Flags = EngineSegment, engine.SyncNever, "-engine segment -sync never"
 	if r := Run(o); r.Failed() {
 		t.Fatal(FormatFailure(r, 60))
+	}
+}
+
+// TestFollowerKeepsOpenTransactions: a follower appended a transaction's
+// replicated batch without counting it among its open transactions
+// (appendReplicatedLocked recorded it in the producer state but did not
+// update the readers' view, noteTxnsLocked), so once elected its last
+// stable offset was its high watermark: a read_committed consumer read the
+// records of a transaction still open there, which then aborted
+// (aborted-read). Found by the simulator's first transactional schedules,
+// seeds 50 and 96 (a controlled shutdown, then a partition, moved the
+// leadership of "tx" while a transaction was open).
+func TestFollowerKeepsOpenTransactions(t *testing.T) {
+	for _, seed := range []uint64{50, 96} {
+		o := Derive(seed, ProfileCI)
+		require.True(t, o.transactions(), "seed %d draws no transactions any more: the case needs another seed", seed)
+		if r := Run(o); r.Failed() {
+			t.Errorf("seed %d:\n%s", seed, FormatFailure(r, 60))
+		}
 	}
 }

@@ -68,7 +68,7 @@ func (c simClock) AfterFunc(time.Duration, func()) clock.Timer {
 // and checkpoints, as the broker's do.
 func (b *broker) openPartitions() error {
 	o := b.s.opts
-	m, err := partition.OpenManager(partition.Config{
+	cfg := partition.Config{
 		Dir: dataDir, Engine: o.partitionEngine(), Manual: true, Clock: simClock{b.s},
 		EngineOptions: engine.Options{FS: b.disk.fs(), Sync: o.Sync},
 		SnapshotBytes: o.SnapshotBytes,
@@ -76,7 +76,9 @@ func (b *broker) openPartitions() error {
 			ProposeISR: b.proposeISR, LagTime: lagTimeMs * time.Millisecond,
 			ConfigureLeader: configureLeader(o.Mutation), ConfigureFollower: configureFollower(o.Mutation),
 		},
-	})
+	}
+	mutatePartitions(&cfg, o.Mutation)
+	m, err := partition.OpenManager(cfg)
 	if err != nil {
 		return err
 	}
@@ -126,6 +128,17 @@ func (b *broker) settle() {
 		r.observe()
 		r.requestSync()
 		r.resolveWaiters()
+	}
+	if !b.up {
+		return
+	}
+	b.resolveMarkerWaits()
+	b.settleTxns()
+	for _, r := range sortedReplicas(b.replicas) {
+		if !b.up {
+			return
+		}
+		r.requestSync() // the coordinators' appends
 	}
 	b.wakeParked()
 	for _, fs := range b.sortedSessions() {

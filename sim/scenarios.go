@@ -171,6 +171,25 @@ var Scenarios = []Scenario{
 		},
 	},
 	{
+		Name: "kip-890", Mutation: "no-txn-verify",
+		Why: "a transactional write that outlives its transaction (the client gave up on it and aborted) lands later and opens a transaction nobody ends, or joins the next",
+		Tune: func(o *Options) {
+			// Stalled links hold writes for seconds, beyond the clients'
+			// patience; both transaction versions.
+			txnWorkload(o)
+			o.StallEvery, o.PartitionEvery, o.CrashEvery, o.DropPct, o.DelayMax = 300, 0, 0, 0, 20
+			o.TxnGiveUpMs, o.TxnV1Pct = 400, 50
+		},
+	},
+	{
+		Name: "read-committed", Mutation: "lso-at-hw",
+		Why: "read_committed reads to the high watermark: a consumer reads a transaction that then aborts",
+		Tune: func(o *Options) {
+			txnWorkload(o)
+			o.TxnAbortPct = 50
+		},
+	},
+	{
 		Name: "kip-903", Mutation: "no-broker-epoch",
 		Why:  "a broker back on an empty disk is put in the ISR by an expansion built from a fetch of its previous incarnation, sent without broker epochs",
 		Tune: kip903,
@@ -198,6 +217,14 @@ func kip903(o *Options) {
 	o.Producers, o.BatchesEach = 3, 30
 }
 
+// txnWorkload is a transactional workload on a replicated cluster.
+func txnWorkload(o *Options) {
+	o.Brokers, o.ReplicationFactor, o.MinISR = 3, 3, 2
+	o.TxnProducers, o.TxnsEach, o.TxnAbortPct, o.TxnV1Pct = 3, 6, 30, 50
+	o.TxnPartitions, o.TxnStatePartitions, o.TxnConsumers, o.TxnGiveUpMs = 3, 2, true, 1000
+	o.Producers, o.Consumers, o.TopicChurn = 1, 0, false
+}
+
 // ScenarioOptions are seed's options tuned for scenario sc, with the
 // mutation on when mutate is set.
 func ScenarioOptions(sc Scenario, seed uint64, mutate bool) Options {
@@ -206,6 +233,7 @@ func ScenarioOptions(sc Scenario, seed uint64, mutate bool) Options {
 	// the seeds draw (sync policies, non-voters, retention, replaced disks,
 	// metadata stalls) only where its Tune asks for it.
 	o.Sync, o.Voters, o.RetentionBytes, o.DeleteRecordsEvery, o.LoseDiskPct, o.MetadataStallEvery = engine.SyncAlways, 0, 0, 0, 0, 0
+	o.TxnProducers = 0 // transactions only where Tune asks for them
 	sc.Tune(&o)
 	o.Scenario = sc.Name
 	if mutate {

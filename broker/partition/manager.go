@@ -121,6 +121,9 @@ type Config struct {
 	// retention or tick loop (the caller calls EnforceRetention and Tick).
 	// The simulator runs partitions this way, one event at a time.
 	Manual bool
+
+	// mut: the protections switched off (Mutate, mutations build only).
+	mut mutations
 }
 
 // DefaultTickInterval is Config.TickInterval's default.

@@ -127,6 +127,7 @@ type Partition struct {
 	// first checkpoint (zero: not yet set).
 	firstEpochsDue time.Time
 	repl           Replication
+	mut            mutations
 	savedHW        int64 // the high watermark checkpoint's value
 	// replBytesIn and replBytesOut count record bytes replicated into this
 	// replica and served from it to followers.
@@ -175,7 +176,7 @@ func openPartition(m *Manager, spec Spec, id engine.LogID, log engine.LogEngine)
 	dir := m.partitionDir(spec.Key())
 	cfg := parseTopicConfig(spec.Configs)
 	p := &Partition{
-		topic: topic, index: index, key: spec.Key(), dir: dir, fs: fs, log: log, logID: id, repl: m.cfg.Replication,
+		topic: topic, index: index, key: spec.Key(), dir: dir, fs: fs, log: log, logID: id, repl: m.cfg.Replication, mut: m.cfg.mut,
 		internal:  cluster.Internal(topic),
 		always:    m.cfg.EngineOptions.Sync == engine.SyncAlways,
 		clock:     m.cfg.Clock,
@@ -284,7 +285,7 @@ func (p *Partition) appendGuarded(records []byte, guard uint64) (Appended, error
 				LogStartOffset: p.log.StartOffset(), Duplicate: true,
 			}, nil
 		}
-		if d.StartsTxn {
+		if d.StartsTxn && !p.mut.has(mutNoTxnVerify) {
 			if err := p.takeGuardLocked(hs[0], guard); err != nil {
 				return Appended{}, err
 			}

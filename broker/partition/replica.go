@@ -637,6 +637,10 @@ func (p *Partition) appendReplicatedLocked(infos []replication.BatchInfo, bytesA
 		if err := recordBatch(p.producers, b, h, info.BaseOffset, nowMs); err != nil {
 			return p.wrap(fmt.Errorf("replicated batch at %d: %w", info.BaseOffset, err))
 		}
+		// A follower keeps the readers' view of its transactions too: once
+		// it leads, its last stable offset must stop at a transaction
+		// still open.
+		p.noteTxnsLocked(h)
 		p.sinceSnap += int64(len(b))
 		p.replBytesIn.Add(int64(len(b)))
 	}

@@ -159,7 +159,7 @@ func (p *Partition) LastStableOffset() int64 {
 }
 
 func (p *Partition) lastStable(hw int64) int64 {
-	if p.unstable.Load() == 0 {
+	if p.unstable.Load() == 0 || p.mut.has(mutLSOAtHW) {
 		return hw
 	}
 	p.mu.Lock()

@@ -2,13 +2,10 @@ package txn
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -82,32 +79,30 @@ type Config struct {
 	CompactMinBytes int64
 }
 
-// Coordinator coordinates the transactional ids of one __transaction_state
-// partition: it keeps each id's Meta, serializes the requests of one id,
-// writes each change to the log and waits until it is committed before it
-// answers, writes the markers of decided transactions and aborts the ones
-// that time out. Safe for concurrent use.
+// Coordinator runs a Core on the broker's goroutines: it keeps the
+// Core's API for the broker's handlers (each call waits for its answer),
+// appends through the compacted log and waits for each append to commit
+// in a goroutine, writes marker jobs through Markers in goroutines, and
+// ticks the Core on the clock. Safe for concurrent use.
 type Coordinator struct {
 	cfg    Config
-	ctx    context.Context // ends at Close: writes and marker loops stop
+	ctx    context.Context // ends at Close: writes and marker jobs stop
 	cancel context.CancelFunc
 	bg     sync.WaitGroup
+	lg     *coordlog.Keyed // __transaction_state, compacted: every append goes through it
+	poke   chan struct{}   // the tick loop's deadline moved earlier
 
-	mu     sync.Mutex
-	txns   map[string]*entry
-	closed bool
-
-	lg *coordlog.Keyed // __transaction_state, compacted: every append goes through it
+	mu       sync.Mutex // one driver of core at a time
+	core     *Core
+	closed   bool
+	token    uint64
+	waiting  map[uint64]chan Answer   // requests waiting for their answer
+	appended map[uint64]chan struct{} // internal appends someone waits for
+	deadline time.Time
 }
 
-// entry is one transactional id: its lock, held across a change's write,
-// and its meta.
-type entry struct {
-	mu   sync.Mutex
-	meta *Meta
-	// marking: a goroutine writes the markers of meta's transaction.
-	marking bool
-}
+// errClosing fails the appends a closed coordinator is asked for.
+var errClosing = fmt.Errorf("transaction coordinator closing: %w", context.Canceled)
 
 // Open replays cfg.Log and returns the coordinator of the ids found in it.
 // Transactions found decided but not complete get their markers written
@@ -119,34 +114,22 @@ func Open(cfg Config) (*Coordinator, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.MaxTimeout <= 0 {
-		cfg.MaxTimeout = DefaultMaxTimeout
-	}
-	if cfg.AbortInterval <= 0 {
-		cfg.AbortInterval = DefaultAbortInterval
-	}
-	if cfg.IDExpiration == 0 {
-		cfg.IDExpiration = DefaultIDExpiration
-	}
-	metas, found, err := replay(cfg.Log)
+	metas, found, err := Replay(cfg.Log)
 	if err != nil {
 		return nil, fmt.Errorf("txn: load: %w", err)
 	}
-	c := &Coordinator{cfg: cfg, txns: map[string]*entry{}}
+	c := &Coordinator{cfg: cfg, poke: make(chan struct{}, 1), waiting: map[uint64]chan Answer{}, appended: map[uint64]chan struct{}{}}
+	c.core = NewCore(CoreConfig{Logger: cfg.Logger, CoordinatorEpoch: cfg.CoordinatorEpoch, MaxTimeout: cfg.MaxTimeout,
+		AbortInterval: cfg.AbortInterval, IDExpiration: cfg.IDExpiration}, metas)
 	c.lg = coordlog.NewKeyed(coordlog.KeyedConfig{Log: cfg.Log, Clock: cfg.Clock, Logger: cfg.Logger, Name: "__transaction_state",
 		CompactMinBytes: cfg.CompactMinBytes}, found)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	for id, m := range metas {
-		e := &entry{meta: m}
-		c.txns[id] = e
-		if pending(m) {
-			e.marking = true
-			c.writeMarkers(e, m)
-		}
-	}
 	cfg.Logger.Info("transaction coordinator loaded", "transactional_ids", len(metas))
+	c.mu.Lock()
+	c.perform(c.core.Start(cfg.Clock.Now()))
+	c.mu.Unlock()
 	c.bg.Add(1)
-	go c.abortLoop()
+	go c.tickLoop()
 	return c, nil
 }
 
@@ -163,274 +146,245 @@ func (c *Coordinator) Close() error {
 	return nil
 }
 
-// lookup is id's entry, created (with no meta) if create; nil once closed.
-func (c *Coordinator) lookup(id string, create bool) *entry {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// perform does what out asks (c.mu held): appends in order, each waited
+// for in a goroutine; marker jobs in goroutines; answers to their callers;
+// the tick loop told of an earlier deadline. An append that fails at once
+// is reported to the core at once, and so on until nothing is left.
+func (c *Coordinator) perform(out Output) {
+	for {
+		var more Output
+		for _, a := range out.Appends {
+			if err := c.startAppend(a); err != nil {
+				more = merge(more, c.core.Appended(a.Token, err, c.cfg.Clock.Now()))
+			}
+		}
+		for _, j := range out.Jobs {
+			c.startJob(j)
+		}
+		for _, a := range out.Answers {
+			if ch, ok := c.waiting[a.Token]; ok {
+				delete(c.waiting, a.Token)
+				ch <- a
+			}
+		}
+		if !out.Deadline.IsZero() && (c.deadline.IsZero() || out.Deadline.Before(c.deadline)) {
+			c.deadline = out.Deadline
+			select {
+			case c.poke <- struct{}{}:
+			default:
+			}
+		} else if !out.Deadline.IsZero() {
+			c.deadline = out.Deadline
+		}
+		if more.Empty() {
+			return
+		}
+		out = more
+	}
+}
+
+// merge is a then b, as one Output.
+func merge(a, b Output) Output {
+	a.Appends = append(a.Appends, b.Appends...)
+	a.Jobs = append(a.Jobs, b.Jobs...)
+	a.Answers = append(a.Answers, b.Answers...)
+	if !b.Deadline.IsZero() {
+		a.Deadline = b.Deadline
+	}
+	return a
+}
+
+// startAppend appends a's record and waits in a goroutine until it is
+// committed; an error is the append's own.
+func (c *Coordinator) startAppend(a Append) error {
 	if c.closed {
-		return nil
+		return errClosing
 	}
-	e := c.txns[id]
-	if e == nil && create {
-		e = &entry{}
-		c.txns[id] = e
-	}
-	return e
-}
-
-// apply carries out st on e (e.mu held): it writes st.Next, waits until it
-// is committed, keeps it, and starts its markers if asked. It returns the
-// code to answer.
-func (c *Coordinator) apply(e *entry, st Step) int16 {
-	if st.Next == nil {
-		return st.Code
-	}
-	if err := c.store(st.Next); err != nil {
-		c.cfg.Logger.Warn("txn: store failed", "transactional_id", st.Next.ID, "err", err)
-		return coordlog.ErrorCode(err)
-	}
-	e.meta = st.Next
-	if st.Markers {
-		e.marking = true
-		c.writeMarkers(e, st.Next)
-	}
-	return st.Code
-}
-
-// store writes m's record and waits until it is committed.
-func (c *Coordinator) store(m *Meta) error {
-	end, err := c.lg.Append([]batch.KV{{Key: recordKey(m.ID), Value: m.recordValue()}}, c.cfg.Clock.Now())
+	end, err := c.lg.Append([]batch.KV{a.Record}, c.cfg.Clock.Now())
 	if err != nil {
 		return err
-	}
-	return c.cfg.Log.WaitDurable(c.ctx, end)
-}
-
-// writeMarkers writes the markers of m's decided transaction in the
-// background, then its Complete state.
-func (c *Coordinator) writeMarkers(e *entry, m *Meta) {
-	job := MarkerJob{
-		TxnID: m.ID, ProducerID: m.ProducerID, Epoch: m.Epoch, Commit: m.State == PrepareCommit,
-		CoordinatorEpoch: c.cfg.CoordinatorEpoch, Partitions: m.SortedPartitions(),
 	}
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
-		for {
-			err := c.cfg.Markers.Write(c.ctx, job)
-			if err == nil {
-				break
-			}
-			if c.ctx.Err() != nil {
-				return
-			}
-			c.cfg.Logger.Info("txn: markers not all written; retrying", "transactional_id", m.ID, "err", err)
-			c.pause(markerBackoff)
+		err := c.cfg.Log.WaitDurable(c.ctx, end)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.perform(c.core.Appended(a.Token, err, c.cfg.Clock.Now()))
+		if ch, ok := c.appended[a.Token]; ok {
+			delete(c.appended, a.Token)
+			close(ch)
 		}
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		for c.ctx.Err() == nil {
-			next := completed(m, c.cfg.Clock.Now())
-			err := c.store(next)
-			if err == nil {
-				e.meta, e.marking = next, false
-				return
-			}
-			c.cfg.Logger.Warn("txn: storing a completed transaction failed; retrying", "transactional_id", m.ID, "err", err)
-			c.pause(markerBackoff)
+	}()
+	return nil
+}
+
+// startJob writes j's markers in a goroutine and reports the outcome.
+func (c *Coordinator) startJob(j Job) {
+	if c.closed {
+		return
+	}
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		err := c.cfg.Markers.Write(c.ctx, j.MarkerJob)
+		if c.ctx.Err() != nil {
+			return
 		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.perform(c.core.MarkersWritten(j.Token, err, c.cfg.Clock.Now()))
 	}()
 }
 
-// pause waits d on the clock, or until Close.
-func (c *Coordinator) pause(d time.Duration) {
-	t := c.cfg.Clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-	case <-c.ctx.Done():
+// tickLoop ticks the core at the deadline it asks for.
+func (c *Coordinator) tickLoop() {
+	defer c.bg.Done()
+	for {
+		c.mu.Lock()
+		d := c.deadline.Sub(c.cfg.Clock.Now())
+		c.mu.Unlock()
+		if d > 0 {
+			t := c.cfg.Clock.NewTimer(d)
+			select {
+			case <-t.C():
+			case <-c.poke:
+				t.Stop()
+				continue
+			case <-c.ctx.Done():
+				t.Stop()
+				return
+			}
+		}
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return
+		}
+		c.deadline = time.Time{}
+		c.perform(c.core.Tick(c.cfg.Clock.Now()))
+		c.mu.Unlock()
 	}
 }
 
-// abortLoop aborts the transactions that ran past their timeout and
-// forgets the ids unused for IDExpiration.
-func (c *Coordinator) abortLoop() {
-	defer c.bg.Done()
-	for c.ctx.Err() == nil {
-		c.pause(c.cfg.AbortInterval)
-		c.AbortExpired()
-		c.ExpireIDs()
+// call hands req to the core and waits for its answer.
+func (c *Coordinator) call(req Request) Answer {
+	ch := make(chan Answer, 1)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return Answer{ProducerID: -1, Epoch: -1, Code: kerr.NotCoordinator.Code, Codes: fill(len(req.Partitions), kerr.NotCoordinator.Code)}
+	}
+	c.token++
+	req.Token = c.token
+	c.waiting[req.Token] = ch
+	c.perform(c.core.Handle(req, c.cfg.Clock.Now()))
+	c.mu.Unlock()
+	return <-ch
+}
+
+func fill(n int, code int16) []int16 {
+	out := make([]int16, n)
+	for i := range out {
+		out[i] = code
+	}
+	return out
+}
+
+// internal runs one of the core's own scans now and waits until every
+// append in flight then (the scan's, and those of a tick or request that
+// got there first) is done.
+func (c *Coordinator) internal(scan func(*Core, time.Time) Output) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.perform(scan(c.core, c.cfg.Clock.Now()))
+	var waits []chan struct{}
+	for tok := range c.core.writes {
+		ch, ok := c.appended[tok]
+		if !ok {
+			ch = make(chan struct{})
+			c.appended[tok] = ch
+		}
+		waits = append(waits, ch)
+	}
+	c.mu.Unlock()
+	for _, ch := range waits {
+		<-ch
 	}
 }
 
 // ExpireIDs forgets every transactional id with no transaction open or
-// being decided that has not changed for IDExpiration: its record gets a
-// tombstone, and a producer that comes back with it starts afresh (a new
-// producer id). The coordinator calls it every AbortInterval; tests call
-// it directly.
-func (c *Coordinator) ExpireIDs() {
-	if c.cfg.IDExpiration < 0 {
-		return
-	}
-	for _, id := range c.ids() {
-		e := c.lookup(id, false)
-		if e == nil {
-			return
-		}
-		e.mu.Lock()
-		now := c.cfg.Clock.Now()
-		if m := e.meta; m != nil && !pending(m) && m.State != Ongoing && now.Sub(m.Update) > c.cfg.IDExpiration {
-			end, err := c.lg.Append([]batch.KV{{Key: recordKey(id)}}, now)
-			if err == nil {
-				err = c.cfg.Log.WaitDurable(c.ctx, end)
-			}
-			if err != nil {
-				c.cfg.Logger.Warn("txn: expiring a transactional id", "transactional_id", id, "err", err)
-			} else {
-				c.cfg.Logger.Info("txn: transactional id expired", "transactional_id", id, "unused_for", now.Sub(m.Update))
-				e.meta = nil
-				c.mu.Lock()
-				if c.txns[id] == e {
-					delete(c.txns, id)
-				}
-				c.mu.Unlock()
-			}
-		}
-		e.mu.Unlock()
-	}
-}
+// being decided that has not changed for IDExpiration (see
+// Core.ExpireIDs), and returns once the tombstones are committed or
+// failed. The coordinator does it every AbortInterval; tests call it
+// directly.
+func (c *Coordinator) ExpireIDs() { c.internal((*Core).ExpireIDs) }
 
 // AbortExpired aborts every transaction past its timeout now, fencing its
-// producer (the abort bumps the epoch). The coordinator calls it every
+// producer (the abort bumps the epoch), and returns once the aborts are
+// decided (committed in the log) or failed. The coordinator does it every
 // AbortInterval; tests call it directly.
-func (c *Coordinator) AbortExpired() {
-	for _, id := range c.ids() {
-		e := c.lookup(id, false)
-		if e == nil {
-			return
-		}
-		e.mu.Lock()
-		if now := c.cfg.Clock.Now(); e.meta != nil && expired(e.meta, now) {
-			c.cfg.Logger.Info("txn: aborting a transaction past its timeout", "transactional_id", id,
-				"producer_id", e.meta.ProducerID, "epoch", e.meta.Epoch, "timeout", e.meta.Timeout)
-			c.apply(e, abortExpired(e.meta, now))
-		}
-		e.mu.Unlock()
-	}
-}
-
-func (c *Coordinator) ids() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Sorted(maps.Keys(c.txns))
-}
+func (c *Coordinator) AbortExpired() { c.internal((*Core).AbortExpired) }
 
 // InitProducerID gives id's producer its id and epoch (InitProducerId with
 // a transactional id).
 func (c *Coordinator) InitProducerID(ctx context.Context, id string, in InitRequest) (int64, int16, int16) {
-	e := c.lookup(id, true)
-	if e == nil {
-		return -1, -1, kerr.NotCoordinator.Code
+	req := Request{Kind: KindInit, ID: id, Init: in, NewProducerID: -1}
+	for {
+		a := c.call(req)
+		if !a.NeedProducerID {
+			return a.ProducerID, a.Epoch, a.Code
+		}
+		pid, err := c.cfg.NewProducerID(ctx)
+		if err != nil {
+			c.cfg.Logger.Warn("txn: allocating a producer id", "transactional_id", id, "err", err)
+			return -1, -1, kerr.CoordinatorNotAvailable.Code
+		}
+		req.NewProducerID = pid
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	st, err := initProducer(e.meta, id, in, c.cfg.Clock.Now(), c.cfg.MaxTimeout, func() (int64, error) { return c.cfg.NewProducerID(ctx) })
-	if err != nil {
-		c.cfg.Logger.Warn("txn: allocating a producer id", "transactional_id", id, "err", err)
-		return -1, -1, kerr.CoordinatorNotAvailable.Code
-	}
-	if code := c.apply(e, st); code != 0 || e.meta == nil {
-		return -1, -1, cmp.Or(code, kerr.CoordinatorNotAvailable.Code)
-	}
-	return e.meta.ProducerID, e.meta.Epoch, 0
 }
 
 // AddPartitions adds parts to pr's transaction of id (AddPartitionsToTxn,
 // and AddOffsetsToTxn with the group's __consumer_offsets partition).
 func (c *Coordinator) AddPartitions(id string, pr Producer, parts []TopicPartition) int16 {
-	e := c.lookup(id, false)
-	if e == nil {
-		return c.unknown()
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return c.apply(e, addPartitions(e.meta, pr, parts, c.cfg.Clock.Now()))
-}
-
-// unknown is the answer for an id this coordinator does not know.
-func (c *Coordinator) unknown() int16 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return kerr.NotCoordinator.Code
-	}
-	return kerr.InvalidProducerIDMapping.Code
+	return c.call(Request{Kind: KindAdd, ID: id, Producer: pr, Partitions: parts}).Code
 }
 
 // Verify answers a partition leader's question (AddPartitionsToTxn v4+
 // with VerifyOnly, KIP-890): is each of parts in pr's ongoing transaction
 // of id? 0 for those that are.
 func (c *Coordinator) Verify(id string, pr Producer, parts []TopicPartition) []int16 {
-	codes := make([]int16, len(parts))
-	e := c.lookup(id, false)
-	if e == nil {
-		for i := range codes {
-			codes[i] = c.unknown()
-		}
-		return codes
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for i, tp := range parts {
-		codes[i] = verify(e.meta, pr, tp)
-	}
-	return codes
+	return c.call(Request{Kind: KindVerify, ID: id, Producer: pr, Partitions: parts}).Codes
 }
 
 // EndTxn commits or aborts pr's transaction of id. tv2 is an EndTxn v5+
 // (KIP-890 part 2): the epoch is bumped and the new one returned.
 func (c *Coordinator) EndTxn(id string, pr Producer, commit, tv2 bool) (int64, int16, int16) {
-	e := c.lookup(id, false)
-	if e == nil {
-		return -1, -1, c.unknown()
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	code := c.apply(e, endTxn(e.meta, pr, commit, tv2, c.cfg.Clock.Now()))
-	if e.meta == nil {
-		return -1, -1, code
-	}
-	return e.meta.ProducerID, e.meta.Epoch, code
+	a := c.call(Request{Kind: KindEnd, ID: id, Producer: pr, Commit: commit, TV2: tv2})
+	return a.ProducerID, a.Epoch, a.Code
 }
 
-// Meta returns a copy of id's meta.
+// Meta returns a copy of id's committed meta.
 func (c *Coordinator) Meta(id string) (*Meta, bool) {
-	e := c.lookup(id, false)
-	if e == nil {
-		return nil, false
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.meta == nil {
-		return nil, false
-	}
-	return e.meta.clone(), true
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.core.Meta(id)
 }
 
 // Metas returns a copy of every id's meta, by id.
 func (c *Coordinator) Metas() []*Meta {
-	var out []*Meta
-	for _, id := range c.ids() {
-		if m, ok := c.Meta(id); ok {
-			out = append(out, m)
-		}
-	}
-	return out
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.core.Metas()
 }
 
-// replay reads the whole log: the latest record of each id wins, a
-// tombstone deletes.
-func replay(log coordlog.Log) (map[string]*Meta, coordlog.Loaded, error) {
+// Replay reads the whole log: the latest record of each id wins, a
+// tombstone deletes. It returns the metas found, for NewCore, and what a
+// coordlog.Keyed over the log needs.
+func Replay(log coordlog.Log) (map[string]*Meta, coordlog.Loaded, error) {
 	metas := map[string]*Meta{}
 	found := coordlog.Loaded{Live: map[string][]byte{}, Start: log.StartOffset()}
 	var bad error
