@@ -29,8 +29,9 @@ import (
 // committed (Appended with a nil error) the change is the id's meta and
 // the request is answered. A decided transaction's markers go out as a
 // MarkerJob; once they are written (MarkersWritten) its Complete state is
-// appended. A failed marker job or Complete write is tried again
-// markerBackoff later, at a Tick.
+// appended, and is the id's meta at once: the requests that waited go on
+// without waiting for it to commit (see complete). A failed marker job is
+// tried again markerBackoff later, at a Tick.
 type Core struct {
 	cfg     CoreConfig
 	txns    map[string]*entry
@@ -139,8 +140,7 @@ type entry struct {
 	w     *write
 	queue []Request
 	// job is the token of the marker job out for meta's transaction (0:
-	// none); retryAt, when set, is when to try the markers (or, with
-	// marked, the Complete state) again.
+	// none); retryAt, when set, is when to try the markers again.
 	job     uint64
 	retryAt time.Time
 	// marked: meta's markers are written, its Complete state is not yet.
@@ -310,14 +310,19 @@ func (c *Core) Appended(token uint64, err error, now time.Time) Output {
 	}
 	delete(c.writes, token)
 	e := c.txns[w.id]
+	if w.done {
+		// A Complete state: e's meta since it was appended (complete).
+		if err != nil {
+			c.cfg.Logger.Warn("txn: storing a completed transaction failed; the next write of the id, or the next coordinator, settles it",
+				"transactional_id", w.id, "err", err)
+		}
+		return c.flush()
+	}
 	e.w = nil
 	if err != nil {
 		c.cfg.Logger.Warn("txn: store failed", "transactional_id", w.id, "err", err)
-		switch {
-		case w.req != nil:
+		if w.req != nil {
 			c.answer(e, *w.req, coordlog.ErrorCode(err))
-		case w.done:
-			c.retry(e, now)
 		}
 		c.settle(w.id, e, now)
 		return c.flush()
@@ -326,8 +331,6 @@ func (c *Core) Appended(token uint64, err error, now time.Time) Output {
 	switch {
 	case w.next == nil:
 		c.cfg.Logger.Info("txn: transactional id expired", "transactional_id", w.id)
-	case w.done:
-		e.marked = false
 	case w.markers:
 		c.sendMarkers(w.id, e)
 	}
@@ -360,13 +363,26 @@ func (c *Core) settle(id string, e *entry, now time.Time) {
 }
 
 // complete writes the Complete state of e's decided transaction, whose
-// markers are written.
+// markers are written, and makes it e's meta without waiting for the
+// append to commit. Nothing decided on that meta needs it durable: the
+// decision (the Prepare state) is, and the markers are in. Every write
+// after it lies after it in the log, so committing one commits the
+// Complete state too; and if the coordinator fails over before either is
+// committed, its successor finds the Prepare state and writes the markers
+// again, which is safe because no later transaction of the id can have
+// written anything yet (its first write in a partition waits for an
+// Ongoing state committed after this one). A producer's next transaction
+// begins one replication round sooner.
 func (c *Core) complete(id string, e *entry, now time.Time) {
+	e.marked = false
 	if !pending(e.meta) {
-		e.marked = false // cannot happen: nothing moves a pending meta but this
-		return
+		return // cannot happen: nothing moves a pending meta but this
 	}
-	c.append(id, e, &write{id: id, next: completed(e.meta, now), done: true}, now)
+	next := completed(e.meta, now)
+	c.tok++
+	c.writes[c.tok] = &write{id: id, next: next, done: true}
+	c.out.Appends = append(c.out.Appends, Append{Token: c.tok, Record: batch.KV{Key: recordKey(id), Value: next.recordValue()}, Internal: true})
+	e.meta = next
 }
 
 // sendMarkers sends the job of e's decided transaction.

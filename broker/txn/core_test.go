@@ -105,16 +105,36 @@ func TestCoreMarkerRetry(t *testing.T) {
 	assert.NotEqual(t, seen.Jobs[0].Token, out.Jobs[0].Token)
 	assert.True(t, c.MarkersWritten(seen.Jobs[0].Token, nil, t0).Empty(), "the first job's late answer is void")
 
-	// The Complete state fails to commit: tried again after the pause too.
+	// The Complete state is the id's meta as soon as it is appended; a
+	// failure to commit it is left to the id's next write, or to the next
+	// coordinator, which finds the Prepare state and writes the markers
+	// again.
 	out = c.MarkersWritten(out.Jobs[0].Token, nil, t0.Add(markerBackoff))
 	require.Len(t, out.Appends, 1)
-	out = c.Appended(out.Appends[0].Token, kerr.NotLeaderForPartition, t0.Add(markerBackoff))
-	assert.True(t, out.Empty())
-	out = c.Tick(t0.Add(2 * markerBackoff))
-	require.Len(t, out.Appends, 1)
-	commitAll(t, c, out, t0.Add(2*markerBackoff))
 	m, _ := c.Meta("app")
 	assert.Equal(t, CompleteAbort, m.State)
+	assert.True(t, c.Appended(out.Appends[0].Token, kerr.NotLeaderForPartition, t0.Add(markerBackoff)).Empty())
+	m, _ = c.Meta("app")
+	assert.Equal(t, CompleteAbort, m.State)
+}
+
+// A request that waited for a transaction's markers goes on as soon as
+// they are written: its append follows the Complete state's in the same
+// Output, without waiting for that one to commit.
+func TestCoreNextTransactionAfterMarkers(t *testing.T) {
+	c, _ := newCore(nil)
+	initID(t, c, "app", 50, t0)
+	pr := Producer{ID: 50, Epoch: 0, Fenced: kerr.ProducerFenced.Code}
+	commitAll(t, c, c.Handle(Request{Kind: KindAdd, ID: "app", Producer: pr, Partitions: []TopicPartition{tpA}}, t0), t0)
+	seen := commitAll(t, c, c.Handle(Request{Kind: KindEnd, ID: "app", Producer: pr, Commit: true}, t0), t0)
+	require.Len(t, seen.Jobs, 1)
+	out := c.Handle(Request{Token: 7, Kind: KindAdd, ID: "app", Producer: pr, Partitions: []TopicPartition{tpA}}, t0)
+	require.Len(t, out.Answers, 1)
+	assert.Equal(t, kerr.ConcurrentTransactions.Code, out.Answers[0].Code, "the markers are under way")
+	out = c.MarkersWritten(seen.Jobs[0].Token, nil, t0)
+	require.Len(t, out.Appends, 1, "the Complete state")
+	out = c.Handle(Request{Token: 8, Kind: KindAdd, ID: "app", Producer: pr, Partitions: []TopicPartition{tpA}}, t0)
+	require.Len(t, out.Appends, 1, "the next transaction's Ongoing state, at once")
 }
 
 func TestCoreFailedAppendAnswers(t *testing.T) {
