@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"time"
 
@@ -122,19 +121,9 @@ func (l coordLog) WaitDurable(ctx context.Context, end int64) error {
 	return err
 }
 
-// Read reads to the log end, not to the high watermark: a coordinator
-// loads when its broker becomes the partition's leader, whose high
-// watermark may not yet have caught up with what it holds (and will
-// commit), as Kafka's coordinator loads to the log end too.
+// Read reads to the log end (Partition.ReadToEnd).
 func (l coordLog) Read(offset int64, maxBytes int) ([]byte, error) {
-	if offset >= l.p.EndOffset() {
-		return nil, nil
-	}
-	bs, err := l.p.ReadLog(offset, maxBytes)
-	if err != nil {
-		return nil, err
-	}
-	return partition.Concat(bs, math.MaxInt64), nil
+	return l.p.ReadToEnd(offset, maxBytes)
 }
 
 func (l coordLog) StartOffset() int64 { return l.p.StartOffset() }

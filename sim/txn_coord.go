@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"time"
 
@@ -76,14 +75,7 @@ func (l coordLog) WaitDurable(context.Context, int64) error {
 	panic("sim: a coordinator waited for its log (the driver polls the high watermark)")
 }
 func (l coordLog) Read(offset int64, maxBytes int) ([]byte, error) {
-	if offset >= l.p.EndOffset() {
-		return nil, nil
-	}
-	bs, err := l.p.ReadLog(offset, maxBytes)
-	if err != nil {
-		return nil, err
-	}
-	return partition.Concat(bs, math.MaxInt64), nil
+	return l.p.ReadToEnd(offset, maxBytes)
 }
 func (l coordLog) StartOffset() int64 { return l.p.StartOffset() }
 func (l coordLog) DeleteBefore(context.Context, int64) error {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -433,6 +434,24 @@ func (p *Partition) ReadLog(offset int64, maxBytes int) ([]engine.Batch, error) 
 		return nil, p.storageErr("read", err)
 	}
 	return bs, nil
+}
+
+// ReadToEnd returns the stored batches from the one holding offset, about
+// maxBytes of them but at least one, concatenated, up to the log end and
+// not the high watermark: nothing at the end. It is what a coordinator
+// (groups, transactions) replays its partition with when it loads: it
+// loads when its broker becomes the leader, whose high watermark may not
+// have caught up yet with what it holds (and will commit), as Kafka's
+// coordinators load to the log end too.
+func (p *Partition) ReadToEnd(offset int64, maxBytes int) ([]byte, error) {
+	if offset >= p.log.EndOffset() {
+		return nil, nil
+	}
+	bs, err := p.ReadLog(offset, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	return Concat(bs, math.MaxInt64), nil
 }
 
 // ShortOfHighWatermark is how many offsets below its saved high watermark
