@@ -1,5 +1,7 @@
 package sim
 
+import "fmt"
+
 // highWatermarks checks that a replica's high watermark never goes back
 // within its incarnation (not by a truncation either: nothing below it may
 // be dropped), and that nobody is served a record at or above the leader's
@@ -23,7 +25,7 @@ func (h *highWatermarks) lostFrom(k tp, off int64) {
 // after an event: lower is a regression (a truncation took it back, which
 // under sync=always means it had acknowledged what the cluster did not
 // keep).
-func (h *highWatermarks) observed(s *Sim, replica string, k tp, from, to int64) {
+func (h *highWatermarks) observed(s *Sim, replica fmt.Stringer, k tp, from, to int64) {
 	if lost, ok := h.lost[k]; ok && to >= lost {
 		return
 	}

@@ -241,10 +241,10 @@ func TestCheckMetadata(t *testing.T) {
 
 func TestCheckHighWatermark(t *testing.T) {
 	s := testSim()
-	s.checks.hws.observed(s, "b1 t-0", k1, 3, 5)
+	s.checks.hws.observed(s, name("b1 t-0"), k1, 3, 5)
 	require.Empty(t, reported(s))
 	s.checks.hws.lostFrom(tp{topic: uuid.UUID{2}}, 0)
-	s.checks.hws.observed(s, "b1 t-0", k1, 5, 4)
+	s.checks.hws.observed(s, name("b1 t-0"), k1, 5, 4)
 	require.Equal(t, "hw-regression", reported(s))
 
 	s = testSim()
@@ -383,3 +383,8 @@ func mustSnapshot(t *testing.T, m *cluster.Metadata) []byte {
 	require.NoError(t, err)
 	return data
 }
+
+// name is a replica's name for checkers that format it only on a violation.
+type name string
+
+func (n name) String() string { return string(n) }
