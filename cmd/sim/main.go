@@ -6,6 +6,9 @@
 //	go run ./cmd/sim -seeds 500 -brokers 5 -faults crash,partition
 //	go run -tags mutations ./cmd/sim -seeds 100000 -report results/sim.md
 //
+// Schedules run -workers at a time (GOMAXPROCS by default): each is its
+// own deterministic world, so this changes no schedule, only wall time.
+//
 // -report writes the figures of results/sim.md: the schedules, their
 // violations, simulated time against wall time, faults by kind, and, in a
 // build with the mutations tag, how soon each named scenario's mutation
@@ -13,13 +16,17 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -41,6 +48,7 @@ func main() {
 	scenario := flag.String("scenario", "", "tune the options for a named scenario: "+scenarioNames())
 	mutation := flag.String("mutation", "", "switch a protection off (a build with -tags mutations): "+strings.Join(sim.Mutations(), ","))
 	report := flag.String("report", "", "write the figures to this markdown file")
+	workers := flag.Int("workers", runtime.GOMAXPROCS(0), "schedules run at once (each is deterministic on its own)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
 
@@ -115,12 +123,12 @@ func main() {
 		return
 	}
 	load := [2]string{loadAverage()}
-	sum := runMany(*first, *seeds, options)
+	sum := runMany(*first, *seeds, *workers, options)
 	fmt.Print(sum.text())
 	if *report != "" {
 		var caught []catch
 		if len(sim.Mutations()) > 1 {
-			caught = catchMutations(*seeds)
+			caught = catchMutations(*seeds, *workers)
 		}
 		load[1] = loadAverage()
 		if err := writeReport(*report, sum, caught, load); err != nil {
@@ -143,45 +151,79 @@ type summary struct {
 	acked     [2]int
 	reads     int
 	failures  []sim.Result
+	workers   int
+	cpu       time.Duration // the process's user and system time over the run
 }
 
-func runMany(first uint64, n int, options func(uint64) sim.Options) summary {
-	s := summary{faults: map[string]int{}}
+// runMany runs schedules first..first+n-1 on workers goroutines. Each
+// schedule is its own deterministic world, so running several at once
+// changes no schedule; the summary adds them up, failures in seed order.
+func runMany(first uint64, n, workers int, options func(uint64) sim.Options) summary {
+	s := summary{faults: map[string]int{}, workers: max(workers, 1)}
 	bar := progressbar.NewOptions(n, progressbar.OptionSetDescription("schedules"), progressbar.OptionShowCount(),
 		progressbar.OptionSetWriter(os.Stderr), progressbar.OptionThrottle(200*time.Millisecond))
-	start := time.Now()
-	for i := range n {
-		r := sim.Run(options(first + uint64(i)))
-		s.schedules++
-		s.simMs += r.Stats.Ticks
-		s.events += r.Stats.Events
-		s.acked[0] += r.Stats.AckedAll
-		s.acked[1] += r.Stats.AckedOne
-		s.reads += r.Stats.Reads
-		for k, v := range r.Stats.Faults {
-			s.faults[k] += v
-		}
-		s.faults["message-dropped"] += r.Stats.Dropped
-		s.faults["message-duplicated"] += r.Stats.Duplicated
-		s.faults["unsynced-batch-lost"] += r.Stats.LostBatches
-		s.faults["torn-write"] += r.Stats.Torn
-		if r.Failed() {
-			s.failures = append(s.failures, r)
-			fmt.Fprintf(os.Stderr, "\n%s", sim.FormatFailure(r, 0))
-		}
-		_ = bar.Add(1)
+	start, cpu0 := time.Now(), cpuTime()
+	next := make(chan uint64)
+	var wg sync.WaitGroup
+	var mu sync.Mutex // s and the progress bar
+	for range s.workers {
+		wg.Go(func() {
+			for seed := range next {
+				r := sim.Run(options(seed))
+				mu.Lock()
+				s.add(r)
+				_ = bar.Add(1)
+				mu.Unlock()
+			}
+		})
 	}
-	s.wall = time.Since(start)
+	for i := range n {
+		next <- first + uint64(i)
+	}
+	close(next)
+	wg.Wait()
+	s.wall, s.cpu = time.Since(start), cpuTime()-cpu0
 	_ = bar.Finish()
 	fmt.Fprintln(os.Stderr)
+	slices.SortFunc(s.failures, func(a, b sim.Result) int { return cmp.Compare(a.Options.Seed, b.Options.Seed) })
 	return s
+}
+
+func (s *summary) add(r sim.Result) {
+	s.schedules++
+	s.simMs += r.Stats.Ticks
+	s.events += r.Stats.Events
+	s.acked[0] += r.Stats.AckedAll
+	s.acked[1] += r.Stats.AckedOne
+	s.reads += r.Stats.Reads
+	for k, v := range r.Stats.Faults {
+		s.faults[k] += v
+	}
+	s.faults["message-dropped"] += r.Stats.Dropped
+	s.faults["message-duplicated"] += r.Stats.Duplicated
+	s.faults["unsynced-batch-lost"] += r.Stats.LostBatches
+	s.faults["torn-write"] += r.Stats.Torn
+	if r.Failed() {
+		s.failures = append(s.failures, r)
+		fmt.Fprintf(os.Stderr, "\n%s", sim.FormatFailure(r, 0))
+	}
+}
+
+// cpuTime is the user and system time this process has used.
+func cpuTime() time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
 func (s summary) text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "schedules: %d, violations: %d\n", s.schedules, len(s.failures))
-	fmt.Fprintf(&b, "simulated: %s in %s of wall time (%.0fx), %d events\n",
-		time.Duration(s.simMs)*time.Millisecond, s.wall.Round(time.Millisecond), float64(s.simMs)/float64(s.wall.Milliseconds()+1), s.events)
+	fmt.Fprintf(&b, "simulated: %s in %s of wall time on %d workers (%.0fx), %s of CPU time (%.0fx), %d events\n",
+		time.Duration(s.simMs)*time.Millisecond, s.wall.Round(time.Millisecond), s.workers, float64(s.simMs)/float64(s.wall.Milliseconds()+1),
+		s.cpu.Round(time.Millisecond), float64(s.simMs)/float64(s.cpu.Milliseconds()+1), s.events)
 	fmt.Fprintf(&b, "acknowledged batches: %d acks=all, %d acks=1; records read by consumers: %d\n", s.acked[0], s.acked[1], s.reads)
 	b.WriteString("faults injected:\n")
 	for _, k := range sortedKeys(s.faults) {

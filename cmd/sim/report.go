@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/minikafka/minikafka/sim"
@@ -30,33 +31,48 @@ const rateSchedules = 1000
 // catchMutations runs each named scenario with its mutation on: its first
 // rateSchedules schedules, counting those the checkers catch, and on up to
 // limit schedules until the first catch.
-func catchMutations(limit int) []catch {
-	var out []catch
-	for _, sc := range sim.Scenarios {
-		c := catch{sc: sc, rateOf: min(limit, rateSchedules)}
-		var ms int64
-		for seed := uint64(1); seed <= uint64(limit); seed++ {
-			if c.schedules > 0 && int(seed) > c.rateOf {
-				break
+func catchMutations(limit, workers int) []catch {
+	out := make([]catch, len(sim.Scenarios))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range max(workers, 1) {
+		wg.Go(func() {
+			for i := range next {
+				out[i] = catchOne(sim.Scenarios[i], limit)
 			}
-			r := sim.Run(sim.ScenarioOptions(sc, seed, true))
-			if c.schedules == 0 {
-				ms += r.Stats.Ticks
-			}
-			if !r.Failed() {
-				continue
-			}
-			if int(seed) <= c.rateOf {
-				c.caught++
-			}
-			if c.schedules == 0 {
-				c.schedules, c.violation, c.replay = int(seed), r.Violations[0].String(), r.Replay()
-			}
-		}
-		c.simHours = float64(ms) / 3.6e6
-		out = append(out, c)
+		})
 	}
+	for i := range sim.Scenarios {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 	return out
+}
+
+func catchOne(sc sim.Scenario, limit int) catch {
+	c := catch{sc: sc, rateOf: min(limit, rateSchedules)}
+	var ms int64
+	for seed := uint64(1); seed <= uint64(limit); seed++ {
+		if c.schedules > 0 && int(seed) > c.rateOf {
+			break
+		}
+		r := sim.Run(sim.ScenarioOptions(sc, seed, true))
+		if c.schedules == 0 {
+			ms += r.Stats.Ticks
+		}
+		if !r.Failed() {
+			continue
+		}
+		if int(seed) <= c.rateOf {
+			c.caught++
+		}
+		if c.schedules == 0 {
+			c.schedules, c.violation, c.replay = int(seed), r.Violations[0].String(), r.Replay()
+		}
+	}
+	c.simHours = float64(ms) / 3.6e6
+	return c
 }
 
 // loadAverage is the machine's one-minute load average, where Linux says
@@ -72,9 +88,9 @@ func loadAverage() string {
 func writeReport(path string, s summary, caught []catch, load [2]string) error {
 	var b strings.Builder
 	b.WriteString("# Simulation results\n\n")
-	fmt.Fprintf(&b, "Written by `go run -tags mutations ./cmd/sim -seeds %d -report %s` on %s (%d CPUs, %s; "+
+	fmt.Fprintf(&b, "Written by `go run -tags mutations ./cmd/sim -seeds %d -report %s` on %s (%d CPUs, %d schedules at once, %s; "+
 		"load average %s at the start, %s at the end: the machine is shared, and wall times move with it).\n\n",
-		s.schedules, path, time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), runtime.Version(), load[0], load[1])
+		s.schedules, path, time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), s.workers, runtime.Version(), load[0], load[1])
 	b.WriteString("Every broker runs the project's own node shell (broker/node), partition layer (broker/partition, " +
 		"in Manual mode), controller, raft and replication code; its partitions' logs are the crash model, or, " +
 		"in a quarter of the seeds, the segment engine on a crashable in-memory filesystem. The simulator " +
@@ -82,10 +98,10 @@ func writeReport(path string, s summary, caught []catch, load [2]string) error {
 		"the sync policy, non-voter brokers, retention and DeleteRecords, disk replacement and controlled " +
 		"shutdowns; unclean election only in its scenario.\n\n")
 	b.WriteString("## The real build\n\n")
-	fmt.Fprintf(&b, "| schedules | violations | simulated time | wall time | simulated / wall | events |\n|--:|--:|--:|--:|--:|--:|\n")
-	fmt.Fprintf(&b, "| %d | %d | %s | %s | %.0fx | %d |\n\n", s.schedules, len(s.failures),
+	fmt.Fprintf(&b, "| schedules | violations | simulated time | wall time | simulated / wall | CPU time | simulated / CPU | events |\n|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(&b, "| %d | %d | %s | %s | %.0fx | %s | %.0fx | %d |\n\n", s.schedules, len(s.failures),
 		(time.Duration(s.simMs) * time.Millisecond).Round(time.Second), s.wall.Round(time.Second),
-		float64(s.simMs)/float64(s.wall.Milliseconds()+1), s.events)
+		float64(s.simMs)/float64(s.wall.Milliseconds()+1), s.cpu.Round(time.Second), float64(s.simMs)/float64(s.cpu.Milliseconds()+1), s.events)
 	fmt.Fprintf(&b, "Acknowledged batches: %d with acks=all, %d with acks=1; records read by consumers: %d.\n\n", s.acked[0], s.acked[1], s.reads)
 	b.WriteString("Faults injected, by kind:\n\n| fault | count |\n|---|--:|\n")
 	for _, k := range sortedKeys(s.faults) {
