@@ -193,3 +193,37 @@ func TestCoreExpiresIDs(t *testing.T) {
 	assert.False(t, ok)
 	assert.Empty(t, c.txns)
 }
+
+// A coordinator cut off from the cluster does not know yet that its
+// partition has a new leader, whose coordinator holds the producer's next
+// transaction open (the first transaction version does not bump the
+// epoch, so its EndTxn looks like a retry of the last one). Answered from
+// memory, the stale coordinator told the producer "committed" for a
+// transaction the new one later aborted at its timeout (simulator seed
+// 36607 of the build before this test). A retry is answered only once the
+// state written again is committed; a coordinator that cannot commit
+// answers the failure, and the producer finds the right coordinator.
+func TestCoreRetriedEndTxnIsCommittedFirst(t *testing.T) {
+	c, _ := newCore(nil)
+	initID(t, c, "app", 50, t0)
+	pr := Producer{ID: 50, Epoch: 0, Fenced: kerr.ProducerFenced.Code}
+	commitAll(t, c, c.Handle(Request{Kind: KindAdd, ID: "app", Producer: pr, Partitions: []TopicPartition{tpA}}, t0), t0)
+	seen := commitAll(t, c, c.Handle(Request{Kind: KindEnd, ID: "app", Producer: pr, Commit: true}, t0), t0)
+	require.Len(t, seen.Jobs, 1)
+	commitAll(t, c, c.MarkersWritten(seen.Jobs[0].Token, nil, t0), t0)
+
+	out := c.Handle(Request{Token: 9, Kind: KindEnd, ID: "app", Producer: pr, Commit: true}, t0)
+	require.Len(t, out.Appends, 1, "the state written again")
+	assert.Empty(t, out.Answers, "not answered from memory")
+	assert.Empty(t, out.Jobs, "no markers: the transaction is decided and marked")
+	got := c.Appended(out.Appends[0].Token, kerr.NotLeaderForPartition, t0)
+	require.Len(t, got.Answers, 1)
+	assert.Equal(t, kerr.NotCoordinator.Code, got.Answers[0].Code, "the producer looks for the coordinator again")
+
+	out = c.Handle(Request{Token: 10, Kind: KindEnd, ID: "app", Producer: pr, Commit: true}, t0)
+	require.Len(t, out.Appends, 1)
+	got = c.Appended(out.Appends[0].Token, nil, t0)
+	assert.Equal(t, []Answer{{Token: 10, ProducerID: 50, Epoch: 0}}, got.Answers)
+	m, _ := c.Meta("app")
+	assert.Equal(t, CompleteCommit, m.State)
+}

@@ -192,7 +192,7 @@ func endTxn(m *Meta, pr Producer, commit, tv2 bool, now time.Time) Step {
 		case pending(m):
 			return fail(kerr.ConcurrentTransactions)
 		case (m.State == CompleteCommit && commit) || (m.State == CompleteAbort && !commit):
-			return Step{}
+			return retried(m)
 		}
 	}
 	if pr.Epoch != m.Epoch {
@@ -211,7 +211,7 @@ func endTxn(m *Meta, pr Producer, commit, tv2 bool, now time.Time) Step {
 	case Ongoing:
 	case done:
 		if !tv2 {
-			return Step{} // a retry
+			return retried(m)
 		}
 		fallthrough
 	case Empty, CompleteCommit, CompleteAbort:
@@ -229,6 +229,18 @@ func endTxn(m *Meta, pr Producer, commit, tv2 bool, now time.Time) Step {
 	}
 	next.State, next.Update = want, now
 	return Step{Next: next, Markers: true}
+}
+
+// retried answers an EndTxn that repeats the one that decided m's
+// transaction: m written again, so that the success is answered only by a
+// coordinator that can still commit to its partition. Answered from memory,
+// a coordinator that has lost its partition without knowing it yet (cut off
+// from the controller) would take the first transaction version's EndTxn
+// of the producer's next transaction, which the new coordinator holds open,
+// for a retry of the last one, and tell the producer a transaction
+// committed that the new coordinator later aborts.
+func retried(m *Meta) Step {
+	return Step{Next: m.clone()}
 }
 
 // completed is the Complete state that follows m's Prepare state once its

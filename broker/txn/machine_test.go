@@ -153,7 +153,12 @@ func TestEndTxn(t *testing.T) {
 			got := c.m
 			if st.Next != nil {
 				got = st.Next
-				assert.True(t, st.Markers)
+				assert.Equal(t, got.State != c.m.State, st.Markers, "markers for a decision, none for a retry")
+			}
+			if c.code == nil && c.state == c.m.State {
+				// A retry: the state written again, answered once committed.
+				require.NotNil(t, st.Next, "a retry answered from memory")
+				assert.Equal(t, *c.m, *st.Next)
 			}
 			assert.Equal(t, c.state, got.State)
 			assert.Equal(t, c.newEpch, got.Epoch)
