@@ -383,10 +383,10 @@ func (st *steps) createBulk(ctx context.Context, c *harness.Cluster, ct *workloa
 	}
 }
 
-// fault kills or stops the node f names, remembering it, what it led and
-// when, for the steps after it.
-func (st *steps) fault(ctx context.Context, prefix string, f *workloads.Fault, kill bool) error {
-	c, err := st.needCluster("kill and stop")
+// fault hits the nodes f names as how says (see workloads.Fault),
+// remembering them, what they led and when, for the steps after it.
+func (st *steps) fault(ctx context.Context, prefix string, f *workloads.Fault, how string) error {
+	c, err := st.needCluster(how)
 	if err != nil {
 		return err
 	}
@@ -396,6 +396,11 @@ func (st *steps) fault(ctx context.Context, prefix string, f *workloads.Fault, k
 	if err != nil {
 		return err
 	}
+	if f.Node == "all" {
+		st.hitAll(c, how)
+		st.set(prefix, map[string]float64{"was_controller": 1})
+		return st.hit(c, how, st.victims)
+	}
 	victim, err := st.pick(fctx, c, ctl, f.Node)
 	if err != nil {
 		return err
@@ -404,12 +409,19 @@ func (st *steps) fault(ctx context.Context, prefix string, f *workloads.Fault, k
 	if err != nil {
 		return err
 	}
-	st.victim, st.victimLed, st.faultAt, st.faultBytes = victim, led, time.Now(), 0
-	end := c.Stop
-	if kill {
-		end = c.Kill
+	st.victim, st.victims, st.victimLed, st.how = victim, []int32{victim}, led, how
+	st.leaderFault = f.Node != "follower"
+	st.affected = st.allPartitions()
+	if st.leaderFault {
+		st.affected = map[int32]bool{}
+		for _, p := range led {
+			if p.topic == st.loadTopic() {
+				st.affected[p.index] = true
+			}
+		}
 	}
-	if err := end(victim); err != nil {
+	st.faultAt, st.faultBytes = time.Now(), 0
+	if err := st.hit(c, how, st.victims); err != nil {
 		return err
 	}
 	wasCtl := 0.0
@@ -428,7 +440,7 @@ func (st *steps) pick(ctx context.Context, c *harness.Cluster, ctl int32, which 
 	case "other":
 		others := c.Others(ctl)
 		return others[st.round%len(others)], nil
-	case "leader":
+	case "leader", "follower":
 		if len(st.topics) == 0 {
 			return 0, errors.New("no topic to find the leader of")
 		}
@@ -436,11 +448,34 @@ func (st *steps) pick(ctx context.Context, c *harness.Cluster, ctl int32, which 
 		if err != nil {
 			return 0, err
 		}
-		return td.Partitions[0].Leader, nil
+		if which == "leader" {
+			return td.Partitions[0].Leader, nil
+		}
+		return followerOf0(td)
 	case "transaction_coordinator":
 		return st.txnCoordinator(ctx)
 	}
-	return 0, fmt.Errorf("node %q: want controller, other, leader or transaction_coordinator", which)
+	return 0, fmt.Errorf("node %q: want controller, other, leader, follower, all or transaction_coordinator", which)
+}
+
+// followerOf0 is a follower of partition 0 that leads nothing if there is
+// one, else the first follower.
+func followerOf0(td kadm.TopicDetail) (int32, error) {
+	p0 := td.Partitions[0]
+	leads := map[int32]bool{}
+	for _, p := range td.Partitions {
+		leads[p.Leader] = true
+	}
+	var pick int32 = -1
+	for _, r := range p0.Replicas {
+		if r != p0.Leader && (pick < 0 || (!leads[r] && leads[pick])) {
+			pick = r
+		}
+	}
+	if pick < 0 {
+		return 0, errors.New("partition 0 has no follower")
+	}
+	return pick, nil
 }
 
 // ledBy lists the partitions node id leads among the topics the cell
@@ -468,7 +503,7 @@ func (st *steps) ledBy(ctx context.Context, c *harness.Cluster, id int32) ([]par
 }
 
 // wait polls until w holds.
-func (st *steps) wait(ctx context.Context, w *workloads.Wait) error {
+func (st *steps) wait(ctx context.Context, prefix string, w *workloads.Wait) error {
 	c, err := st.needCluster("wait")
 	if err != nil {
 		return err
@@ -486,33 +521,29 @@ func (st *steps) wait(ctx context.Context, w *workloads.Wait) error {
 		}
 	}
 	if w.Acked {
-		return st.awaitAckElsewhere(wctx)
+		return st.awaitAck(wctx, prefix)
+	}
+	if w.Progress {
+		return st.awaitProgress(wctx)
 	}
 	return nil
 }
 
-// awaitAckElsewhere polls the tracked producer until a partition the
-// faulted node led is acknowledged by another broker after the fault.
-func (st *steps) awaitAckElsewhere(ctx context.Context) error {
+// awaitAck polls the tracked producer until a partition the last fault
+// hit is acknowledged since it (see workloads.Wait).
+func (st *steps) awaitAck(ctx context.Context, prefix string) error {
 	if st.tracked == nil || st.faultAt.IsZero() {
 		return errors.New("wait acked needs a tracked producer and a fault")
 	}
-	led := map[int32]bool{}
-	for _, p := range st.victimLed {
-		if p.topic == st.loadTopic() {
-			led[p.index] = true
-		}
-	}
 	for seen := 0; ; {
 		ws := st.tracked.Writes(seen)
-		for _, w := range ws {
-			if led[w.Partition] && w.Node != st.victim && !w.At.Before(st.faultAt) {
-				return nil
-			}
+		if at, ok := st.firstAck(ws); ok {
+			st.set(prefix, map[string]float64{"first_ack_s": at.Sub(st.faultAt).Seconds()})
+			return nil
 		}
 		seen += len(ws)
 		if !bench.Pause(ctx, probeEvery) {
-			return fmt.Errorf("no acknowledgement of broker %d's partitions by another broker: %w", st.victim, ctx.Err())
+			return fmt.Errorf("no acknowledgement of the partitions broker %d's fault hit: %w", st.victim, ctx.Err())
 		}
 	}
 }
@@ -593,7 +624,7 @@ func (st *steps) restart(ctx context.Context, prefix string, r *workloads.Restar
 	rctx, cancel := context.WithTimeout(ctx, recoverWait)
 	defer cancel()
 	id := st.victim
-	st.victim, st.faultAt = 0, time.Time{}
+	st.victim, st.faultAt, st.how = 0, time.Time{}, ""
 	if r.ISR {
 		return st.rejoin(ctx, c, prefix, id)
 	}

@@ -7,7 +7,7 @@
 //	go run ./cmd/bench -profile cluster   # results/cluster.md: a three-broker cluster's failover, fencing, topic creation, restart at scale (bench/workloads/cluster.yaml)
 //	go run ./cmd/bench -profile replication # results/replication.md: RF 3 against RF 1, leader kill and stop under load, catch-up, per engine (bench/workloads/replication.yaml)
 //	go run ./cmd/bench -profile transactions # results/transactions.md: transactional against idempotent produce, coordinator kill -9, read_committed, per engine (bench/workloads/transactions.yaml)
-//	go run ./cmd/bench -profile faults    # results/faults.md: the fault matrix, engines x faults under load, Jepsen's anomalies (root: network namespaces)
+//	go run ./cmd/bench -profile faults    # results/faults.md: the fault matrix, engines x faults under load, Jepsen's anomalies (root: network namespaces; bench/workloads/faults.yaml)
 //	go run ./cmd/bench -profile reassign  # results/reassign.md: a partition reassignment under load per engine (bench/workloads/reassign.yaml)
 //	go run ./cmd/bench -profile quick     # results/<run>/: the end-to-end matrix, a smoke run of about 2 minutes
 //	go run ./cmd/bench -profile full      # results/<run>/: the end-to-end matrix, about 21 minutes on 2 cores
