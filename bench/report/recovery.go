@@ -2,11 +2,9 @@ package report
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/matrix"
-	"github.com/minikafka/minikafka/engine"
 )
 
 func (v *view) recovery(rep *bench.Report) {
@@ -29,37 +27,8 @@ func (v *view) recovery(rep *bench.Report) {
 		}
 		t.Row(n, lostText(always, info), lostText(interval, info), data, warm, cold)
 	}
-	v.durabilityText(s)
-	s.Para("%sWarm is right after the kill, with the page cache as the kernel left it; cold is after a second kill -9 with the data's page cache evicted, so recovery reads come from the device.",
-		sentence("Recovery after kill -9: %s.", v.notes("%s %s", func(n engine.Notes) string { return n.Recovery })))
-}
-
-// durabilityText says what each sync policy promises and what the kill -9
-// columns showed, naming the engines that lost acknowledged records.
-func (v *view) durabilityText(s *bench.Section) {
-	lossy := map[string][]string{}
-	for _, r := range v.run.Recoveries {
-		if r.Error == "" && r.Lost > 0 {
-			lossy[r.Sync] = append(lossy[r.Sync], fmt.Sprintf("%s (%d of %d)", r.Target, r.Lost, r.Records))
-		}
-	}
-	always := "No engine lost an acknowledged record to kill -9 under sync=always."
-	if l := lossy["always"]; len(l) > 0 {
-		always = "**Under sync=always kill -9 lost acknowledged records: " + strings.Join(l, ", ") + ". That breaks the engine contract.**"
-	}
-	s.Para("sync=always: a produce is acknowledged after an fsync that covers it, so neither a process crash nor a power loss may lose it. %s", always)
-	interval := "No engine lost an acknowledged record to kill -9 under sync=interval: each hands appended data to the kernel before acknowledging it, so only a power loss can take the last interval."
-	if l := lossy["interval"]; len(l) > 0 {
-		var why []string
-		for _, r := range v.run.Recoveries {
-			if l := v.design(r.Target).IntervalLoss; r.Sync == "interval" && r.Lost > 0 && l != "" {
-				why = append(why, r.Target+" "+l+".")
-			}
-		}
-		interval = "Under sync=interval kill -9 lost acknowledged records on " + strings.Join(l, ", ") + ". " + strings.Join(why, " ") +
-			" The engine contract allows a crash to take up to about one interval under this policy; engines that lost nothing hand appended data to the kernel before acknowledging it, so for them only a power loss can."
-	}
-	s.Para("sync=interval: acknowledged before the fsync, which comes every %s. %s The memory engine keeps nothing across a restart by design.", v.interval(), interval)
+	s.Para("sync=always: a produce is acknowledged after an fsync that covers it, so neither a process crash nor a power loss may lose it. sync=interval: acknowledged before the fsync, which comes every %s; the engine contract allows a crash to take up to about one interval. The memory engine keeps nothing across a restart by design.", v.interval())
+	s.Para("Warm is right after the kill, with the page cache as the kernel left it; cold is after a second kill -9 with the data's page cache evicted, so recovery reads come from the device.")
 }
 
 func lostText(r *matrix.Recovery, info matrix.TargetInfo) string {

@@ -3,9 +3,9 @@
 // results/README.md as the index of runs; and computes the ratios the
 // regression check (cmd/benchcheck) compares between runs.
 //
-// Every number in the report is read from the run; the prose around them
-// is chosen by the data (which engine leads, whether a figure was
-// measured), never typed in.
+// Every number in the report is read from the run; the text around the
+// tables says how they were measured, and no prose is generated from the
+// figures.
 package report
 
 import (
@@ -14,11 +14,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/matrix"
-	"github.com/minikafka/minikafka/engine"
 )
 
 // Files of a run directory.
@@ -107,11 +105,6 @@ func (v *view) targets() []string {
 	return out
 }
 
-func (v *view) has(name string) bool {
-	_, ok := v.run.Target(name)
-	return ok
-}
-
 // med is a cell's median of fig, NaN when missing.
 func (v *view) med(target string, w matrix.Workload, fig matrix.Figure) float64 {
 	return v.run.Cell(target, w).Median(fig)
@@ -177,65 +170,12 @@ func sortWorkloads(ws []matrix.Workload) {
 	})
 }
 
-// design is what the run recorded of an engine's design (nothing for a
-// peer, or a run from before runs recorded it).
-func (v *view) design(name string) engine.Notes {
-	if t, ok := v.run.Target(name); ok && t.Design != nil {
-		return *t.Design
-	}
-	return engine.Notes{}
-}
-
-// notes joins what the run's engines (and the reference line) say about
-// one aspect of their design, each after its name in format ("%s %s":
-// "segment appends ..."); "" when none says anything.
-func (v *view) notes(format string, aspect func(engine.Notes) string) string {
-	var parts []string
-	for _, t := range v.run.Targets {
-		if a := aspect(v.design(t.Name)); a != "" {
-			parts = append(parts, fmt.Sprintf(format, t.Name, a))
-		}
-	}
-	return strings.Join(parts, "; ")
-}
-
-// sentence is text with a trailing space when there is any, for prose
-// that a missing note leaves out.
-func sentence(format, text string) string {
-	if text == "" {
-		return ""
-	}
-	return fmt.Sprintf(format, text) + " "
-}
-
-// records is "1 record" or "16 records".
-func records(n int) string {
-	if n == 1 {
-		return "1 record"
-	}
-	return fmt.Sprintf("%d records", n)
-}
-
 // div is a/b, NaN when either is missing or b is 0.
 func div(a, b float64) float64 {
 	if math.IsNaN(a) || math.IsNaN(b) || b == 0 {
 		return math.NaN()
 	}
 	return a / b
-}
-
-// list joins "name value" pairs for prose: "segment 12k, pebble 9k".
-func list(names []string, value func(string) string) string {
-	var parts []string
-	for _, n := range names {
-		if s := value(n); s != "" && s != "–" {
-			parts = append(parts, n+" "+s)
-		}
-	}
-	if len(parts) == 0 {
-		return "no figure"
-	}
-	return strings.Join(parts, ", ")
 }
 
 // leader returns the name with the largest value and the ratio to the

@@ -3,12 +3,9 @@ package report
 import (
 	"fmt"
 	"math"
-	"sort"
-	"strings"
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/matrix"
-	"github.com/minikafka/minikafka/engine"
 )
 
 func (v *view) latency(rep *bench.Report) {
@@ -21,12 +18,6 @@ func (v *view) latency(rep *bench.Report) {
 			v.fig(n, ref, matrix.LatencyMax, millis), ratio(div(v.med(n, ref, matrix.P99), v.med(n, ref, matrix.P50))))
 	}
 	v.chart(s, ChartLatency)
-	best, bestV, _, _ := leader(v.engines(), func(n string) float64 { return -v.med(n, ref, matrix.P99) })
-	if best == "" {
-		return
-	}
-	s.Para("With %d records in flight a record's latency is mostly queueing: Little's law puts the mean near in-flight ÷ throughput, so the faster targets tend to have the lower medians. The tail is where designs differ: among the engines %s has the lowest p99 (%s). A p99 far above the median means stretches in which no acknowledgement came back; the designs suggest where to look (this run does not attribute them): %sfor all of them, on a shared machine of %s, the scheduler.",
-		ref.InFlight, best, millis(-bestV), sentence("%s;", v.notes("for %s, %s", func(n engine.Notes) string { return n.Stalls })), v.run.Cores())
 }
 
 func (v *view) variants(rep *bench.Report) {
@@ -83,18 +74,7 @@ func (v *view) variantFsyncs(s *bench.Section, pts []matrix.Point) {
 		}
 		t.Row(row...)
 	}
-	acks1 := ref
-	acks1.Acks = "1"
-	var slower []string
-	for _, n := range v.engines() {
-		if x := div(v.med(n, acks1, matrix.RecordsPerSec), v.med(n, ref, matrix.RecordsPerSec)); x < 0.9 {
-			slower = append(slower, fmt.Sprintf("%s (%s the acks=all rate, %s fsyncs per batch against %s)", n, ratio(x),
-				amp(v.med(n, acks1, matrix.FsyncsPerBatch)), amp(v.med(n, ref, matrix.FsyncsPerBatch))))
-		}
-	}
-	if len(slower) > 0 {
-		s.Para("acks=1 ran slower than acks=all for %s. On one broker both wait for the same durability, so the difference lies in the acks=1 path: the broker's wait for durability instead of the high watermark, and the plain producer (no idempotence, five requests in flight) sending its batches differently; worth a profile.", strings.Join(slower, "; "))
-	}
+
 }
 
 func workloadsOf(pts []matrix.Point) []matrix.Workload {
@@ -130,13 +110,6 @@ func (v *view) reads(rep *bench.Report) {
 		}
 	}
 	v.chart(s, ChartReads)
-	ref := matrix.Reference
-	best, bestV, vsNext, next := leader(v.engines(), func(n string) float64 { return v.med(n, ref, matrix.CatchUpMBPerSec) })
-	if best == "" {
-		return
-	}
-	s.Para("Catch-up at %s: %s leads with %s MB/s%s. The broker returns stored batches as they are, so a read costs what the engine needs to find and copy them%s. From a cold page cache all of them read from the device.",
-		matrix.SizeName(ref.RecordBytes), best, mbps(bestV), lead(vsNext, next), readPaths(v))
 }
 
 func (v *view) amplification(rep *bench.Report) {
@@ -162,38 +135,8 @@ func (v *view) amplification(rep *bench.Report) {
 			}, bytesOf))
 	}
 	v.chart(s, ChartAmplification)
-	m := func(n string, f matrix.Figure) string { return amp(v.med(n, ref, f)) }
-	var by []string
-	for _, n := range v.engines() {
-		if w := v.design(n).Writes; w != "" {
-			by = append(by, fmt.Sprintf("%s %s (measured: %s written, %s on disk)", n, w, m(n, matrix.ProcWA), m(n, matrix.SpaceAmp)))
-		}
-	}
-	if len(by) > 0 {
-		s.Para("By design: %s.", strings.Join(by, ". "))
-	}
 	s.Para("Device figures include the journal of the filesystem (%s here) and any other process writing to the disk at the same time: on a busy machine they are an upper bound.", orUnknown(v.run.Machine.Filesystem))
-	var above []string
-	for _, n := range v.engines() {
-		if want := v.design(n).WriteAmp; want > 0 {
-			if x := v.med(n, ref, matrix.ProcWA); x > 1.5*want {
-				above = append(above, fmt.Sprintf("%s writes %s per payload byte, well above what its design accounts for (about %.1f)", n, amp(x), want))
-			}
-		}
-	}
-	if len(above) > 0 {
-		sort.Strings(above)
-		s.Para("%s: the extra writes are worth a profile of the engine's I/O.", strings.Join(above, "; "))
-	}
-}
 
-// readPaths is ": segment reads ...; pebble iterates ..." from the
-// engines' notes, or nothing.
-func readPaths(v *view) string {
-	if p := v.notes("%s %s", func(n engine.Notes) string { return n.ReadPath }); p != "" {
-		return ": " + p
-	}
-	return ""
 }
 
 func orUnknown(s string) string {
@@ -222,15 +165,7 @@ func (v *view) resources(rep *bench.Report) {
 		t.Row(n, v.fig(n, ref, matrix.CPUPerMillion, plain), v.fig(n, ref, matrix.RecordsPerSec, rate),
 			v.fig(n, ref, matrix.PeakRSS, bytesOf), bytesOf(peak))
 	}
-	text := "CPU per record is where the engines' work shows when the disk is not the limit" +
-		strings.TrimSuffix(": "+v.notes("%s, %s", func(n engine.Notes) string { return n.CPU }), ": ") + "."
-	if v.has("kfake") {
-		text += " kfake's figure is the protocol and bookkeeping alone, and it holds every record in RAM."
-	}
-	if mem := v.notes("%s holds %s", func(n engine.Notes) string { return n.Memory }); mem != "" {
-		text += " Memory: " + mem + "."
-	}
-	s.Para("%s", text)
+	s.Para("kfake's figure is the protocol and bookkeeping alone, and it holds every record in RAM.")
 }
 
 // missingCells lists every cell repetition without a figure, with why.

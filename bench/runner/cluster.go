@@ -218,14 +218,11 @@ func (st *steps) createServed(ctx context.Context, c *harness.Cluster, prefix, t
 	if err != nil {
 		return err
 	}
-	var wg sync.WaitGroup
-	var errAll, errOne error
-	var acked, leaderAck float64
-	wg.Go(func() { errAll = produceEach(ctx, all, topic, ct.Partitions); acked = since(start) })
-	wg.Go(func() { errOne = produceEach(ctx, one, topic, ct.Partitions); leaderAck = since(start) })
-	wg.Wait()
+	acked, leaderAck, err := timeBoth(start,
+		func() error { return produceEach(ctx, all, topic, ct.Partitions) },
+		func() error { return produceEach(ctx, one, topic, ct.Partitions) })
 	figs["acked_s"], figs["leader_ack_s"] = acked, leaderAck
-	if err := errors.Join(errAll, errOne); err != nil {
+	if err != nil {
 		return fmt.Errorf("produce to %s: %w", topic, err)
 	}
 	st.set(prefix, figs)
@@ -656,13 +653,10 @@ func (st *steps) rejoin(ctx context.Context, c *harness.Cluster, prefix string, 
 	if err := c.Start(wctx, id); err != nil {
 		return err
 	}
-	var wg sync.WaitGroup
-	var listErr, isrErr error
-	var listed, isr float64
-	wg.Go(func() { listErr = c.WaitBrokers(wctx, len(c.Nodes())); listed = since(start) })
-	wg.Go(func() { isrErr = c.WaitISR(wctx, st.lastTopic(), len(c.Nodes())); isr = since(start) })
-	wg.Wait()
-	if err := errors.Join(listErr, isrErr); err != nil {
+	listed, isr, err := timeBoth(start,
+		func() error { return c.WaitBrokers(wctx, len(c.Nodes())) },
+		func() error { return c.WaitISR(wctx, st.lastTopic(), len(c.Nodes())) })
+	if err != nil {
 		return err
 	}
 	st.set(prefix, map[string]float64{"listed_s": listed, "isr_s": isr, "caught_up_bytes_per_s": float64(st.faultBytes) / isr})
@@ -683,13 +677,10 @@ func (st *steps) serveAgain(ctx context.Context, c *harness.Cluster, prefix stri
 	if err := c.Start(ctx, id); err != nil {
 		return err
 	}
-	var wg sync.WaitGroup
-	var listErr, prodErr error
-	var listed, acked float64
-	wg.Go(func() { listErr = awaitListed(ctx, node.Addr, id); listed = since(start) })
-	wg.Go(func() { prodErr = produceOne(ctx, c, pick); acked = since(start) })
-	wg.Wait()
-	if err := errors.Join(listErr, prodErr); err != nil {
+	listed, acked, err := timeBoth(start,
+		func() error { return awaitListed(ctx, node.Addr, id) },
+		func() error { return produceOne(ctx, c, pick) })
+	if err != nil {
 		return err
 	}
 	figs := map[string]float64{"listed_s": listed, "acked_s": acked, "served_s": max(listed, acked)}
@@ -732,6 +723,17 @@ func awaitListed(ctx context.Context, addr string, id int32) error {
 		}
 		bench.Pause(ctx, probeEvery)
 	}
+}
+
+// timeBoth runs a and b at once and returns when each returned, in
+// seconds from start, and their errors joined.
+func timeBoth(start time.Time, a, b func() error) (ta, tb float64, err error) {
+	var wg sync.WaitGroup
+	var errA, errB error
+	wg.Go(func() { errA = a(); ta = since(start) })
+	wg.Go(func() { errB = b(); tb = since(start) })
+	wg.Wait()
+	return ta, tb, errors.Join(errA, errB)
 }
 
 // since is the time from start, in seconds.

@@ -76,4 +76,3 @@ func (l testLog) Write(p []byte) (int, error) {
 	l.t.Log(string(p))
 	return len(p), nil
 }
-
