@@ -533,10 +533,14 @@ type Target struct {
 	Stat string `yaml:"stat,omitempty" json:"stat,omitempty"`
 	// Over divides by the same statistic on this server; OverCell, by the
 	// same statistic in that cell (on Over, or on the same server).
-	Over     string   `yaml:"over,omitempty" json:"over,omitempty"`
-	OverCell string   `yaml:"over_cell,omitempty" json:"over_cell,omitempty"`
-	AtLeast  *float64 `yaml:"at_least,omitempty" json:"at_least,omitempty"`
-	AtMost   *float64 `yaml:"at_most,omitempty" json:"at_most,omitempty"`
+	Over     string `yaml:"over,omitempty" json:"over,omitempty"`
+	OverCell string `yaml:"over_cell,omitempty" json:"over_cell,omitempty"`
+	// Paired divides repetition by repetition (the i-th finished one by
+	// Over's i-th, which a run measures within minutes of each other) and
+	// takes Stat of those ratios: min says "in every repetition".
+	Paired  bool     `yaml:"paired,omitempty" json:"paired,omitempty"`
+	AtLeast *float64 `yaml:"at_least,omitempty" json:"at_least,omitempty"`
+	AtMost  *float64 `yaml:"at_most,omitempty" json:"at_most,omitempty"`
 	// Gate makes a drop of this ratio fail cmd/benchcheck.
 	Gate bool `yaml:"gate,omitempty" json:"gate,omitempty"`
 }

@@ -18,14 +18,16 @@
 // The profiles that moved onto the one runner are workload files
 // (bench/workloads/NAME.yaml, run by bench/runner, written in
 // bench/result's schema); -profile path/to/file.yaml runs a workload that
-// is not embedded, and -quick any of them as a short smoke run. The others
-// are still a package each, until they move.
+// is not embedded, and -quick any of them as a short smoke run. The engines
+// profile measures in this process (bench/logbench: each subject's
+// workloads share one ingested log) and writes the same schema; the
+// end-to-end matrix (quick, full) keeps its own package and report.
 //
 // Every profile records the same facts about its run (machine, disk, load
-// average, commit, command line) and its figures as cells of repetitions
-// (package bench), judges its targets, and writes a markdown report with
-// the JSON it was rendered from; cmd/benchcheck compares a new run's
-// ratios with the committed one. The profile registry is in profiles.go.
+// average, commit, command line) and its figures as cells of repetitions,
+// judges its targets, and writes a markdown report with the JSON it was
+// rendered from; cmd/benchcheck compares a new run's ratios with the
+// committed one. The profile registry is in profiles.go.
 //
 // The end-to-end matrix (bench/matrix) starts mini-kafka's broker once per
 // cell over each storage engine, franz-go's kfake and NATS JetStream, and
