@@ -84,21 +84,19 @@ func TestMarkdown(t *testing.T) {
 	md := string(Markdown(run, []Chart{{File: ChartConcurrency, Title: "T"}}))
 	for _, want := range []string{
 		"# Engine comparison: sample (quick profile)",
-		"## Summary", "## Throughput against concurrency", "## Per-record fsync against group commit",
-		"## Latency", "## Reads: tail and catch-up", "## Write and space amplification", "## CPU and memory",
-		"## Recovery after kill -9", "## Missing cells", "## Setup",
+		"## 1KiB records, 256 in flight, acks=all, sync=always\n",
+		"## 1KiB records, 256 in flight, acks=all, sync=always: group commit, amplification, CPU and memory",
+		"## 1KiB records, 256 in flight, acks=all, sync=always: tail and catch-up reads",
+		"## Recovery after kill -9, sync=interval", "## Failed measurements", "## Setup",
 		"![T](throughput-concurrency.png)",
-		"**segment**",                    // the winner
-		"2.10× pebble",                   // segment's median lead at 256 in flight: 105k / 50k
-		"missing",                        // pebble at 1 in flight: every repetition failed
-		`start: unknown engine "badger"`, // the reason, in the missing list
-		"badger, 1KiB records, 256 in flight, acks=all, sync=always: not run",
-		"recovery pebble sync=always: restart after kill -9: boom",
-		"5 / 64",                  // lost / acked under sync=interval
-		"The machine was busy",    // load 5.0 on 2 CPUs
-		"105k [100k–110k]",        // the median with its range over two repetitions
-		"segment vs raw", "0.90×", // the engine benchmark's ratio
-		"| 256 in flight, 16 producers | segment | 20k |", // the broker's group commit row
+		"| segment | 105k [100k–110k] | 0.42× |", // the median with its range, and × kfake
+		"| pebble | 50k | 0.20× | – | 0.48× |",   // × segment
+		`start: unknown engine "badger"`,         // the reason, in the failures
+		"recovery-always on pebble, rep 1: restart after kill -9: boom",
+		"| segment | 5 | 64 |",           // lost, acked under sync=interval
+		"The machine was busy",           // load 5.0 on 2 CPUs
+		"segment vs raw 0.90×",           // the engine benchmark's ratio, in the setup
+		"| segment | 1 | 0.1 | 10 | 2 |", // 16 producers: the broker's group commit
 	} {
 		assert.Contains(t, md, want)
 	}

@@ -21,7 +21,8 @@
 // is not embedded, and -quick any of them as a short smoke run. The engines
 // profile measures in this process (bench/logbench: each subject's
 // workloads share one ingested log) and writes the same schema; the
-// end-to-end matrix (quick, full) keeps its own package and report.
+// end-to-end matrix (quick, full) measures in its own package and renders
+// its report with the same tables.
 //
 // Every profile records the same facts about its run (machine, disk, load
 // average, commit, command line) and its figures as cells of repetitions,

@@ -222,7 +222,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	md, err := os.ReadFile(filepath.Join(out, "e2e", report.ReportFile))
 	require.NoError(t, err)
 	assert.Contains(t, string(md), "| kfake |")
-	assert.Contains(t, string(md), "segment, 1KiB records, 1 in flight, acks=all, sync=always, rep 1: start:", "the failed target's cells are listed")
+	assert.Contains(t, string(md), "1KiB-1-acks=all-sync=always on segment, rep 1: start:", "the failed target's cells are listed")
 	_, err = os.Stat(filepath.Join(out, "e2e", report.ChartConcurrency))
 	assert.NoError(t, err)
 	idx, err := os.ReadFile(filepath.Join(out, report.IndexFile))
