@@ -126,12 +126,6 @@ var (
 		}
 		return okOr(r, float64(r.Produce.Records)/float64(r.Batches))
 	}
-	BatchesPerSec Figure = func(r Rep) float64 {
-		if r.Batches <= 0 || r.Produce.Elapsed <= 0 {
-			return math.NaN()
-		}
-		return okOr(r, float64(r.Batches)/r.Produce.Elapsed)
-	}
 	Waiters Figure = func(r Rep) float64 {
 		if r.CommitWaiters < 0 {
 			return math.NaN()
