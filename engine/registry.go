@@ -39,8 +39,6 @@ type Driver struct {
 	// DirStore: a directory of logs, each opened with Open in a
 	// directory of its own.
 	OpenStore OpenStoreFunc
-	// Notes describe the design for the benchmark reports.
-	Notes Notes
 }
 
 var (

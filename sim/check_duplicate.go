@@ -2,7 +2,7 @@ package sim
 
 import (
 	"github.com/minikafka/minikafka/broker/batch"
-	"github.com/minikafka/minikafka/broker/batch/batchtest"
+	"github.com/minikafka/minikafka/broker/batch/batchcodec"
 )
 
 // duplicates looks for duplicate: an idempotent producer's record stored
@@ -27,7 +27,7 @@ func (d *duplicates) init() { d.seen, d.dropped = map[tp]map[string]int64{}, map
 // stateDropped is a replica of k reset to start at start.
 func (d *duplicates) stateDropped(k tp, start int64) { d.dropped[k] = max(d.dropped[k], start) }
 
-func (d *duplicates) read(s *Sim, k tp, recs []batchtest.Record) {
+func (d *duplicates) read(s *Sim, k tp, recs []batchcodec.Record) {
 	m := d.seen[k]
 	if m == nil {
 		m = map[string]int64{}

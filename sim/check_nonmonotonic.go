@@ -1,6 +1,6 @@
 package sim
 
-import "github.com/minikafka/minikafka/broker/batch/batchtest"
+import "github.com/minikafka/minikafka/broker/batch/batchcodec"
 
 // nonmonotonicPolls looks for nonmonotonic-poll: a consumer given an
 // offset at or below one it was given before, while it did not seek. A
@@ -13,7 +13,7 @@ type nonmonotonicPolls struct {
 func (n *nonmonotonicPolls) init() { n.last = map[int32]map[tp]int64{} }
 
 // polled is consumer c's poll of k from pos, its records batch by batch.
-func (n *nonmonotonicPolls) polled(s *Sim, c int32, k tp, pos int64, batches [][]batchtest.Record) {
+func (n *nonmonotonicPolls) polled(s *Sim, c int32, k tp, pos int64, batches [][]batchcodec.Record) {
 	m := n.last[c]
 	if m == nil {
 		m = map[tp]int64{}

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"slices"
 
-	"github.com/minikafka/minikafka/broker/batch/batchtest"
+	"github.com/minikafka/minikafka/broker/batch/batchcodec"
 )
 
 // offsetHistory looks for inconsistent-offsets: one offset holding two
@@ -73,7 +73,7 @@ func (h *offsetHistory) forget(k tp, from int64) {
 	}
 }
 
-func (h *offsetHistory) read(s *Sim, c *consumerClient, k tp, recs []batchtest.Record) {
+func (h *offsetHistory) read(s *Sim, c *consumerClient, k tp, recs []batchcodec.Record) {
 	vm := h.values[k]
 	for _, r := range recs {
 		prev, ok := vm[r.Offset]

@@ -1,6 +1,6 @@
 package sim
 
-import "github.com/minikafka/minikafka/broker/batch/batchtest"
+import "github.com/minikafka/minikafka/broker/batch/batchcodec"
 
 // pollSkips looks for poll-skip: a poll that starts past the consumer's
 // position, or has a hole, so the consumer never sees records that are in
@@ -10,7 +10,7 @@ type pollSkips struct{}
 
 func (p *pollSkips) init() {}
 
-func (p *pollSkips) polled(s *Sim, c int32, k tp, pos int64, recs []batchtest.Record) {
+func (p *pollSkips) polled(s *Sim, c int32, k tp, pos int64, recs []batchcodec.Record) {
 	next := pos
 	for _, r := range recs {
 		if r.Offset < next {

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
-	"github.com/minikafka/minikafka/broker/batch/batchtest"
+	"github.com/minikafka/minikafka/broker/batch/batchcodec"
 	"github.com/minikafka/minikafka/cluster"
 	"github.com/minikafka/minikafka/engine"
 )
@@ -196,8 +196,8 @@ func (c *checks) powerLoss(b *broker) {
 }
 
 func (c *checks) polled(cl *consumerClient, k tp, pos int64, batches [][]byte) {
-	var recs []batchtest.Record
-	var each [][]batchtest.Record
+	var recs []batchcodec.Record
+	var each [][]batchcodec.Record
 	for _, b := range batches {
 		rs := decode(c.s, [][]byte{b})
 		each = append(each, rs)
@@ -235,10 +235,10 @@ func (c *checks) final() {
 
 // decode reads the records of stored batches; a batch that does not decode
 // is a violation (the product never stores one).
-func decode(s *Sim, batches [][]byte) []batchtest.Record {
-	var out []batchtest.Record
+func decode(s *Sim, batches [][]byte) []batchcodec.Record {
+	var out []batchcodec.Record
 	for _, b := range batches {
-		recs, err := batchtest.Decode(b)
+		recs, err := batchcodec.Decode(b)
 		if err != nil {
 			s.violate("corrupt-read", "a stored batch does not decode: %v", err)
 			return nil

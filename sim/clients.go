@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/minikafka/minikafka/broker/batch/batchtest"
+	"github.com/minikafka/minikafka/broker/batch/batchcodec"
 	"github.com/minikafka/minikafka/cluster"
 )
 
@@ -135,7 +135,7 @@ func (p *producerClient) step() {
 }
 
 func (p *producerClient) build() {
-	data, err := batchtest.Build(batchtest.Spec{
+	data, err := batchcodec.Build(batchcodec.Spec{
 		Values: p.values, Timestamp: p.s.now, Idempotent: true,
 		ProducerID: p.pid, ProducerEpoch: p.epoch, BaseSequence: p.seq,
 	})

@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/minikafka/minikafka/broker/batch"
-	"github.com/minikafka/minikafka/broker/batch/batchtest"
+	"github.com/minikafka/minikafka/broker/batch/batchcodec"
 	"github.com/minikafka/minikafka/broker/partition"
 	"github.com/minikafka/minikafka/broker/txn"
 	"github.com/minikafka/minikafka/cluster"
@@ -170,7 +170,7 @@ func (p *txnProducer) begin() {
 		for i := range 1 + s.work.IntN(2) {
 			w.values = append(w.values, []byte(fmt.Sprintf("%s-p%d-r%d", run.name, part, i)))
 		}
-		data, err := batchtest.Build(batchtest.Spec{
+		data, err := batchcodec.Build(batchcodec.Spec{
 			Values: w.values, Timestamp: s.now, Idempotent: true, ExtraAttributes: 0x10, // transactional
 			ProducerID: p.pid, ProducerEpoch: p.epoch, BaseSequence: p.seqs[w.part],
 		})

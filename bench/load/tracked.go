@@ -234,13 +234,26 @@ type AuditResult struct {
 	Lost       int `json:"lost"`
 	Duplicated int `json:"duplicated"`
 	Misplaced  int `json:"misplaced"`
+	// Of a consumer's polls (Audit's polls): an offset read after a
+	// greater or equal one, records of the log skipped between two
+	// polled offsets, an offset read holding another record than at the
+	// end.
+	Nonmonotonic   int `json:"nonmonotonic,omitempty"`
+	PollSkips      int `json:"poll_skips,omitempty"`
+	ReadMismatches int `json:"read_mismatches,omitempty"`
+}
+
+// Anomalies adds up every count of something that must not happen.
+func (a AuditResult) Anomalies() int {
+	return a.Lost + a.Duplicated + a.Misplaced + a.Nonmonotonic + a.PollSkips + a.ReadMismatches
 }
 
 // Audit reads topic from its start up to its end offsets, once they cover
 // every acknowledged offset (a restarted leader's high watermark catches
 // up as its followers fetch), and checks each acknowledged record: there,
-// exactly once, where it was acknowledged.
-func Audit(ctx context.Context, c Client, topic string, acked map[string]Ack) (AuditResult, error) {
+// exactly once, where it was acknowledged; then what a consumer polled
+// meanwhile (polls, nil when none ran) against the log read back.
+func Audit(ctx context.Context, c Client, topic string, acked map[string]Ack, polls Polls) (AuditResult, error) {
 	res := AuditResult{Acked: len(acked)}
 	need := map[int32]int64{}
 	for _, a := range acked {
@@ -265,6 +278,7 @@ func Audit(ctx context.Context, c Client, topic string, acked map[string]Ack) (A
 	}
 	seen := map[string]int{}
 	at := map[string]Ack{}
+	final := Polls{}
 	for remaining > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -276,6 +290,9 @@ func Audit(ctx context.Context, c Client, topic string, acked map[string]Ack) (A
 			}
 			remaining--
 			res.Consumed++
+			if polls != nil {
+				final[r.Partition] = append(final[r.Partition], Polled{r.Offset, idOf(r.Value)})
+			}
 			id, ok := TrackedValueID(r.Value)
 			if !ok {
 				return
@@ -294,6 +311,7 @@ func Audit(ctx context.Context, c Client, topic string, acked map[string]Ack) (A
 			res.Misplaced++
 		}
 	}
+	checkPolls(&res, polls, final)
 	return res, nil
 }
 
@@ -323,3 +341,6 @@ func awaitEnds(ctx context.Context, c Client, topic string, need map[int32]int64
 		}
 	}
 }
+
+// Partitions is how many partitions the producer writes to.
+func (t *Tracked) Partitions() int32 { return t.cfg.Partitions }

@@ -30,7 +30,7 @@ func TestTrackedAndAudit(t *testing.T) {
 		assert.Len(t, parts, 3, "round-robin over every partition")
 		assert.Empty(t, tr.Writes(len(tr.Writes(0))), "nothing past the end")
 
-		a, err := Audit(ctx, c, "tracked", res.Acked)
+		a, err := Audit(ctx, c, "tracked", res.Acked, nil)
 		require.NoError(t, err)
 		assert.Equal(t, AuditResult{Acked: len(res.Acked), Consumed: a.Consumed}, a, "nothing lost, duplicated or misplaced")
 
@@ -49,14 +49,14 @@ func TestTrackedAndAudit(t *testing.T) {
 		}
 		require.NotEmpty(t, a1, "two records on partition 0")
 		forged := map[string]Ack{"tracked-999999999": {Partition: 0, Offset: 0}, a0: res.Acked[a1], a1: res.Acked[a0]}
-		a, err = Audit(ctx, c, "tracked", forged)
+		a, err = Audit(ctx, c, "tracked", forged, nil)
 		require.NoError(t, err)
 		assert.Equal(t, 1, a.Lost)
 		assert.Equal(t, 2, a.Misplaced)
 
 		short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancelShort()
-		_, err = Audit(short, c, "tracked", map[string]Ack{a0: {Partition: 0, Offset: 1 << 40}})
+		_, err = Audit(short, c, "tracked", map[string]Ack{a0: {Partition: 0, Offset: 1 << 40}}, nil)
 		assert.Error(t, err, "an offset beyond the end is never covered")
 	})
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/logbench"
+	"github.com/minikafka/minikafka/bench/result"
 	"github.com/minikafka/minikafka/engine"
 	"github.com/minikafka/minikafka/engines/memory"
 	"github.com/minikafka/minikafka/engines/pebble"
@@ -94,16 +94,16 @@ func TestRunWholePipeline(t *testing.T) {
 	assert.Positive(t, res.Samples(pebble.Name, logbench.WorkloadReopen)[0].Seconds)
 	assert.Equal(t, "warm", res.Samples(pebble.Name, logbench.WorkloadReopenWarm)[0].Cache)
 
-	for _, tr := range res.Checks {
-		assert.Equal(t, bench.Missing, tr.Verdict, "no segment engine here: %s", tr)
-	}
-	assert.NotEmpty(t, logbench.Ratios(res), "pebble and memory against raw")
+	one := res.Result()
+	assert.Empty(t, one.Checks, "no segment engine here, so none of its targets")
+	assert.NotEmpty(t, one.Ratios(), "pebble and memory against raw")
 
 	res.Command, res.Commit = "test", "none"
-	md := string(logbench.Report(res).Markdown())
-	for _, s := range []string{"## Targets", "## Durable append, 8 writers", "## Durable append, 1 writer\n", "## Bulk ingest",
-		"## Sequential read", "## Reopen to first read", "## Restart after kill -9", "## Truncate and delete, as replication asks",
-		"## Follower catch-up", "## Machine", "| raw |", "| pebble |", "| badger-txn |", "| memory |"} {
+	one = res.Result()
+	md := string(one.Markdown())
+	for _, s := range []string{"## Durable append, 8 writers", "## Durable append, 1 writer\n", "## Bulk ingest",
+		"## Sequential read", "## Reopen to first read, cold", "## Restart after kill -9, warm", "## Truncate of the last 10 %",
+		"## DeleteBefore of the oldest half", "## Follower catch-up", "| raw |", "| pebble |", "| badger-txn |", "| memory |"} {
 		assert.Contains(t, md, s)
 	}
 	_, err = json.Marshal(res)
@@ -114,10 +114,11 @@ func TestRunWholePipeline(t *testing.T) {
 	assert.Empty(t, entries, "scratch data removed")
 
 	out := t.TempDir()
-	require.NoError(t, res.Write(out))
-	again, err := logbench.Load(filepath.Join(out, logbench.ResultsFile))
+	require.NoError(t, one.Write(out))
+	_, file := result.Files("engines")
+	again, err := result.Read(filepath.Join(out, file))
 	require.NoError(t, err)
-	assert.Equal(t, md, string(logbench.Report(again).Markdown()), "the JSON holds everything the report shows")
+	assert.Equal(t, md, string(again.Markdown()), "the JSON holds everything the report shows")
 }
 
 // samples lists a subject's samples in the order they ran.
@@ -193,8 +194,8 @@ func TestFailuresAreRecordedNotFatal(t *testing.T) {
 	for _, s := range samples(res, memory.Name) {
 		assert.Empty(t, s.Err, "the other engine still runs: %s", s.Workload)
 	}
-	md := string(logbench.Report(res).Markdown())
-	assert.Contains(t, md, "1/1 failed: ")
+	md := string(res.Result().Markdown())
+	assert.Contains(t, md, errInjected.Error(), "the failure, in the report")
 }
 
 func TestRawGroupCommitKeepsEveryRecord(t *testing.T) {

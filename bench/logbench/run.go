@@ -114,8 +114,6 @@ type Results struct {
 	Subjects     []SubjectInfo `json:"subjects"`
 	// Cells hold the samples, a cell per subject and workload.
 	Cells []*Cell `json:"cells"`
-	// Checks are the targets judged on this run (see Judge).
-	Checks []bench.Check `json:"checks"`
 }
 
 // Background is the device's activity while nothing of ours ran.
@@ -224,7 +222,6 @@ func Run(c Config) (*Results, error) {
 		fmt.Fprintln(c.Progress)
 	}
 	res.End()
-	res.Checks = Judge(res)
 	return res, nil
 }
 

@@ -6,7 +6,6 @@ import (
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/load"
-	"github.com/minikafka/minikafka/engine"
 )
 
 // Run is everything one benchmark run measured; it is what results.json
@@ -37,13 +36,6 @@ type TargetInfo struct {
 	Kind    string `json:"kind"`
 	Durable bool   `json:"durable"`
 	Note    string `json:"note"`
-	// Design is an engine's own account of its design (its
-	// registration's Notes) as it was when the run measured it; the
-	// report quotes it beside the figures. Nil for the peers.
-	Design *engine.Notes `json:"design,omitempty"`
-	// CustomFS says the engine runs on an injected filesystem, so the
-	// crash suite's PowerLoss applies to it.
-	CustomFS bool `json:"custom_fs,omitempty"`
 }
 
 // Cell is one target under one workload, over the repetitions.
@@ -133,12 +125,6 @@ var (
 			return math.NaN()
 		}
 		return okOr(r, float64(r.Produce.Records)/float64(r.Batches))
-	}
-	BatchesPerSec Figure = func(r Rep) float64 {
-		if r.Batches <= 0 || r.Produce.Elapsed <= 0 {
-			return math.NaN()
-		}
-		return okOr(r, float64(r.Batches)/r.Produce.Elapsed)
 	}
 	Waiters Figure = func(r Rep) float64 {
 		if r.CommitWaiters < 0 {

@@ -69,9 +69,8 @@ func Runs(resultsDir string) (runs []*matrix.Run, dirs []string, skipped []strin
 	return runs, dirs, skipped, nil
 }
 
-// WriteIndex rewrites resultsDir/README.md: the list of runs, newest first,
-// and the benchmark section for the project README, from the newest full
-// run (or the newest run when there is no full one).
+// WriteIndex rewrites resultsDir/README.md: the list of runs, newest
+// first (each run's own report has its tables).
 func WriteIndex(resultsDir string) error {
 	runs, dirs, skipped, err := Runs(resultsDir)
 	if err != nil {
@@ -79,7 +78,7 @@ func WriteIndex(resultsDir string) error {
 	}
 	rep := &bench.Report{Title: "Benchmark results"}
 	s := rep.Section("Engine comparison runs")
-	s.Para("Each directory is one run of the end-to-end matrix, `go run ./cmd/bench -profile quick` or `-profile full` (see cmd/bench for the flags): report.md, results.json and the charts. `go run ./cmd/benchcheck` compares a run's ratios with the last committed run of the same profile. The other reports here are the other profiles of the same command, one file each with its JSON beside it: engines.md (`-profile engines`), broker.md (`-profile broker`), groups.md (`-profile groups`), cluster.md (`-profile cluster`), replication.md (`-profile replication`); `go run ./cmd/benchcheck -profile NAME` compares one with its committed version.")
+	s.Para("Each directory is one run of the end-to-end matrix, `go run ./cmd/bench -profile quick` or `-profile full` (see cmd/bench for the flags): report.md, results.json and the charts. `go run ./cmd/benchcheck` compares a run's ratios with the last committed run of the same profile. The other reports here are the other profiles of the same command, one file each with its JSON beside it: engines.md (`-profile engines`), broker.md (`-profile broker`), groups.md (`-profile groups`), cluster.md (`-profile cluster`), replication.md (`-profile replication`), and the other workloads' (bench/workloads); `go run ./cmd/benchcheck -profile NAME` compares one with its committed version.")
 	t := s.Table("run", "profile", "date", "took", "cells with figures", "commit", "load average (start)").Left(1, 5, 6)
 	for i, r := range runs {
 		t.Row(fmt.Sprintf("[%s](%s/%s)", r.Name, dirs[i], ReportFile), r.Profile.Name, r.Started.UTC().Format("2006-01-02 15:04"),
@@ -89,46 +88,7 @@ func WriteIndex(resultsDir string) error {
 		s.Para("Unreadable runs:")
 		s.List(skipped...)
 	}
-	if i := featured(runs); i >= 0 {
-		s := rep.Section(ReadmeHeading)
-		s.Para("The newest full run (or the newest run when there is none).")
-		readmeSection(s, runs[i], resultsDir, dirs[i], "")
-	}
 	return bench.WriteFile(filepath.Join(resultsDir, IndexFile), rep.Markdown())
-}
-
-// featured is the index of the newest full run, else of the newest run.
-func featured(runs []*matrix.Run) int {
-	for i, r := range runs {
-		if r.Profile.Name == "full" && r.Interrupted == "" {
-			return i
-		}
-	}
-	if len(runs) > 0 {
-		return 0
-	}
-	return -1
-}
-
-// ReadmeHeading is the heading of the featured run in the index.
-const ReadmeHeading = "Benchmarks"
-
-// readmeSection writes the featured run's summary table and concurrency
-// chart into s; prefix turns a path inside the results directory into a
-// link from where the text is shown.
-func readmeSection(s *bench.Section, r *matrix.Run, resultsDir, dir, prefix string) {
-	s.Para("From run [%s](%s%s/%s) (%s profile, %s, commit %s).",
-		r.Name, prefix, dir, ReportFile, r.Profile.Name, r.Started.UTC().Format("2006-01-02"), shortCommit(r.Commit))
-	if note := r.Busy(); note != "" {
-		s.Para("%s", note)
-	}
-	v := &view{run: r, charts: map[string]Chart{}}
-	v.summaryTable(s)
-	if _, err := os.Stat(filepath.Join(resultsDir, dir, ChartConcurrency)); err == nil {
-		s.Para("![Throughput against concurrency](%s%s/%s)", prefix, dir, ChartConcurrency)
-	}
-	s.Para("The full report, with latency, reads, amplification, CPU and memory, recovery and the engines' certification: [%s%s/%s](%s%s/%s). Reproduce with `go run ./cmd/bench -profile %s` (this run took %s); every run is listed in [%sREADME.md](%sREADME.md).",
-		prefix, dir, ReportFile, prefix, dir, ReportFile, r.Profile.Name, took(r), prefix, prefix)
 }
 
 // took is how long the run took, to the second.

@@ -1,11 +1,9 @@
 // Package report renders a matrix run (bench/matrix) as results/<run>/:
-// report.md, results.json and PNG charts (gonum.org/v1/plot); keeps
-// results/README.md as the index of runs; and computes the ratios the
-// regression check (cmd/benchcheck) compares between runs.
-//
-// Every number in the report is read from the run; the prose around them
-// is chosen by the data (which engine leads, whether a figure was
-// measured), never typed in.
+// report.md in bench/result's tables (result.go), results.json (the run
+// itself, which cmd/benchcheck reads) and PNG charts (gonum.org/v1/plot);
+// keeps results/README.md as the index of runs; and computes the ratios
+// the regression check compares between runs. No prose is made from the
+// figures.
 package report
 
 import (
@@ -13,12 +11,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/matrix"
-	"github.com/minikafka/minikafka/engine"
 )
 
 // Files of a run directory.
@@ -42,42 +37,12 @@ func Write(run *matrix.Run, dir string) error {
 	return bench.WriteFile(filepath.Join(dir, ReportFile), Markdown(run, charts))
 }
 
-// Markdown renders the report.
-func Markdown(run *matrix.Run, charts []Chart) []byte {
-	v := &view{run: run, charts: map[string]Chart{}}
-	for _, c := range charts {
-		v.charts[c.File] = c
-	}
-	rep := &bench.Report{Title: fmt.Sprintf("Engine comparison: %s (%s profile)", run.Name, run.Profile.Name)}
-	v.intro(rep)
-	v.summary(rep)
-	v.concurrency(rep)
-	v.groupCommit(rep)
-	v.sizes(rep)
-	v.latency(rep)
-	v.variants(rep)
-	v.reads(rep)
-	v.amplification(rep)
-	v.resources(rep)
-	v.recovery(rep)
-	v.enginesRef(rep)
-	v.missing(rep)
-	v.setup(rep)
-	return rep.Markdown()
-}
+// Markdown renders the report: the run in bench/result's tables (see
+// Result), with the charts drawn beside it.
+func Markdown(run *matrix.Run, charts []Chart) []byte { return Result(run, charts).Markdown() }
 
-// view is a run being rendered.
-type view struct {
-	run    *matrix.Run
-	charts map[string]Chart
-}
-
-// chart adds the chart's image to s if it was drawn.
-func (v *view) chart(s *bench.Section, file string) {
-	if c, ok := v.charts[file]; ok {
-		s.Para("![%s](%s)", c.Title, c.File)
-	}
-}
+// view is a run being read for its ratios.
+type view struct{ run *matrix.Run }
 
 // engines are the targets under comparison (the broker over a durable
 // engine), in run order.
@@ -91,129 +56,9 @@ func (v *view) engines() []string {
 	return out
 }
 
-// interval is the sync=interval fsync period the run used.
-func (v *view) interval() string {
-	if v.run.SyncInterval <= 0 {
-		return "interval set by the broker's -sync-interval"
-	}
-	return v.run.SyncInterval.String()
-}
-
-func (v *view) targets() []string {
-	out := make([]string, len(v.run.Targets))
-	for i, t := range v.run.Targets {
-		out[i] = t.Name
-	}
-	return out
-}
-
-func (v *view) has(name string) bool {
-	_, ok := v.run.Target(name)
-	return ok
-}
-
 // med is a cell's median of fig, NaN when missing.
 func (v *view) med(target string, w matrix.Workload, fig matrix.Figure) float64 {
 	return v.run.Cell(target, w).Median(fig)
-}
-
-// fig formats a cell's figure as "median [min–max]" (the range only with
-// more than one repetition); "missing" for a cell that ran and has no
-// figure because it failed, "–" for a figure not measured.
-func (v *view) fig(target string, w matrix.Workload, f matrix.Figure, format func(float64) string) string {
-	c := v.run.Cell(target, w)
-	if c == nil {
-		return ""
-	}
-	if len(c.Reps) > 0 && c.OKReps() == 0 {
-		return "missing"
-	}
-	return spreadText(c.Spread(f), format)
-}
-
-func spreadText(s bench.Spread, format func(float64) string) string {
-	if !s.OK() {
-		return "–"
-	}
-	if s.N == 1 || format(s.Min) == format(s.Max) {
-		return format(s.Median)
-	}
-	return fmt.Sprintf("%s [%s–%s]", format(s.Median), format(s.Min), format(s.Max))
-}
-
-// Formats; a figure not measured (NaN) reads "–".
-func rate(x float64) string   { return bench.Rate(x) }
-func millis(x float64) string { return bench.Millis(x) }
-func ratio(x float64) string  { return bench.Times(x) }
-func mbps(x float64) string   { return orDash(x, "%.1f") }
-func amp(x float64) string    { return orDash(x, "%.2f") }
-func plain(x float64) string  { return orDash(x, "%.3g") }
-func bytesOf(x float64) string {
-	if math.IsNaN(x) {
-		return "–"
-	}
-	return bench.Bytes(int64(x))
-}
-
-func orDash(x float64, format string) string {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return "–"
-	}
-	return fmt.Sprintf(format, x)
-}
-
-// sortWorkloads orders workloads by record size, then in-flight count,
-// then producers: the order of the sweeps' axes.
-func sortWorkloads(ws []matrix.Workload) {
-	sort.SliceStable(ws, func(i, j int) bool {
-		a, b := ws[i], ws[j]
-		if a.RecordBytes != b.RecordBytes {
-			return a.RecordBytes < b.RecordBytes
-		}
-		if a.InFlight != b.InFlight {
-			return a.InFlight < b.InFlight
-		}
-		return a.Producers < b.Producers
-	})
-}
-
-// design is what the run recorded of an engine's design (nothing for a
-// peer, or a run from before runs recorded it).
-func (v *view) design(name string) engine.Notes {
-	if t, ok := v.run.Target(name); ok && t.Design != nil {
-		return *t.Design
-	}
-	return engine.Notes{}
-}
-
-// notes joins what the run's engines (and the reference line) say about
-// one aspect of their design, each after its name in format ("%s %s":
-// "segment appends ..."); "" when none says anything.
-func (v *view) notes(format string, aspect func(engine.Notes) string) string {
-	var parts []string
-	for _, t := range v.run.Targets {
-		if a := aspect(v.design(t.Name)); a != "" {
-			parts = append(parts, fmt.Sprintf(format, t.Name, a))
-		}
-	}
-	return strings.Join(parts, "; ")
-}
-
-// sentence is text with a trailing space when there is any, for prose
-// that a missing note leaves out.
-func sentence(format, text string) string {
-	if text == "" {
-		return ""
-	}
-	return fmt.Sprintf(format, text) + " "
-}
-
-// records is "1 record" or "16 records".
-func records(n int) string {
-	if n == 1 {
-		return "1 record"
-	}
-	return fmt.Sprintf("%d records", n)
 }
 
 // div is a/b, NaN when either is missing or b is 0.
@@ -222,38 +67,4 @@ func div(a, b float64) float64 {
 		return math.NaN()
 	}
 	return a / b
-}
-
-// list joins "name value" pairs for prose: "segment 12k, pebble 9k".
-func list(names []string, value func(string) string) string {
-	var parts []string
-	for _, n := range names {
-		if s := value(n); s != "" && s != "–" {
-			parts = append(parts, n+" "+s)
-		}
-	}
-	if len(parts) == 0 {
-		return "no figure"
-	}
-	return strings.Join(parts, ", ")
-}
-
-// leader returns the name with the largest value and the ratio to the
-// runner-up (NaN with fewer than two values).
-func leader(names []string, value func(string) float64) (best string, bestV, vsNext float64, next string) {
-	bestV, nextV := math.NaN(), math.NaN()
-	for _, n := range names {
-		x := value(n)
-		if math.IsNaN(x) {
-			continue
-		}
-		switch {
-		case math.IsNaN(bestV) || x > bestV:
-			next, nextV = best, bestV
-			best, bestV = n, x
-		case math.IsNaN(nextV) || x > nextV:
-			next, nextV = n, x
-		}
-	}
-	return best, bestV, div(bestV, nextV), next
 }

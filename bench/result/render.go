@@ -26,7 +26,9 @@ func (r *Result) Markdown() []byte {
 	if busy := r.Busy(); busy != "" {
 		s.Para("**%s**", busy)
 	}
-	s.CheckTable(r.Checks)
+	if len(r.Checks) > 0 {
+		s.CheckTable(r.Checks)
+	}
 	var failures []string
 	for _, wc := range w.Cells {
 		s := rep.Section(cmp.Or(wc.Title, wc.Name))
@@ -73,7 +75,7 @@ func (r *Result) Markdown() []byte {
 		}
 	}
 	rep.Failures(failures)
-	setup := append(r.List(), fmt.Sprintf("workload: bench/workloads/%s.yaml as it ran (in the JSON beside this report); "+
+	setup := append(r.List(), fmt.Sprintf("workload %s: its cells, columns and targets as it ran are in the JSON beside this report; "+
 		"figures are median [min–max] over the repetitions, interleaved across the servers", w.Name))
 	rep.Section("Setup").List(setup...)
 	return rep.Markdown()

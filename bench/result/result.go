@@ -213,6 +213,13 @@ func (r *Result) judge(t workloads.Target) bench.Check {
 		}
 		return ch.Resolve(lo, hi, "that interval")
 	}
+	if t.Paired {
+		ch := bench.Judge(name, paired(c, ref, t.Figure, t.Stat), "×", atLeast, bound)
+		if ch.Verdict == bench.Missing {
+			return ch.Because("no figure on both sides")
+		}
+		return ch.Because("%s of %d paired repetitions against %s", statName(t.Stat), min(len(c.Values(t.Figure)), len(ref.Values(t.Figure))), refName)
+	}
 	w := ref.Stat(t.Figure, t.Stat)
 	ch := bench.Judge(name, bench.Div(v, w), "×", atLeast, bound)
 	if ch.Verdict == bench.Missing {
@@ -228,6 +235,21 @@ func (r *Result) judge(t workloads.Target) bench.Check {
 	}
 	ch = ch.Because("%s; the runs of a side differ by up to %.0f %%", ch.Note, noise*100)
 	return ch.Resolve(ch.Value*(1-noise), ch.Value*(1+noise), "the ratio give or take that")
+}
+
+// paired is stat of a's figure over b's, repetition by repetition (see
+// workloads.Target.Paired); NaN without a pair.
+func paired(a, b *Cell, figure, stat string) float64 {
+	xs, ys := a.Values(figure), b.Values(figure)
+	n := min(len(xs), len(ys))
+	if n == 0 {
+		return math.NaN()
+	}
+	ratios := &Cell{}
+	for i := range n {
+		ratios.Reps = append(ratios.Reps, Rep{Figures: map[string]float64{"r": bench.Div(xs[i], ys[i])}})
+	}
+	return ratios.Stat("r", stat)
 }
 
 // ref is the cell a figure of cell on server is divided by, and its name

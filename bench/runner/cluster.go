@@ -218,14 +218,11 @@ func (st *steps) createServed(ctx context.Context, c *harness.Cluster, prefix, t
 	if err != nil {
 		return err
 	}
-	var wg sync.WaitGroup
-	var errAll, errOne error
-	var acked, leaderAck float64
-	wg.Go(func() { errAll = produceEach(ctx, all, topic, ct.Partitions); acked = since(start) })
-	wg.Go(func() { errOne = produceEach(ctx, one, topic, ct.Partitions); leaderAck = since(start) })
-	wg.Wait()
+	acked, leaderAck, err := timeBoth(start,
+		func() error { return produceEach(ctx, all, topic, ct.Partitions) },
+		func() error { return produceEach(ctx, one, topic, ct.Partitions) })
 	figs["acked_s"], figs["leader_ack_s"] = acked, leaderAck
-	if err := errors.Join(errAll, errOne); err != nil {
+	if err != nil {
 		return fmt.Errorf("produce to %s: %w", topic, err)
 	}
 	st.set(prefix, figs)
@@ -383,10 +380,10 @@ func (st *steps) createBulk(ctx context.Context, c *harness.Cluster, ct *workloa
 	}
 }
 
-// fault kills or stops the node f names, remembering it, what it led and
-// when, for the steps after it.
-func (st *steps) fault(ctx context.Context, prefix string, f *workloads.Fault, kill bool) error {
-	c, err := st.needCluster("kill and stop")
+// fault hits the nodes f names as how says (see workloads.Fault),
+// remembering them, what they led and when, for the steps after it.
+func (st *steps) fault(ctx context.Context, prefix string, f *workloads.Fault, how string) error {
+	c, err := st.needCluster(how)
 	if err != nil {
 		return err
 	}
@@ -396,6 +393,11 @@ func (st *steps) fault(ctx context.Context, prefix string, f *workloads.Fault, k
 	if err != nil {
 		return err
 	}
+	if f.Node == "all" {
+		st.hitAll(c, how)
+		st.set(prefix, map[string]float64{"was_controller": 1})
+		return st.hit(c, how, st.victims)
+	}
 	victim, err := st.pick(fctx, c, ctl, f.Node)
 	if err != nil {
 		return err
@@ -404,12 +406,19 @@ func (st *steps) fault(ctx context.Context, prefix string, f *workloads.Fault, k
 	if err != nil {
 		return err
 	}
-	st.victim, st.victimLed, st.faultAt, st.faultBytes = victim, led, time.Now(), 0
-	end := c.Stop
-	if kill {
-		end = c.Kill
+	st.victim, st.victims, st.victimLed, st.how = victim, []int32{victim}, led, how
+	st.leaderFault = f.Node != "follower"
+	st.affected = st.allPartitions()
+	if st.leaderFault {
+		st.affected = map[int32]bool{}
+		for _, p := range led {
+			if p.topic == st.loadTopic() {
+				st.affected[p.index] = true
+			}
+		}
 	}
-	if err := end(victim); err != nil {
+	st.faultAt, st.faultBytes = time.Now(), 0
+	if err := st.hit(c, how, st.victims); err != nil {
 		return err
 	}
 	wasCtl := 0.0
@@ -428,7 +437,7 @@ func (st *steps) pick(ctx context.Context, c *harness.Cluster, ctl int32, which 
 	case "other":
 		others := c.Others(ctl)
 		return others[st.round%len(others)], nil
-	case "leader":
+	case "leader", "follower":
 		if len(st.topics) == 0 {
 			return 0, errors.New("no topic to find the leader of")
 		}
@@ -436,11 +445,34 @@ func (st *steps) pick(ctx context.Context, c *harness.Cluster, ctl int32, which 
 		if err != nil {
 			return 0, err
 		}
-		return td.Partitions[0].Leader, nil
+		if which == "leader" {
+			return td.Partitions[0].Leader, nil
+		}
+		return followerOf0(td)
 	case "transaction_coordinator":
 		return st.txnCoordinator(ctx)
 	}
-	return 0, fmt.Errorf("node %q: want controller, other, leader or transaction_coordinator", which)
+	return 0, fmt.Errorf("node %q: want controller, other, leader, follower, all or transaction_coordinator", which)
+}
+
+// followerOf0 is a follower of partition 0 that leads nothing if there is
+// one, else the first follower.
+func followerOf0(td kadm.TopicDetail) (int32, error) {
+	p0 := td.Partitions[0]
+	leads := map[int32]bool{}
+	for _, p := range td.Partitions {
+		leads[p.Leader] = true
+	}
+	var pick int32 = -1
+	for _, r := range p0.Replicas {
+		if r != p0.Leader && (pick < 0 || (!leads[r] && leads[pick])) {
+			pick = r
+		}
+	}
+	if pick < 0 {
+		return 0, errors.New("partition 0 has no follower")
+	}
+	return pick, nil
 }
 
 // ledBy lists the partitions node id leads among the topics the cell
@@ -468,7 +500,7 @@ func (st *steps) ledBy(ctx context.Context, c *harness.Cluster, id int32) ([]par
 }
 
 // wait polls until w holds.
-func (st *steps) wait(ctx context.Context, w *workloads.Wait) error {
+func (st *steps) wait(ctx context.Context, prefix string, w *workloads.Wait) error {
 	c, err := st.needCluster("wait")
 	if err != nil {
 		return err
@@ -486,33 +518,29 @@ func (st *steps) wait(ctx context.Context, w *workloads.Wait) error {
 		}
 	}
 	if w.Acked {
-		return st.awaitAckElsewhere(wctx)
+		return st.awaitAck(wctx, prefix)
+	}
+	if w.Progress {
+		return st.awaitProgress(wctx)
 	}
 	return nil
 }
 
-// awaitAckElsewhere polls the tracked producer until a partition the
-// faulted node led is acknowledged by another broker after the fault.
-func (st *steps) awaitAckElsewhere(ctx context.Context) error {
+// awaitAck polls the tracked producer until a partition the last fault
+// hit is acknowledged since it (see workloads.Wait).
+func (st *steps) awaitAck(ctx context.Context, prefix string) error {
 	if st.tracked == nil || st.faultAt.IsZero() {
 		return errors.New("wait acked needs a tracked producer and a fault")
 	}
-	led := map[int32]bool{}
-	for _, p := range st.victimLed {
-		if p.topic == st.loadTopic() {
-			led[p.index] = true
-		}
-	}
 	for seen := 0; ; {
 		ws := st.tracked.Writes(seen)
-		for _, w := range ws {
-			if led[w.Partition] && w.Node != st.victim && !w.At.Before(st.faultAt) {
-				return nil
-			}
+		if at, ok := st.firstAck(ws); ok {
+			st.set(prefix, map[string]float64{"first_ack_s": at.Sub(st.faultAt).Seconds()})
+			return nil
 		}
 		seen += len(ws)
 		if !bench.Pause(ctx, probeEvery) {
-			return fmt.Errorf("no acknowledgement of broker %d's partitions by another broker: %w", st.victim, ctx.Err())
+			return fmt.Errorf("no acknowledgement of the partitions broker %d's fault hit: %w", st.victim, ctx.Err())
 		}
 	}
 }
@@ -593,7 +621,7 @@ func (st *steps) restart(ctx context.Context, prefix string, r *workloads.Restar
 	rctx, cancel := context.WithTimeout(ctx, recoverWait)
 	defer cancel()
 	id := st.victim
-	st.victim, st.faultAt = 0, time.Time{}
+	st.victim, st.faultAt, st.how = 0, time.Time{}, ""
 	if r.ISR {
 		return st.rejoin(ctx, c, prefix, id)
 	}
@@ -625,13 +653,10 @@ func (st *steps) rejoin(ctx context.Context, c *harness.Cluster, prefix string, 
 	if err := c.Start(wctx, id); err != nil {
 		return err
 	}
-	var wg sync.WaitGroup
-	var listErr, isrErr error
-	var listed, isr float64
-	wg.Go(func() { listErr = c.WaitBrokers(wctx, len(c.Nodes())); listed = since(start) })
-	wg.Go(func() { isrErr = c.WaitISR(wctx, st.lastTopic(), len(c.Nodes())); isr = since(start) })
-	wg.Wait()
-	if err := errors.Join(listErr, isrErr); err != nil {
+	listed, isr, err := timeBoth(start,
+		func() error { return c.WaitBrokers(wctx, len(c.Nodes())) },
+		func() error { return c.WaitISR(wctx, st.lastTopic(), len(c.Nodes())) })
+	if err != nil {
 		return err
 	}
 	st.set(prefix, map[string]float64{"listed_s": listed, "isr_s": isr, "caught_up_bytes_per_s": float64(st.faultBytes) / isr})
@@ -652,13 +677,10 @@ func (st *steps) serveAgain(ctx context.Context, c *harness.Cluster, prefix stri
 	if err := c.Start(ctx, id); err != nil {
 		return err
 	}
-	var wg sync.WaitGroup
-	var listErr, prodErr error
-	var listed, acked float64
-	wg.Go(func() { listErr = awaitListed(ctx, node.Addr, id); listed = since(start) })
-	wg.Go(func() { prodErr = produceOne(ctx, c, pick); acked = since(start) })
-	wg.Wait()
-	if err := errors.Join(listErr, prodErr); err != nil {
+	listed, acked, err := timeBoth(start,
+		func() error { return awaitListed(ctx, node.Addr, id) },
+		func() error { return produceOne(ctx, c, pick) })
+	if err != nil {
 		return err
 	}
 	figs := map[string]float64{"listed_s": listed, "acked_s": acked, "served_s": max(listed, acked)}
@@ -701,6 +723,17 @@ func awaitListed(ctx context.Context, addr string, id int32) error {
 		}
 		bench.Pause(ctx, probeEvery)
 	}
+}
+
+// timeBoth runs a and b at once and returns when each returned, in
+// seconds from start, and their errors joined.
+func timeBoth(start time.Time, a, b func() error) (ta, tb float64, err error) {
+	var wg sync.WaitGroup
+	var errA, errB error
+	wg.Go(func() { errA = a(); ta = since(start) })
+	wg.Go(func() { errB = b(); tb = since(start) })
+	wg.Wait()
+	return ta, tb, errors.Join(errA, errB)
 }
 
 // since is the time from start, in seconds.

@@ -51,6 +51,11 @@ func (st *steps) startTracked(ctx context.Context, t *workloads.Track) error {
 	if err != nil {
 		return err
 	}
+	if t.Read {
+		if st.reader, err = load.StartReader(ctx, st.client(), st.loadTopic()); err != nil {
+			return err
+		}
+	}
 	st.tracked, err = load.StartTracked(ctx, load.TrackedConfig{Client: st.client(), Topic: st.loadTopic(),
 		Partitions: parts, Rate: t.Rate, RecordBytes: t.RecordBytes})
 	return err
@@ -333,12 +338,27 @@ func (st *steps) endLoads(ctx context.Context) error {
 	st.tracked = nil
 	actx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	a, err := load.Audit(actx, st.client(), st.loadTopic(), tr.Acked)
+	if st.cluster != nil && st.reader != nil {
+		// A reading cell (the faults') reads back once every ISR is full.
+		if err := st.cluster.WaitISR(actx, st.loadTopic(), len(st.cluster.Nodes())); err != nil {
+			return fmt.Errorf("after the last round: %w", err)
+		}
+	}
+	var polls load.Polls
+	if st.reader != nil {
+		polls = st.reader.Stop()
+		st.reader = nil
+	}
+	a, err := load.Audit(actx, st.client(), st.loadTopic(), tr.Acked, polls)
 	if err != nil {
 		return fmt.Errorf("reading back: %w", err)
 	}
-	st.set("audit", map[string]float64{"acked": float64(a.Acked), "consumed": float64(a.Consumed),
+	figs := map[string]float64{"acked": float64(a.Acked), "consumed": float64(a.Consumed),
 		"lost": float64(a.Lost), "duplicated": float64(a.Duplicated), "misplaced": float64(a.Misplaced),
-		"unacked": float64(tr.Failed)})
+		"unacked": float64(tr.Failed), "anomalies": float64(a.Anomalies())}
+	if polls != nil {
+		figs["nonmonotonic"], figs["poll_skips"], figs["read_mismatches"] = float64(a.Nonmonotonic), float64(a.PollSkips), float64(a.ReadMismatches)
+	}
+	st.set("audit", figs)
 	return nil
 }

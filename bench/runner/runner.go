@@ -20,6 +20,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -27,6 +28,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/load"
@@ -41,10 +43,14 @@ type Config struct {
 	// Quick marks the workload as shrunk for a smoke run.
 	Quick bool
 	// Start says how each server the workload names starts on a
-	// topology; Cluster starts a cluster of engine on dir, for a topology
-	// of several brokers.
+	// topology; Cluster starts a cluster as cc says (the runner sets
+	// everything but Bin and Log; Bin too when the topology upgrades:
+	// UpgradeFrom), for a topology of several brokers.
 	Start   func(name string, t workloads.Topology) harness.Starter
-	Cluster func(ctx context.Context, engine, dir string, t workloads.Topology) (*harness.Cluster, error)
+	Cluster func(ctx context.Context, cc harness.ClusterConfig) (*harness.Cluster, error)
+	// Bin is the broker build an upgrade moves to; UpgradeFrom the older
+	// one a topology with upgrade starts on.
+	Bin, UpgradeFrom string
 	// Dir holds the servers' data directories, one fresh per repetition.
 	Dir string
 	// Log gets a line per repetition; Bar, when set, draws progress.
@@ -155,12 +161,26 @@ func (cfg *Config) measure(ctx context.Context, res *result.Result, c workloads.
 // which also reads the server's peak RSS into the last repetition.
 func (cfg *Config) start(ctx context.Context, st *steps, srv, dir string) ([]string, func() error, error) {
 	if st.topology.Brokers > 1 && srv != "kfake" {
-		c, err := cfg.Cluster(ctx, srv, dir, st.topology)
+		t := st.topology
+		hosts, err := st.hosts(t, dir)
 		if err != nil {
+			st.unhost()
+			return nil, nil, err
+		}
+		cc := harness.ClusterConfig{Engine: srv, Brokers: t.Brokers, Dir: dir, Sync: t.Sync, Args: t.BrokerArgs, Hosts: hosts}
+		if t.Upgrade {
+			if cc.Bin = cfg.UpgradeFrom; cc.Bin == "" {
+				st.unhost()
+				return nil, nil, errors.New("no older build to upgrade from (cmd/bench -upgrade-from)")
+			}
+		}
+		c, err := cfg.Cluster(ctx, cc)
+		if err != nil {
+			st.unhost()
 			return nil, nil, err
 		}
 		st.cluster = c
-		return c.Seeds(), func() error { c.Close(); return nil }, nil
+		return c.Seeds(), func() error { c.Close(); st.unhost(); return nil }, nil
 	}
 	s, err := cfg.Start(srv, st.topology)(ctx, dir, st.topology.Sync)
 	if err != nil {
@@ -198,7 +218,13 @@ func (st *steps) rounds(ctx context.Context, c workloads.Cell) ([]result.Rep, er
 			return reps, err
 		}
 		st.figures, st.topics = maps.Clone(setup), slices.Clone(setupTopics)
+		st.victim, st.how, st.faultAt, st.healedAt = 0, "", time.Time{}, time.Time{}
 		rep := result.Rep{Figures: st.figures}
+		if err := st.supervise(ctx); err != nil {
+			rep.Error = fmt.Sprintf("supervise: %v", err)
+			reps = append(reps, rep)
+			continue
+		}
 		for _, step := range c.Steps {
 			if err := st.run(ctx, step); err != nil {
 				rep.Error = fmt.Sprintf("%s: %v", step.Prefix(), err)

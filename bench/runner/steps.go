@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/minikafka/minikafka/bench/result"
 	"github.com/minikafka/minikafka/bench/workloads"
 	"github.com/minikafka/minikafka/broker/harness"
+	"github.com/minikafka/minikafka/broker/harness/netlab"
 )
 
 // steps runs the steps of one server start (or cluster start), round
@@ -50,10 +52,22 @@ type steps struct {
 	seq    int
 	topics []string
 	// The last fault: its node (0 when restarted since), what the node
-	// led and when it came.
-	victim    int32
-	victimLed []partition
-	faultAt   time.Time
+	// led and when it came; every node it hit, how (until a heal), the
+	// partitions of the load topic it hit and whether the nodes led them
+	// (the first acknowledgement after it must come from another);
+	// when the heal came.
+	victim      int32
+	victimLed   []partition
+	faultAt     time.Time
+	victims     []int32
+	how         string
+	affected    map[int32]bool
+	leaderFault bool
+	healedAt    time.Time
+	// lab and disks are the hosts and filesystems of a cluster whose
+	// topology asks for them (faults.go).
+	lab   *netlab.Lab
+	disks []string
 	// faultBytes are the bytes produced since the last fault: what a node
 	// restarted after it has to catch up with.
 	faultBytes int64
@@ -63,6 +77,7 @@ type steps struct {
 	// topic's size on disk at the last step's end and its growth then.
 	pump       *load.Pump
 	tracked    *load.Tracked
+	reader     *load.Reader
 	groups     *load.GroupLoad
 	stored     int64
 	storedRate float64
@@ -74,6 +89,9 @@ func (st *steps) close() {
 	}
 	if st.tracked != nil {
 		st.tracked.Stop(0)
+	}
+	if st.reader != nil {
+		st.reader.Stop()
 	}
 	if st.groups != nil {
 		st.groups.Stop()
@@ -89,7 +107,7 @@ func (st *steps) close() {
 
 // run runs one step, timing it.
 func (st *steps) run(ctx context.Context, s workloads.Step) error {
-	start, faultAt, requests := time.Now(), st.faultAt, st.groupRequests()
+	start, faultAt, healedAt, requests := time.Now(), st.faultAt, st.healedAt, st.groupRequests()
 	prefix := s.Prefix()
 	var err error
 	switch {
@@ -99,12 +117,16 @@ func (st *steps) run(ctx context.Context, s workloads.Step) error {
 		err = st.consume(ctx, prefix, s.Consume)
 	case s.CreateTopic != nil:
 		err = st.createTopic(ctx, prefix, s.CreateTopic)
-	case s.Kill != nil, s.Stop != nil:
-		err = st.fault(ctx, prefix, cmpFault(s.Kill, s.Stop), s.Kill != nil)
+	case s.Kill != nil, s.Stop != nil, s.Freeze != nil, s.Isolate != nil, s.Cut != nil, s.FillDisk != nil:
+		err = st.fault(ctx, prefix, cmp.Or(s.Kill, s.Stop, s.Freeze, s.Isolate, s.Cut, s.FillDisk), s.Kind())
+	case s.Heal != nil:
+		err = st.heal(ctx, prefix)
+	case s.RollingRestart != nil:
+		err = st.rollingRestart(ctx, s.RollingRestart)
 	case s.Restart != nil:
 		err = st.restart(ctx, prefix, s.Restart)
 	case s.Wait != nil:
-		err = st.wait(ctx, s.Wait)
+		err = st.wait(ctx, prefix, s.Wait)
 	case s.Load != nil:
 		err = st.startPump(ctx, s.Load)
 	case s.Track != nil:
@@ -141,15 +163,11 @@ func (st *steps) run(ctx context.Context, s workloads.Step) error {
 	if !faultAt.IsZero() && s.Restart == nil {
 		figs["since_fault_s"] = since(faultAt)
 	}
+	if !healedAt.IsZero() {
+		figs["since_heal_s"] = since(healedAt)
+	}
 	st.set(prefix, figs)
 	return nil
-}
-
-func cmpFault(a, b *workloads.Fault) *workloads.Fault {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 func (st *steps) set(prefix string, figures map[string]float64) {

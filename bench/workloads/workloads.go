@@ -118,6 +118,17 @@ type Topology struct {
 	Partitions int32 `yaml:"partitions,omitempty" json:"partitions,omitempty"`
 	// BrokerArgs are extra cmd/broker flags.
 	BrokerArgs []string `yaml:"broker_args,omitempty" json:"broker_args,omitempty"`
+	// Netns places each broker of a cluster on a host of its own, a
+	// network namespace with its own address (broker/harness/netlab; root
+	// and iproute2), which isolate and cut need.
+	Netns bool `yaml:"netns,omitempty" json:"netns,omitempty"`
+	// DiskBytes gives each broker of a cluster a filesystem of its own of
+	// that size (a tmpfs; root), which fill_disk needs.
+	DiskBytes int64 `yaml:"disk_bytes,omitempty" json:"disk_bytes,omitempty"`
+	// Upgrade starts the cluster on the older build cmd/bench's
+	// -upgrade-from names; rolling_restart with upgrade moves it to this
+	// one. Without -upgrade-from the cell is left out.
+	Upgrade bool `yaml:"upgrade,omitempty" json:"upgrade,omitempty"`
 }
 
 // Cell is one measurement repeated on every server.
@@ -171,6 +182,13 @@ type Step struct {
 	Ingest   *Ingest       `yaml:"ingest,omitempty" json:"ingest,omitempty"`
 	BeginTxn *BeginTxn     `yaml:"begin_txn,omitempty" json:"begin_txn,omitempty"`
 	EndTxn   *EndTxn       `yaml:"end_txn,omitempty" json:"end_txn,omitempty"`
+	// The faults that a heal ends (see Fault and Heal).
+	Freeze         *Fault          `yaml:"freeze,omitempty" json:"freeze,omitempty"`
+	Isolate        *Fault          `yaml:"isolate,omitempty" json:"isolate,omitempty"`
+	Cut            *Fault          `yaml:"cut,omitempty" json:"cut,omitempty"`
+	FillDisk       *Fault          `yaml:"fill_disk,omitempty" json:"fill_disk,omitempty"`
+	Heal           *Heal           `yaml:"heal,omitempty" json:"heal,omitempty"`
+	RollingRestart *RollingRestart `yaml:"rolling_restart,omitempty" json:"rolling_restart,omitempty"`
 }
 
 // Kind is the step's kind: the field that is set.
@@ -184,6 +202,8 @@ func (s Step) Kind() string {
 		{s.Load != nil, "load"}, {s.Track != nil, "track"}, {s.Fill != nil, "fill"}, {s.Pause > 0, "pause"},
 		{s.Reassign != nil, "reassign"}, {s.Churn != nil, "churn"}, {s.Settle != nil, "settle"}, {s.Groups != nil, "groups"},
 		{s.Ingest != nil, "ingest"}, {s.BeginTxn != nil, "begin_txn"}, {s.EndTxn != nil, "end_txn"},
+		{s.Freeze != nil, "freeze"}, {s.Isolate != nil, "isolate"}, {s.Cut != nil, "cut"},
+		{s.FillDisk != nil, "fill_disk"}, {s.Heal != nil, "heal"}, {s.RollingRestart != nil, "rolling_restart"},
 	}
 	for _, k := range kinds {
 		if k.set {
@@ -317,12 +337,18 @@ type CreateTopic struct {
 	Served     bool      `yaml:"served,omitempty" json:"served,omitempty"`
 }
 
-// Fault picks a node of a cluster to kill (SIGKILL) or stop (SIGTERM, a
-// controlled shutdown, waiting for its exit): Node is "controller" (the
-// active one), "other" (a broker other than the active controller, in
-// turn over the rounds), "leader" (the leader of partition 0 of the last
-// topic) or "transaction_coordinator" (the coordinator FindCoordinator
-// names for the transactional id of BeginTxn's producer). Figures: node, led (partitions it led of the cell's topics),
+// Fault picks the nodes of a cluster a fault hits. Node is "controller"
+// (the active one), "other" (a broker other than the active controller,
+// in turn over the rounds), "leader" (the leader of partition 0 of the
+// last topic), "follower" (a follower of partition 0 that leads nothing
+// if there is one), "all" (every broker) or "transaction_coordinator"
+// (the coordinator FindCoordinator names for the transactional id of
+// BeginTxn's producer). The step says what it does to them: kill
+// (SIGKILL), stop (SIGTERM, a controlled shutdown, waiting for the exit),
+// freeze (SIGSTOP), isolate (cut off from the other brokers, clients still
+// reach it; topology.netns), cut (cut off from everyone; topology.netns)
+// or fill_disk (its filesystem written full; topology.disk_bytes).
+// Figures: node, led (partitions it led of the cell's topics),
 // was_controller (1 when it was the active controller). While a tracked
 // producer runs, every step after a fault adds gap_since_fault_s, the
 // longest gap between two acknowledgements of a partition since it.
@@ -344,6 +370,25 @@ type Restart struct {
 	ISR    bool `yaml:"isr,omitempty" json:"isr,omitempty"`
 }
 
+// Heal ends the last fault: a killed or stopped node started again once
+// fenced (every one at once after kill all), a frozen one sent SIGCONT, an
+// isolated or cut one connected again, a filled disk freed (and its
+// broker, if the full disk made it exit, started again, as a supervisor
+// would). Every step after it adds since_heal_s. While a tracked producer
+// runs it adds victim_acks, the acknowledgements the nodes gave from the
+// fault to the heal of partitions they led, and victim_last_ack_s, the
+// last of them from the fault (a cut-off leader must stop within its
+// session timeout).
+type Heal struct{}
+
+// RollingRestart stops every broker in turn with SIGTERM and starts it
+// again, each once every ISR of the last topic is full; with Upgrade the
+// brokers start again on this build (topology.upgrade). It counts as a
+// fault of every broker for the steps after it.
+type RollingRestart struct {
+	Upgrade bool `yaml:"upgrade,omitempty" json:"upgrade,omitempty"`
+}
+
 // Pump (the step load:) starts a closed-loop acks=all producer on the cell's last topic
 // that runs until the round ends, keeping InFlight records of RecordBytes
 // in flight (bench/load.Pump). Every step while it runs adds
@@ -361,10 +406,16 @@ type Pump struct {
 // longest time between two acknowledgements of one partition in the step
 // (with gap_partition, and gap_from_s and gap_to_s from the step's
 // start). When the round ends the topic is read back: audit.acked,
-// audit.lost, audit.duplicated, audit.misplaced.
+// audit.lost, audit.duplicated, audit.misplaced. With Read a consumer
+// reads the topic all along too, and its polls are checked against the
+// log read back: audit.nonmonotonic (an offset read after a greater one),
+// audit.poll_skips (records of the log skipped between two polled
+// offsets), audit.read_mismatches (an offset read holding another record
+// than at the end); audit.anomalies adds up every count but acked.
 type Track struct {
 	Rate        float64 `yaml:"rate" json:"rate"`
 	RecordBytes int     `yaml:"record_bytes" json:"record_bytes"`
+	Read        bool    `yaml:"read,omitempty" json:"read,omitempty"`
 }
 
 func (p *Produce) txn() *Transaction {
@@ -424,13 +475,18 @@ type Groups struct {
 // leaves the last faulted node out of its Metadata, as a broker and as a
 // leader of the last topic; ISR, every partition of the last topic (or of
 // Topic, an internal one say) has that many replicas in sync; Acked, the
-// tracked producer had a record acknowledged by another broker on a
-// partition the faulted node led.
+// tracked producer had a record acknowledged since the last fault on a
+// partition the fault hit (by another broker when the faulted node led
+// it, until a heal), figure first_ack_s from the fault to that
+// acknowledgement;
+// Progress, every partition of the tracked producer's topic acknowledged
+// since the last heal.
 type Wait struct {
-	Fenced bool   `yaml:"fenced,omitempty" json:"fenced,omitempty"`
-	ISR    int    `yaml:"isr,omitempty" json:"isr,omitempty"`
-	Topic  string `yaml:"topic,omitempty" json:"topic,omitempty"`
-	Acked  bool   `yaml:"acked,omitempty" json:"acked,omitempty"`
+	Fenced   bool   `yaml:"fenced,omitempty" json:"fenced,omitempty"`
+	ISR      int    `yaml:"isr,omitempty" json:"isr,omitempty"`
+	Topic    string `yaml:"topic,omitempty" json:"topic,omitempty"`
+	Acked    bool   `yaml:"acked,omitempty" json:"acked,omitempty"`
+	Progress bool   `yaml:"progress,omitempty" json:"progress,omitempty"`
 }
 
 // Column is a figure in a cell's table: its median [min–max] over the
@@ -462,7 +518,9 @@ func (c *Column) UnmarshalYAML(n *yaml.Node) error {
 type Target struct {
 	// Name says what is judged; the server is added to it.
 	Name string `yaml:"name" json:"name"`
-	Cell string `yaml:"cell" json:"cell"`
+	// Cell is the one judged; Cells, in a file, makes a target of each.
+	Cell  string   `yaml:"cell,omitempty" json:"cell"`
+	Cells []string `yaml:"cells,omitempty" json:"-"`
 	// Server is the one judged; Servers, in a file, makes a target of
 	// each.
 	Server  string   `yaml:"server,omitempty" json:"server"`
@@ -475,10 +533,14 @@ type Target struct {
 	Stat string `yaml:"stat,omitempty" json:"stat,omitempty"`
 	// Over divides by the same statistic on this server; OverCell, by the
 	// same statistic in that cell (on Over, or on the same server).
-	Over     string   `yaml:"over,omitempty" json:"over,omitempty"`
-	OverCell string   `yaml:"over_cell,omitempty" json:"over_cell,omitempty"`
-	AtLeast  *float64 `yaml:"at_least,omitempty" json:"at_least,omitempty"`
-	AtMost   *float64 `yaml:"at_most,omitempty" json:"at_most,omitempty"`
+	Over     string `yaml:"over,omitempty" json:"over,omitempty"`
+	OverCell string `yaml:"over_cell,omitempty" json:"over_cell,omitempty"`
+	// Paired divides repetition by repetition (the i-th finished one by
+	// Over's i-th, which a run measures within minutes of each other) and
+	// takes Stat of those ratios: min says "in every repetition".
+	Paired  bool     `yaml:"paired,omitempty" json:"paired,omitempty"`
+	AtLeast *float64 `yaml:"at_least,omitempty" json:"at_least,omitempty"`
+	AtMost  *float64 `yaml:"at_most,omitempty" json:"at_most,omitempty"`
 	// Gate makes a drop of this ratio fail cmd/benchcheck.
 	Gate bool `yaml:"gate,omitempty" json:"gate,omitempty"`
 }
@@ -555,22 +617,21 @@ func (w *Workload) TopologyOf(c Cell) Topology {
 		if o.BrokerArgs != nil {
 			t.BrokerArgs = o.BrokerArgs
 		}
+		t.Netns = t.Netns || o.Netns
+		t.DiskBytes = max(t.DiskBytes, o.DiskBytes)
+		t.Upgrade = t.Upgrade || o.Upgrade
 	}
 	return t
 }
 
 func (w *Workload) defaults() {
-	var targets []Target
-	for _, t := range w.Targets {
-		for _, srv := range t.Servers {
-			t.Server = srv
-			targets = append(targets, t)
+	w.Targets = expand(w.Targets, func(t *Target) *[]string { return &t.Cells }, func(t *Target, c string) {
+		t.Cell = c
+		if len(t.Cells) > 1 {
+			t.Name = c + ": " + t.Name
 		}
-		if len(t.Servers) == 0 {
-			targets = append(targets, t)
-		}
-	}
-	w.Targets = targets
+	})
+	w.Targets = expand(w.Targets, func(t *Target) *[]string { return &t.Servers }, func(t *Target, srv string) { t.Server = srv })
 	w.Reps = max(w.Reps, 1)
 	if w.Quick.Divide <= 0 {
 		w.Quick.Divide = 10
@@ -599,6 +660,24 @@ func (w *Workload) defaults() {
 			}
 		}
 	}
+}
+
+// expand makes a target of each value of the list field names in a
+// target (set by set), leaving a target without one as it is.
+func expand(ts []Target, field func(*Target) *[]string, set func(*Target, string)) []Target {
+	var out []Target
+	for _, t := range ts {
+		vs := *field(&t)
+		for _, v := range vs {
+			e := t
+			set(&e, v)
+			out = append(out, e)
+		}
+		if len(vs) == 0 {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 func (w *Workload) check() error {

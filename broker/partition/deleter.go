@@ -18,13 +18,12 @@ import (
 
 // The data of a removed partition is deleted in the background, at a
 // bounded rate, a file at a time and each large file from its end a step at
-// a time. Unlinking a file of hundreds of megabytes frees all its extents in
-// one journal transaction (and, on a filesystem mounted with discard, trims
-// them), and every fsync of every partition on the disk waits behind it: a
-// deleted topic of 1.5 GB held this machine's fsyncs back by up to 128 ms.
-// Shrunk step by step, with a pause after each, the same deletion let no
-// fsync wait more than about 9 ms. RocksDB's DeleteScheduler and pebble's
-// TargetByteDeletionRate pace deletions for the same reason.
+// a time. Unlinking a large file frees all its extents in one journal
+// transaction (and, on a filesystem mounted with discard, trims them), and
+// every fsync of every partition on the disk waits behind it; shrunk step
+// by step, with a pause after each, the deletion leaves the fsyncs alone.
+// RocksDB's DeleteScheduler and pebble's TargetByteDeletionRate pace
+// deletions for the same reason.
 const (
 	// DefaultDeleteRate is Config.DeleteRate's default, in bytes per second.
 	DefaultDeleteRate = 512 << 20

@@ -89,8 +89,8 @@ func (p *Partition) restoreProducers() error {
 		// that came back after a crash, its offset below a log end that
 		// new batches have passed, would be read as the state of that log,
 		// and an idempotent producer's retry answered with the offsets of
-		// a batch the log no longer holds (a lost write; the simulator's
-		// seed 6459).
+		// a batch the log no longer holds (a lost write the simulator
+		// found).
 		if err := engine.SyncDir(p.fs, p.dir); err != nil {
 			return fmt.Errorf("remove stale snapshot: %w", err)
 		}
@@ -210,9 +210,8 @@ func (p *Partition) maybeSnapshot(ctx context.Context) {
 // read from, and a restart rebuilds it from the newest snapshot and the log
 // after it; a start that passed every snapshot would take the state with
 // the batches, and an idempotent producer's retry of a deleted batch would
-// be appended again as new (the simulator's duplicate, seed 7017 on the
-// segment engine: a crash came before the snapshot the move had only asked
-// for). Kafka keeps one at every segment roll for the same reason. The log
+// be appended again as new (a duplicate the simulator found: a crash came
+// before the snapshot the move had only asked for). Kafka keeps one at every segment roll for the same reason. The log
 // is not synced first: the move must not wait on the tail's fsync (a slow
 // disk would hold every append behind the lock), and a snapshot that a
 // power loss leaves past the log's end is dropped by the next open, which

@@ -155,8 +155,7 @@ func (w *watermark) wait(ctx context.Context, ok func(hw int64) bool) error {
 //
 // Under SyncAlways it waits for the background loop, which syncs after
 // every append anyway: a Sync of its own would often land in the next
-// group-commit round and cost a second fsync per batch (the bench measured
-// 1.8 fsyncs per batch for acks=1 against 1.0 for acks=all).
+// group-commit round and cost a second fsync per batch.
 func (p *Partition) WaitDurable(ctx context.Context, end int64) error {
 	// Sync treats an end past the log end as the log end, so only offsets
 	// below both are known durable afterwards.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/logbench"
+	"github.com/minikafka/minikafka/bench/result"
 )
 
 func init() {
@@ -81,19 +82,22 @@ func (o *enginesPlan) measure(_ context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	return writeEngines(res, e)
-}
-
-func writeEngines(res *logbench.Results, e *env) error {
-	return e.publish(res.Write, res.Checks, logbench.ReportFile)
+	rr := res.Result()
+	rr.Quick = o.quick
+	return publishResult(rr, e)
 }
 
 // render rebuilds the report of an earlier run from its JSON, so that a
-// change to the report's layout needs no new measurement.
+// change to the report's layout needs no new measurement; a file in
+// logbench's older format is read as the one schema.
 func (o *enginesPlan) render(path string, e *env) error {
-	res, err := logbench.Load(path)
+	res, err := result.Read(path)
 	if err != nil {
-		return err
+		old, lerr := logbench.Load(path)
+		if lerr != nil {
+			return err
+		}
+		res = old.Result()
 	}
-	return writeEngines(res, e)
+	return publishResult(res, e)
 }

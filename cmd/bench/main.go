@@ -7,7 +7,7 @@
 //	go run ./cmd/bench -profile cluster   # results/cluster.md: a three-broker cluster's failover, fencing, topic creation, restart at scale (bench/workloads/cluster.yaml)
 //	go run ./cmd/bench -profile replication # results/replication.md: RF 3 against RF 1, leader kill and stop under load, catch-up, per engine (bench/workloads/replication.yaml)
 //	go run ./cmd/bench -profile transactions # results/transactions.md: transactional against idempotent produce, coordinator kill -9, read_committed, per engine (bench/workloads/transactions.yaml)
-//	go run ./cmd/bench -profile faults    # results/faults.md: the fault matrix, engines x faults under load, Jepsen's anomalies (root: network namespaces)
+//	go run ./cmd/bench -profile faults    # results/faults.md: the fault matrix, engines x faults under load, Jepsen's anomalies (root: network namespaces; bench/workloads/faults.yaml)
 //	go run ./cmd/bench -profile reassign  # results/reassign.md: a partition reassignment under load per engine (bench/workloads/reassign.yaml)
 //	go run ./cmd/bench -profile quick     # results/<run>/: the end-to-end matrix, a smoke run of about 2 minutes
 //	go run ./cmd/bench -profile full      # results/<run>/: the end-to-end matrix, about 21 minutes on 2 cores
@@ -18,14 +18,17 @@
 // The profiles that moved onto the one runner are workload files
 // (bench/workloads/NAME.yaml, run by bench/runner, written in
 // bench/result's schema); -profile path/to/file.yaml runs a workload that
-// is not embedded, and -quick any of them as a short smoke run. The others
-// are still a package each, until they move.
+// is not embedded, and -quick any of them as a short smoke run. The engines
+// profile measures in this process (bench/logbench: each subject's
+// workloads share one ingested log) and writes the same schema; the
+// end-to-end matrix (quick, full) measures in its own package and renders
+// its report with the same tables.
 //
 // Every profile records the same facts about its run (machine, disk, load
-// average, commit, command line) and its figures as cells of repetitions
-// (package bench), judges its targets, and writes a markdown report with
-// the JSON it was rendered from; cmd/benchcheck compares a new run's
-// ratios with the committed one. The profile registry is in profiles.go.
+// average, commit, command line) and its figures as cells of repetitions,
+// judges its targets, and writes a markdown report with the JSON it was
+// rendered from; cmd/benchcheck compares a new run's ratios with the
+// committed one. The profile registry is in profiles.go.
 //
 // The end-to-end matrix (bench/matrix) starts mini-kafka's broker once per
 // cell over each storage engine, franz-go's kfake and NATS JetStream, and

@@ -201,7 +201,6 @@ func (o *matrixPlan) render(dir string, e *env) error {
 	if err != nil {
 		return err
 	}
-	fillDesign(run)
 	if err := report.Write(run, dir); err != nil {
 		return err
 	}

@@ -80,7 +80,6 @@ func engineTarget(name string, bins binaries, partitions int32, logs io.Writer) 
 		// A non-durable engine's count would be the broker's state files
 		// alone: not a figure about the engine.
 		t.Durable, t.CountsFsyncs = d.Caps.Durable, d.Caps.Durable
-		t.Design, t.CustomFS = &d.Notes, d.Caps.CustomFS
 		t.Note = "mini-kafka's broker over the " + name + " engine"
 		if !d.Caps.Durable {
 			t.Kind = matrix.KindReference
@@ -95,21 +94,6 @@ func engineTarget(name string, bins binaries, partitions int32, logs io.Writer) 
 	}
 	t.Start = harness.Broker(bins.broker, name, partitions, nil, logs)
 	return t
-}
-
-// fillDesign gives the engine targets of a run measured before runs
-// recorded them the design notes and capabilities of this build's
-// engines, so that rendering an old run again explains its figures.
-func fillDesign(run *matrix.Run) {
-	for i := range run.Targets {
-		t := &run.Targets[i]
-		if t.Kind == matrix.KindPeer || t.Design != nil {
-			continue
-		}
-		if d, err := engine.Lookup(t.Name); err == nil {
-			t.Design, t.CustomFS = &d.Notes, d.Caps.CustomFS
-		}
-	}
 }
 
 // setupLines describe how the targets were started, for the report.

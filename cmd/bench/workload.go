@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -43,8 +44,10 @@ type workloadPlan struct {
 	quick      bool
 	reps       int
 	servers    string
+	cells      string
 	brokerBin  string
 	brokerArgs string
+	upgradeRef string
 }
 
 func workloadFlags(fs *flag.FlagSet, w *workloads.Workload) plan {
@@ -52,6 +55,8 @@ func workloadFlags(fs *flag.FlagSet, w *workloads.Workload) plan {
 	fs.BoolVar(&p.quick, "quick", false, fmt.Sprintf("smoke run: one repetition, record counts and durations divided by %d", w.Quick.Divide))
 	fs.IntVar(&p.reps, "reps", 0, "repetitions of every cell (default: the workload's)")
 	fs.StringVar(&p.servers, "servers", "", "measure only these of the workload's servers, comma-separated")
+	fs.StringVar(&p.cells, "cells", "", "measure only these of the workload's cells, comma-separated")
+	fs.StringVar(&p.upgradeRef, "upgrade-from", "", "git ref of the older build the cells of topology upgrade start on (built from a copy of that tree); without it they are left out")
 	fs.StringVar(&p.brokerBin, "broker-bin", "", "broker binary (default: go build ./cmd/broker)")
 	fs.StringVar(&p.brokerArgs, "broker-args", "", "extra broker flags, space-separated, after the workload's")
 	return p
@@ -66,6 +71,13 @@ func (p *workloadPlan) workload() *workloads.Workload {
 	extra := strings.Fields(p.brokerArgs)
 	w.Topology.BrokerArgs = append(slices.Clone(w.Topology.BrokerArgs), extra...)
 	only := bench.SplitList(p.servers)
+	if cells := bench.SplitList(p.cells); len(cells) > 0 || p.upgradeRef == "" {
+		w.Cells = slices.DeleteFunc(slices.Clone(w.Cells), func(c workloads.Cell) bool {
+			return (len(cells) > 0 && !slices.Contains(cells, c.Name)) || (p.upgradeRef == "" && w.TopologyOf(c).Upgrade)
+		})
+		w.Targets = slices.DeleteFunc(slices.Clone(w.Targets), func(t workloads.Target) bool { return w.Cell(t.Cell) == nil })
+		w.Charts = slices.DeleteFunc(slices.Clone(w.Charts), func(ch workloads.Chart) bool { return w.Cell(ch.Cell) == nil })
+	}
 	w.Cells = slices.Clone(w.Cells)
 	for i := range w.Cells {
 		c := &w.Cells[i]
@@ -106,21 +118,31 @@ func (p *workloadPlan) measure(ctx context.Context, e *env) error {
 	if p.brokerBin != "" {
 		desc = p.brokerBin
 	}
+	setup := p.setup(w, desc)
+	var old string
+	if p.upgradeRef != "" {
+		if old, err = buildBrokerAt(ctx, e, p.upgradeRef); err != nil {
+			return err
+		}
+		setup = append(setup, fmt.Sprintf("upgrade: the cells of topology upgrade start on cmd/broker built from git ref %s (commit %s), then move to this build",
+			p.upgradeRef, gitCommit(ctx, p.upgradeRef)))
+	}
 	cfg := runner.Config{
 		Workload: w, Quick: p.quick, Dir: dir, Log: e.stderr, Bar: e.bar(false), Command: e.command,
+		Bin: bin, UpgradeFrom: old,
 		Start: func(name string, t workloads.Topology) harness.Starter {
 			if name == "kfake" {
 				return harness.Kfake(me, t.Partitions, logs)
 			}
 			return harness.Broker(bin, name, t.Partitions, t.BrokerArgs, logs)
 		},
-		Cluster: func(ctx context.Context, engine, dir string, t workloads.Topology) (*harness.Cluster, error) {
+		Cluster: func(ctx context.Context, cc harness.ClusterConfig) (*harness.Cluster, error) {
 			sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 			defer cancel()
-			return harness.StartCluster(sctx, harness.ClusterConfig{Bin: bin, Engine: engine, Brokers: t.Brokers,
-				Dir: dir, Sync: t.Sync, Args: t.BrokerArgs, Log: logs})
+			cc.Bin, cc.Log = cmp.Or(cc.Bin, bin), logs
+			return harness.StartCluster(sctx, cc)
 		},
-		Setup: p.setup(w, desc),
+		Setup: setup,
 	}
 	res, err := runner.Run(ctx, cfg)
 	if res != nil {
@@ -143,6 +165,9 @@ func (p *workloadPlan) setup(w *workloads.Workload, brokerBin string) []string {
 			args := harness.ClusterArgs("ENGINE", 0, "DIR", "ADDR", "CONTROLLER_ADDR", "1@…,2@…,3@…", t.Sync)
 			lines = append(lines, fmt.Sprintf("clusters: %d of `%s %s` as child processes, every one a controller voter, fresh for every cell and repetition",
 				t.Brokers, brokerBin, strings.Join(append(args, t.BrokerArgs...), " ")))
+			if t.Netns {
+				lines = append(lines, "hosts: each broker of a cluster in a network namespace of its own with its own address; the clients in the benchmark's, reaching every broker over the bridge")
+			}
 		}
 		if t.Brokers <= 1 && !single {
 			single = true

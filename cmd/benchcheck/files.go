@@ -23,12 +23,18 @@ type fileReport func(data []byte) (ratios []bench.Ratio, commit string, err erro
 // fileReports are the profiles of cmd/bench whose results are one file
 // under the results directory, named PROFILE.json.
 var fileReports = map[string]fileReport{
+	// The engines profile's results, in the one schema or in logbench's
+	// older format, read as one.
 	"engines": func(b []byte) ([]bench.Ratio, string, error) {
-		r, err := logbench.Parse(b)
+		r, err := result.Parse(b)
 		if err != nil {
-			return nil, "", err
+			old, lerr := logbench.Parse(b)
+			if lerr != nil {
+				return nil, "", err
+			}
+			r = old.Result()
 		}
-		return logbench.Ratios(r), r.Commit, nil
+		return r.Ratios(), r.Commit, nil
 	},
 }
 

@@ -18,10 +18,9 @@ const Name = "memory"
 
 // Driver is the memory engine as the registry and the suites see it.
 var Driver = engine.Driver{
-	Name:  Name,
-	Caps:  engine.Capabilities{CustomFS: true},
-	Open:  func(dir string, opts engine.Options) (engine.LogEngine, error) { return Open(opts), nil },
-	Notes: notes,
+	Name: Name,
+	Caps: engine.Capabilities{CustomFS: true},
+	Open: func(dir string, opts engine.Options) (engine.LogEngine, error) { return Open(opts), nil },
 }
 
 func init() { engine.Register(Driver) }

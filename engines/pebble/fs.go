@@ -11,51 +11,29 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// storeFS is the filesystem pebble sees: the engine's Options.FS with changes
-// for the ways pebble behaves under a crashing or failing disk.
+// storeFS is the filesystem pebble sees: the engine's Options.FS, changed
+// where pebble does not survive a crashing or failing disk.
 //
-//   - Creating a file syncs its directory before the file is used. Pebble
-//     creates a new MANIFEST, then a marker file naming it, and syncs the
-//     directory once, after the marker. A filesystem that persists directory
-//     entries in any order (pebble's crashable MemFS models one; ext4 and XFS
-//     happen to keep them in order) may keep the marker and lose the
-//     MANIFEST, and the store no longer opens. One more directory sync per
-//     created file (WAL, sstable, MANIFEST, marker) closes that gap.
-//   - The disk freezes at the first failed change (write, sync, create,
-//     rename, link, remove, mkdir, and a failed close), or the first failed
-//     Stat of a WAL: that error is kept, and every later change is refused,
-//     so the disk stays as a crash at that moment would have left it, which
-//     pebble's recovery handles. The engine reads the kept error after every
-//     pebble call and refuses writes from then on: pebble reports a failed
-//     background flush only to its event listener, and retries it forever.
-//   - Some failures pebble cannot take: it panics, in its own goroutines
-//     too, or with its own mutexes in a state a recover cannot repair
-//     (rotating the WAL, it panics with DB.mu released under a deferred
-//     unlock, and the runtime then dies of "unlock of unlocked mutex"). So
-//     pebble never sees those failures: a failed directory sync, any failed
-//     change to a WAL (create, reuse, write, sync, preallocate, close, a
-//     failed Stat), and a failed Close of any file after the freeze are
-//     reported to pebble as successes; a WAL that cannot be created is a
-//     voidFile that takes every write and keeps none. Pebble then goes on
-//     believing its WAL holds what it wrote. That is safe only because of the
-//     freeze and the engine's check: the failure froze the disk before pebble
-//     saw the success, so nothing pebble does afterwards reaches the disk
-//     (which keeps what a crash at the failure would have kept), and the
-//     engine, which reads the kept error after every call into pebble,
-//     acknowledges nothing from then on: a Sync whose WAL sync failed returns
-//     the error, though pebble said the sync succeeded.
-//   - While pebble.Open runs, the first failed change abandons the store:
-//     from then on every change, the failed one included, is a success that
-//     changes nothing (a file created is a voidFile), and List does not fail.
-//     Pebble's Open is not safe to fail half way: when every write fails it
-//     retries the flush of a recovered WAL in a tight loop and never returns,
-//     and when it returns an error late it leaves goroutines behind (a
-//     compaction granter, and table-stats loading that retries in a tight
-//     loop while reads fail) on a DB nobody can close. Abandoned, it runs to
-//     its end on a disk that no longer changes, and openStore, which has
-//     returned the failure already, closes the DB it returns (parking
-//     every change instead would keep each abandoned DB's memory, its
-//     directory lock and a spinning goroutine for the life of the process).
+//   - Creating a file syncs its directory before the file is used: pebble
+//     syncs the directory once, after the marker that names a new
+//     MANIFEST, and a filesystem that persists entries in any order could
+//     keep the marker and lose the MANIFEST.
+//   - The first failed change (or failed Stat of a WAL) freezes the disk:
+//     the error is kept and every later change refused, so the disk stays
+//     as a crash at that moment would have left it. The engine reads the
+//     kept error after every pebble call and acknowledges nothing from
+//     then on (pebble only logs a failed background flush, and retries it
+//     forever).
+//   - Failures pebble cannot take (it panics, some with its mutexes in a
+//     state no recover repairs) are reported to it as successes: a failed
+//     directory sync, any failed change to a WAL, a failed Close after the
+//     freeze; a WAL that cannot be created is a voidFile. Safe only because
+//     of the freeze and the engine's check above.
+//   - While pebble.Open runs, the first failure abandons the store: every
+//     change from then on succeeds without reaching the disk, so that
+//     Open, which is not safe to fail half way (it can spin forever or
+//     leave goroutines behind), runs to its end; openStore has returned
+//     the failure already and closes the DB it gets.
 type storeFS struct {
 	vfs.FS
 

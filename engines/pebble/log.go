@@ -23,7 +23,6 @@ var Driver = engine.Driver{
 	Caps:      engine.Capabilities{CustomFS: true, Durable: true, SharedCommit: true},
 	Open:      func(dir string, opts engine.Options) (engine.LogEngine, error) { return Open(dir, opts) },
 	OpenStore: func(dir string, opts engine.Options) (engine.Store, error) { return OpenStore(dir, opts) },
-	Notes:     notes,
 }
 
 func init() { engine.Register(Driver) }

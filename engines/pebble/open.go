@@ -12,23 +12,14 @@ import (
 // prepareStore readies the store in path for pebble.Open and reports
 // whether the engine must rotate to a new WAL before it writes anything.
 //
-// Pebble creates a new store at its oldest format version and ratchets it,
-// one version at a time, to Options.FormatMajorVersion only at the end of
-// Open, after it has created the first WAL. Each step moves the
-// format-version marker (a file created, an old one removed, the directory
-// synced), so a new store costs some thirty fsyncs before its first batch.
-// Worse, the first WAL, the one every batch appended before the first
-// memtable flush goes to, is in the old recyclable chunk format, which
-// pebble's reader misreads after a power loss: when the last 11 to 18 bytes
-// of a 32 KiB WAL block read as zeros (an unsynced 4 KiB disk block that did
-// not survive) it takes them for the padding the newer format writes there,
-// skips to the next block, drops the rest of the record that began in those
-// bytes, and goes on replaying the records after it. The recovered log then
-// has a hole: a later batch without an earlier one
-// (TestRecoveredLogHasNoHole). In the WAL sync chunk format (FormatWALSyncChunks) a record never
-// starts in the last 18 bytes of a block, so zeros there are only ever
-// padding, and a lost block anywhere else ends the replay: what is recovered
-// is a prefix.
+// Pebble creates a new store at its oldest format version and ratchets it
+// to Options.FormatMajorVersion at the end of Open, a marker move (and its
+// fsyncs) per version, after it has created the first WAL in the old
+// recyclable chunk format. After a power loss pebble's reader takes zeros
+// at the end of a WAL block for the newer format's padding and skips on,
+// leaving a hole in the recovered log (TestRecoveredLogHasNoHole); in the
+// WAL sync chunk format (FormatWALSyncChunks) a lost block ends the replay,
+// so what is recovered is a prefix.
 //
 // So for a store that does not exist yet prepareStore places the
 // format-version marker itself, through pebble's own atomic marker, at the

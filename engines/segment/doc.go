@@ -146,10 +146,9 @@
 // Append checks the batch and encodes its frame straight into the active
 // segment's in-memory tail, under the append lock, then publishes the new
 // end (segment byte end, then log end), so a reader that sees an offset also
-// sees its bytes. It makes no system call and does not wait for the disk.
-// (Measured on the 2-core test machine with 256 writers of 1 KiB: a pwrite
-// per Append under the lock ran at about a third of a buffered group-commit
-// loop over a plain file; the in-memory tail runs level with it.)
+// sees its bytes. It makes no system call and does not wait for the disk:
+// a write per Append under the lock would serialise the appenders on the
+// kernel, where a buffered tail lets one flusher write for all of them.
 //
 // One flusher goroutine moves data to the disk. Sync(end) joins the next
 // round and kicks the flusher. A round first takes the waiters that joined,

@@ -17,10 +17,9 @@ const Name = "segment"
 
 // Driver is the segment engine as the registry and the suites see it.
 var Driver = engine.Driver{
-	Name:  Name,
-	Caps:  engine.Capabilities{CustomFS: true, Durable: true, Inline: true},
-	Open:  func(dir string, opts engine.Options) (engine.LogEngine, error) { return Open(dir, opts) },
-	Notes: notes,
+	Name: Name,
+	Caps: engine.Capabilities{CustomFS: true, Durable: true, Inline: true},
+	Open: func(dir string, opts engine.Options) (engine.LogEngine, error) { return Open(dir, opts) },
 }
 
 func init() { engine.Register(Driver) }
