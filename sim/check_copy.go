@@ -71,8 +71,8 @@ type copyTxn struct {
 // copyEnd is what the cluster shows at the end of a run, besides
 // read_committed's view of "tx".
 type copyEnd struct {
-	committed map[int32]int64           // the group's offset, by input partition
-	commits   []offsetCommit            // the group's commits, in commit order
+	committed map[int32]int64            // the group's offset, by input partition
+	commits   []offsetCommit             // the group's commits, in commit order
 	input     map[int32]map[int64]string // the input records, by partition and offset
 }
 

@@ -44,9 +44,9 @@ const (
 
 // copier is what a copier adds to a transactional producer.
 type copier struct {
-	part   int32 // its input partition
+	part   int32           // its input partition
 	feeder *producerClient // the producer of its input partition
-	busy   bool // a step of the next transaction's start is out
+	busy   bool            // a step of the next transaction's start is out
 }
 
 // copyRun is what a copier's transaction copies.
