@@ -149,7 +149,7 @@ func (p *txnProducer) copyRead(from int64, readFrom string) {
 			return
 		}
 		var recs []batchtest.Record
-		n := 1 + s.work.IntN(3)
+		n := 1 + s.work.IntN(5)
 		for _, rec := range decode(s, r.batches) {
 			if rec.Offset >= from && len(recs) < n {
 				recs = append(recs, rec)

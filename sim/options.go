@@ -200,7 +200,7 @@ func Derive(seed uint64, p Profile) Options {
 		o.TxnConsumers = r.IntN(4) > 0
 		o.TxnGiveUpMs = []int64{1000, 3000}[r.IntN(2)]
 		if r.IntN(2) == 0 {
-			o.Copiers, o.CopyRecords = 1+r.IntN(3), 4+r.IntN(8)
+			o.Copiers, o.CopyRecords = 1+r.IntN(3), 3+r.IntN(6)
 		}
 	}
 	if p == ProfileLong {

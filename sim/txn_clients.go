@@ -308,7 +308,9 @@ func (p *txnProducer) produce() {
 	}
 	if left == 0 {
 		run.ending = true
-		run.commit = s.work.IntN(100) >= s.opts.TxnAbortPct
+		// A copier commits whatever it copies once the faults have healed:
+		// the liveness phase asks it to finish its input.
+		run.commit = (run.copy != nil && s.phase != "safety") || s.work.IntN(100) >= s.opts.TxnAbortPct
 		p.endTxn()
 	}
 }
@@ -363,7 +365,7 @@ func (p *txnProducer) endTxn() {
 
 // finish ends run with outcome; reinit: start over with a new epoch.
 func (p *txnProducer) finish(run *txnRun, outcome txnOutcome, reinit bool) {
-	p.s.tracef("%s %s ends: %s", p.txnID(), run.name, outcome)
+	p.s.tracef("%s %s ends: %s (failed=%v)", p.txnID(), run.name, outcome, run.failed)
 	p.s.checks.txns.ended(p.s, run.name, outcome)
 	if run.copy != nil {
 		p.s.checks.copies.ended(run.name, outcome, p.s.now)
