@@ -226,6 +226,7 @@ func (p *txnProducer) add(kind string, tps []txn.TopicPartition, added func()) {
 		case a == nil || retriableTxn(a.Code):
 			p.retry(run, 50)
 		default:
+			p.s.tracef("%s %s: %s refused: %v", p.txnID(), run.name, kind, kerr.ErrorForCode(a.Code))
 			run.failed = true
 			p.wake(1)
 		}
@@ -331,7 +332,7 @@ func (p *txnProducer) endTxn() {
 	run := p.cur
 	run.ending = true
 	if !run.commit && !slices.ContainsFunc(run.writes, func(w *txnWrite) bool { return w.acked || w.busy }) && p.v1 && !run.added {
-		p.finish(run, txnAborted, false) // nothing was sent
+		p.finish(run, txnAborted, run.failed) // nothing was sent; refused: start over with a new epoch
 		return
 	}
 	req := txn.Request{Kind: txn.KindEnd, Producer: txn.Producer{ID: p.pid, Epoch: p.epoch, Fenced: kerr.ProducerFenced.Code},
