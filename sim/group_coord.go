@@ -80,11 +80,10 @@ func (b *broker) groupCoordinators() {
 }
 
 func (b *broker) openGroupCoord(i int32, r *replica, epoch int32) {
-	img := b.store.Image()
 	cfg := group.Config{
 		Log: coordLog{r.p}, Clock: simClock{b.s}, OffsetsRetention: -1, CompactMinBytes: -1,
 		PartitionExists: func(topic string, part int32) bool {
-			t, ok := img.Topic(topic)
+			t, ok := b.store.Image().Topic(topic)
 			return ok && part >= 0 && int(part) < len(t.Partitions)
 		},
 	}
