@@ -194,7 +194,7 @@ var Scenarios = []Scenario{
 		Why: "offsets committed in a transaction show before its commit marker and outlive its abort: a copier resumes past an aborted transaction's input, which nobody copies",
 		Tune: func(o *Options) {
 			txnWorkload(o)
-			o.TxnProducers, o.Copiers, o.CopyRecords, o.TxnAbortPct = 1, 2, 8, 30
+			o.TxnProducers, o.Copiers, o.CopyRecords, o.TxnAbortPct, o.TxnConsumers = 1, 2, 5, 30, false
 		},
 	},
 	{
