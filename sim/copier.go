@@ -14,10 +14,10 @@ import (
 )
 
 // Consume-transform-produce: an idempotent producer (acks=all) writes
-// records to each partition of topic "cin", and
-// a copier per partition of it, a transactional producer with its own
-// transactional id (so that a copier started again fences its zombie),
-// copies them into topic "tx" exactly once, as Kafka Streams does: each
+// records to each partition of topic "cin", and a copier per partition of
+// it, a transactional producer with its own transactional id (so that a
+// copier started again fences its zombie), copies them into topic "tx"
+// exactly once, as Kafka Streams does: each
 // transaction starts from the group's committed offset of its input
 // partition (OffsetFetch with RequireStable, retried while a transaction
 // has one pending, UNSTABLE_OFFSET_COMMIT), reads a few records from
