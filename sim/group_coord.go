@@ -164,23 +164,10 @@ func (b *broker) serveTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, add bool
 		reply(code)
 		return
 	}
-	kind := txn.KindVerify
-	if add {
-		kind = txn.KindAdd
-	}
-	tr := txn.Request{Kind: kind, ID: req.TransactionalID,
-		Producer:   txn.Producer{ID: req.ProducerID, Epoch: req.ProducerEpoch, Fenced: kerr.ProducerFenced.Code},
-		Partitions: []txn.TopicPartition{{Topic: offsetsTopic, Partition: groupPartitionOf(req.Group)}}}
-	gen := b.gen
-	b.askCoordinator(tr, func(a txn.Answer) {
-		if !b.up || b.gen != gen {
-			return // the process is gone: the client times out
-		}
-		code := a.Code
-		if kind == txn.KindVerify && len(a.Codes) == 1 {
-			code = a.Codes[0]
-		}
-		if code = txn.VerifyAnswer(code, add); code != 0 {
+	pr := txn.Producer{ID: req.ProducerID, Epoch: req.ProducerEpoch, Fenced: kerr.ProducerFenced.Code}
+	tp := txn.TopicPartition{Topic: offsetsTopic, Partition: groupPartitionOf(req.Group)}
+	b.verifyTxn(req.TransactionalID, pr, tp, add, func(code int16) {
+		if code != 0 {
 			reply(code)
 			return
 		}
