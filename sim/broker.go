@@ -85,6 +85,9 @@ type broker struct {
 	// their markers to commit (txn_coord.go).
 	txnCoords   map[int32]*txnCoord
 	markerWaits []*markerWait
+	// The group coordinators of the partitions of __consumer_offsets led
+	// here (group_coord.go).
+	groupCoords map[int32]*groupCoord
 }
 
 func newBroker(s *Sim, id int32) *broker {
@@ -174,6 +177,7 @@ func (b *broker) start() {
 	b.sessions = map[*node.Fetcher]*fetchSession{}
 	b.parked = nil
 	b.txnCoords, b.markerWaits = map[int32]*txnCoord{}, nil
+	b.groupCoords = map[int32]*groupCoord{}
 	b.leaderID, b.term, b.applied = 0, 0, 0
 	if err := b.openPartitions(); err != nil {
 		b.s.violate("recovery", "b%d: the partitions do not open on what its disk kept: %v", b.id, err)
@@ -269,6 +273,10 @@ func (b *broker) stop() {
 		c.closed = true
 	}
 	b.txnCoords, b.markerWaits = nil, nil
+	for _, c := range b.groupCoords {
+		c.closed = true // gone with the process: its waits are never answered
+	}
+	b.groupCoords = nil
 	if b.raft != nil {
 		b.raft.Close()
 	}

@@ -51,6 +51,7 @@ type checks struct {
 	isr     isrHolds
 	joins   isrJoins
 	txns    txnHistory
+	copies  copyHistory
 }
 
 func newChecks(s *Sim) *checks {
@@ -230,6 +231,9 @@ func (c *checks) final() {
 	if c.s.opts.transactions() && !c.s.stopped {
 		visible, hanging := c.s.readCommittedAll()
 		c.txns.final(c.s, visible, hanging)
+		if c.s.opts.copiers() > 0 && len(c.violations) == 0 {
+			c.copies.final(c.s, visible, c.s.copyFinal())
+		}
 	}
 }
 

@@ -53,6 +53,7 @@ type producerClient struct {
 	firstSent int64 // when the batch in flight was first sent
 	finished  bool
 	abandoned bool
+	high      int64 // the offset past its last batch acknowledged
 }
 
 func (p *producerClient) done() bool { return p.finished || p.abandoned }
@@ -109,6 +110,7 @@ func (p *producerClient) step() {
 			p.wake(20)
 		case r.err == nil:
 			s.checks.acked(p, k, r.base, r.last, r.epoch, p.values)
+			p.high = max(p.high, r.last+1)
 			p.sent++
 			p.seq += int32(len(p.values))
 			p.data = nil
@@ -140,7 +142,7 @@ func (p *producerClient) build() {
 		ProducerID: p.pid, ProducerEpoch: p.epoch, BaseSequence: p.seq,
 	})
 	if err != nil {
-		panic(err) // batchtest builds any batch of values
+		panic(err) // batchcodec builds any batch of values
 	}
 	p.data = data
 }
@@ -243,6 +245,10 @@ func (a *admin) step() {
 			partitions, configs = int32(s.opts.TxnPartitions), nil
 		case txnStateTopic:
 			partitions, configs = int32(s.opts.TxnStatePartitions), nil
+		case copyInTopic:
+			partitions, configs = int32(s.opts.copiers()), nil
+		case offsetsTopic:
+			partitions, configs = 1, nil
 		}
 		req := createTopics(name, partitions, int16(s.opts.ReplicationFactor), configs)
 		s.callController(a.id, to, req, func(r kmsgResponse) {

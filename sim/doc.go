@@ -9,8 +9,12 @@
 // queue, where controller requests go) and each broker's partition layer,
 // broker/partition (a partition.Manager per incarnation in Manual mode,
 // with the replication package's Leader and Follower, producer state,
-// epoch cache, checkpoints and recovery inside it) — with faults, from one
-// seed. What the simulator writes itself is what the broker's goroutines,
+// epoch cache, checkpoints and recovery inside it), and, in a share of
+// the seeds, the transaction coordinator (broker/txn's Core, per
+// partition of __transaction_state) and the group coordinator's offsets
+// (broker/group's Coordinator, per partition of __consumer_offsets,
+// through its event forms StartTxnOffsetCommit, StartWriteMarker and
+// MarkerDurable) — with faults, from one seed. What the simulator writes itself is what the broker's goroutines,
 // sockets and timers do around those: the drivers (broker.go, rpc.go,
 // lifecycle.go, reconcile.go, fetch.go), the network, the disk's crash
 // model, the clock, the clients and the checkers. It holds no decision of
@@ -88,6 +92,15 @@
 // an error of the partition layer that the broker could only log (a role
 // it cannot take, a partition it cannot open or remove). The checkers read
 // the partitions through their API (ReadLog for the stored bytes).
+//
+// Transactions (txn_clients.go, txn_coord.go): transactional producers,
+// read_committed consumers, and copiers (copier.go, group_coord.go):
+// consume-transform-produce clients that copy topic "cin" into "tx",
+// their input offsets committed in their transactions (TxnOffsetCommit)
+// and read back with RequireStable. Their checkers: aborted-read,
+// txn-lost-write, txn-partial-read, hanging-transaction (check_txn.go);
+// exactly-once, G1a, G0 and G1c over the committed copier transactions,
+// with the orders Kafka promises spelled out (check_copy.go).
 //
 // # Determinism and replay
 //

@@ -193,6 +193,9 @@ func (s *Sim) notConverged() string {
 	}
 	if s.opts.transactions() {
 		topics = append(topics, txnStateTopic, txnTopic)
+		if s.opts.copiers() > 0 {
+			topics = append(topics, copyInTopic, offsetsTopic)
+		}
 		if why := s.txnsPending(live); why != "" {
 			return why
 		}
@@ -216,6 +219,12 @@ func (s *Sim) notConverged() string {
 			r := s.brokers[p.Leader-1].replicas[tp{t.ID, int32(pi)}]
 			if role := r.role(); !role.Local || role.LeaderEpoch != p.LeaderEpoch {
 				return fmt.Sprintf("%s-%d: broker %d does not lead it yet", t.Name, pi, p.Leader)
+			}
+			// The transaction checkers read what is committed: a new
+			// leader's high watermark must have reached its log's end,
+			// markers included.
+			if name == txnTopic && r.p.HighWatermark() < r.p.EndOffset() {
+				return fmt.Sprintf("%s-%d: high watermark %d below the log end %d at leader %d", t.Name, pi, r.p.HighWatermark(), r.p.EndOffset(), p.Leader)
 			}
 		}
 	}

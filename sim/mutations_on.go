@@ -5,6 +5,7 @@ package sim
 import (
 	"slices"
 
+	"github.com/minikafka/minikafka/broker/group"
 	"github.com/minikafka/minikafka/broker/partition"
 	"github.com/minikafka/minikafka/cluster"
 	"github.com/minikafka/minikafka/replication"
@@ -38,6 +39,14 @@ func mutatePartitions(c *partition.Config, name string) {
 	}
 }
 
+// mutateGroups switches a group coordinator protection off
+// (broker/group's Config.Mutate).
+func mutateGroups(c *group.Config, name string) {
+	if slices.Contains(group.MutationNames, name) {
+		_ = c.Mutate(name)
+	}
+}
+
 func mutateSettings(s *cluster.Settings, name string) {
 	if slices.Contains(cluster.MutationNames, name) {
 		_ = s.Mutate(name)
@@ -47,5 +56,5 @@ func mutateSettings(s *cluster.Settings, name string) {
 // Mutations are the names this build can switch off, and the product
 // setting that turns a protection off (unclean election).
 func Mutations() []string {
-	return slices.Concat(replication.MutationNames, cluster.MutationNames, partition.MutationNames, []string{MutationUnclean})
+	return slices.Concat(replication.MutationNames, cluster.MutationNames, partition.MutationNames, group.MutationNames, []string{MutationUnclean})
 }

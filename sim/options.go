@@ -45,6 +45,12 @@ type Options struct {
 	TxnPartitions, TxnStatePartitions             int
 	TxnConsumers                                  bool
 	TxnGiveUpMs                                   int64
+	// Copiers (copier.go), in runs with transactions: consume-transform-
+	// produce clients, one per partition of topic "cin", which a producer
+	// fills with CopyRecords batches each, copying them into "tx" exactly
+	// once, their offsets committed in their transactions through the
+	// group coordinator of __consumer_offsets.
+	Copiers, CopyRecords int
 	// Network, per message.
 	DropPct, DupPct int
 	DelayMin        int64 // ticks
@@ -193,9 +199,13 @@ func Derive(seed uint64, p Profile) Options {
 		o.TxnPartitions, o.TxnStatePartitions = 2+r.IntN(2), 1+r.IntN(2)
 		o.TxnConsumers = r.IntN(4) > 0
 		o.TxnGiveUpMs = []int64{1000, 3000}[r.IntN(2)]
+		if r.IntN(2) == 0 {
+			o.Copiers, o.CopyRecords = 1+r.IntN(3), 3+r.IntN(6)
+		}
 	}
 	if p == ProfileLong {
 		o.TxnsEach *= 3
+		o.CopyRecords *= 3
 		o.SafetyTicks = 5000 + int64(r.IntN(10000))
 		o.BatchesEach *= 4
 		o.LivenessTicks = 40000
@@ -210,6 +220,15 @@ func Derive(seed uint64, p Profile) Options {
 func (o Options) transactions() bool {
 	return o.TxnProducers > 0 && o.Sync == engine.SyncAlways && o.RetentionBytes == 0 && o.DeleteRecordsEvery == 0 &&
 		o.LoseDiskPct == 0 && o.LostBroker == 0 && !o.Unclean
+}
+
+// copiers is the number of copiers the run has (none without
+// transactions).
+func (o Options) copiers() int {
+	if !o.transactions() {
+		return 0
+	}
+	return o.Copiers
 }
 
 func (o Options) topicConfigs() map[string]string {
@@ -260,6 +279,9 @@ func (o Options) String() string {
 	if o.transactions() {
 		fmt.Fprintf(&b, " txn-producers=%d txns=%d txn-abort=%d%% txn-v1=%d%% txn-partitions=%d txn-state-partitions=%d txn-consumers=%v txn-give-up=%dms",
 			o.TxnProducers, o.TxnsEach, o.TxnAbortPct, o.TxnV1Pct, o.TxnPartitions, o.TxnStatePartitions, o.TxnConsumers, o.TxnGiveUpMs)
+		if o.Copiers > 0 {
+			fmt.Fprintf(&b, " copiers=%d copy-records=%d", o.Copiers, o.CopyRecords)
+		}
 	}
 	if o.Sync != engine.SyncAlways {
 		fmt.Fprintf(&b, " sync=%s", o.Sync)

@@ -155,22 +155,8 @@ func (b *broker) serveConsume(t tp, offset int64) consumeResp {
 // txn.VerifyAnswer maps it, if not. The client retries
 // CONCURRENT_TRANSACTIONS (the broker retries it inside, for a while).
 func (b *broker) verifyProduce(pr produceReq, r *replica, data []byte, need *partition.VerifyNeeded, reply func(produceResp)) {
-	kind := txn.KindVerify
-	if pr.add {
-		kind = txn.KindAdd
-	}
-	req := txn.Request{Kind: kind, ID: pr.txnID, Producer: txn.Producer{ID: need.ProducerID, Epoch: need.Epoch, Fenced: kerr.InvalidProducerEpoch.Code},
-		Partitions: []txn.TopicPartition{{Topic: pr.topic, Partition: pr.tp.part}}}
-	gen := b.gen
-	b.askCoordinator(req, func(a txn.Answer) {
-		if !b.up || b.gen != gen {
-			return // the process is gone: the client times out
-		}
-		code := a.Code
-		if kind == txn.KindVerify && len(a.Codes) == 1 {
-			code = a.Codes[0]
-		}
-		code = txn.VerifyAnswer(code, pr.add)
+	tp := txn.TopicPartition{Topic: pr.topic, Partition: pr.tp.part}
+	b.verifyTxn(pr.txnID, txn.Producer{ID: need.ProducerID, Epoch: need.Epoch, Fenced: kerr.InvalidProducerEpoch.Code}, tp, pr.add, func(code int16) {
 		if code != 0 || !r.current() {
 			r.p.DropGuard(need.ProducerID, need.Guard)
 			if code == 0 {
@@ -182,6 +168,28 @@ func (b *broker) verifyProduce(pr produceReq, r *replica, data []byte, need *par
 		app, err := r.p.AppendVerified(data, need.Guard)
 		r.observe()
 		b.appended(pr, r, app, err, reply)
+	})
+}
+
+// verifyTxn asks the coordinator of transactional id whether tp is in
+// producer pr's ongoing transaction, or, when add, to add it (KIP-890);
+// done gets its code as txn.VerifyAnswer maps it, unless this process is
+// gone meanwhile (its client then times out).
+func (b *broker) verifyTxn(id string, pr txn.Producer, tp txn.TopicPartition, add bool, done func(int16)) {
+	kind := txn.KindVerify
+	if add {
+		kind = txn.KindAdd
+	}
+	gen := b.gen
+	b.askCoordinator(txn.Request{Kind: kind, ID: id, Producer: pr, Partitions: []txn.TopicPartition{tp}}, func(a txn.Answer) {
+		if !b.up || b.gen != gen {
+			return
+		}
+		code := a.Code
+		if kind == txn.KindVerify && len(a.Codes) == 1 {
+			code = a.Codes[0]
+		}
+		done(txn.VerifyAnswer(code, add))
 	})
 }
 

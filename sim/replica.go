@@ -134,6 +134,7 @@ func (b *broker) settle() {
 	}
 	b.resolveMarkerWaits()
 	b.settleTxns()
+	b.settleGroups()
 	for _, r := range sortedReplicas(b.replicas) {
 		if !b.up {
 			return

@@ -190,6 +190,14 @@ var Scenarios = []Scenario{
 		},
 	},
 	{
+		Name: "txn-offsets", Mutation: "txn-offsets-at-once",
+		Why: "offsets committed in a transaction show before its commit marker and outlive its abort: a copier resumes past an aborted transaction's input, which nobody copies",
+		Tune: func(o *Options) {
+			txnWorkload(o)
+			o.TxnProducers, o.Copiers, o.CopyRecords, o.TxnAbortPct, o.TxnConsumers = 1, 2, 5, 30, false
+		},
+	},
+	{
 		Name: "kip-903", Mutation: "no-broker-epoch",
 		Why:  "a broker back on an empty disk is put in the ISR by an expansion built from a fetch of its previous incarnation, sent without broker epochs",
 		Tune: kip903,
@@ -233,7 +241,7 @@ func ScenarioOptions(sc Scenario, seed uint64, mutate bool) Options {
 	// the seeds draw (sync policies, non-voters, retention, replaced disks,
 	// metadata stalls) only where its Tune asks for it.
 	o.Sync, o.Voters, o.RetentionBytes, o.DeleteRecordsEvery, o.LoseDiskPct, o.MetadataStallEvery = engine.SyncAlways, 0, 0, 0, 0, 0
-	o.TxnProducers = 0 // transactions only where Tune asks for them
+	o.TxnProducers, o.Copiers = 0, 0 // transactions only where Tune asks for them
 	sc.Tune(&o)
 	o.Scenario = sc.Name
 	if mutate {

@@ -48,6 +48,7 @@ type txnProducer struct {
 	seqs     map[int32]int32 // next sequence by partition, at this epoch
 	cur      *txnRun
 	finished bool
+	cp       *copier // a copier's (copier.go); nil for a producer
 }
 
 // txnRun is one transaction of a producer.
@@ -59,7 +60,8 @@ type txnRun struct {
 	failed  bool
 	ending  bool
 	commit  bool
-	settled bool // no more answers are wanted
+	settled bool     // no more answers are wanted
+	copy    *copyRun // a copier's
 }
 
 type txnWrite struct {
@@ -73,6 +75,9 @@ type txnWrite struct {
 func (p *txnProducer) txnID() string { return fmt.Sprintf("tx%d", p.n) }
 func (p *txnProducer) done() bool    { return p.finished }
 func (p *txnProducer) describe() string {
+	if p.cp != nil {
+		return fmt.Sprintf("copier %s of %s-%d (v1=%v): %d transactions ended, pid %d epoch %d", p.txnID(), copyInTopic, p.cp.part, p.v1, p.ended, p.pid, p.epoch)
+	}
 	return fmt.Sprintf("transactional producer %s (v1=%v): %d of %d transactions ended, pid %d epoch %d", p.txnID(), p.v1, p.ended, p.total, p.pid, p.epoch)
 }
 
@@ -130,8 +135,13 @@ func (p *txnProducer) step() {
 			p.finished = true
 			return
 		}
+		if p.cp != nil {
+			p.copyBegin()
+			return
+		}
 		p.begin()
 		p.step()
+	case p.cp != nil && p.copyCrash():
 	case p.cur.ending:
 		p.endTxn()
 	case p.cur.failed:
@@ -139,6 +149,8 @@ func (p *txnProducer) step() {
 		p.endTxn()
 	case p.v1 && !p.cur.added:
 		p.addPartitions()
+	case p.v1 && p.cur.copy != nil && !p.cur.copy.offsetsAdded:
+		p.addOffsets()
 	default:
 		p.produce()
 	}
@@ -166,22 +178,27 @@ func (p *txnProducer) begin() {
 	parts := s.work.Perm(s.opts.TxnPartitions)[:1+s.work.IntN(s.opts.TxnPartitions)]
 	slices.Sort(parts)
 	for _, part := range parts {
-		w := &txnWrite{part: int32(part)}
+		var values [][]byte
 		for i := range 1 + s.work.IntN(2) {
-			w.values = append(w.values, []byte(fmt.Sprintf("%s-p%d-r%d", run.name, part, i)))
+			values = append(values, []byte(fmt.Sprintf("%s-p%d-r%d", run.name, part, i)))
 		}
-		data, err := batchcodec.Build(batchcodec.Spec{
-			Values: w.values, Timestamp: s.now, Idempotent: true, ExtraAttributes: 0x10, // transactional
-			ProducerID: p.pid, ProducerEpoch: p.epoch, BaseSequence: p.seqs[w.part],
-		})
-		if err != nil {
-			panic(err)
-		}
-		w.data = data
-		p.seqs[w.part] += int32(len(w.values))
-		run.writes = append(run.writes, w)
+		run.writes = append(run.writes, p.txnWrite(int32(part), values))
 	}
 	p.cur = run
+}
+
+// txnWrite is the transaction's batch of values for partition part of
+// "tx", next in the producer's sequence there.
+func (p *txnProducer) txnWrite(part int32, values [][]byte) *txnWrite {
+	data, err := batchcodec.Build(batchcodec.Spec{
+		Values: values, Timestamp: p.s.now, Idempotent: true, ExtraAttributes: 0x10, // transactional
+		ProducerID: p.pid, ProducerEpoch: p.epoch, BaseSequence: p.seqs[part],
+	})
+	if err != nil {
+		panic(err)
+	}
+	p.seqs[part] += int32(len(values))
+	return &txnWrite{part: part, values: values, data: data}
 }
 
 func (p *txnProducer) addPartitions() {
@@ -190,18 +207,26 @@ func (p *txnProducer) addPartitions() {
 	for _, w := range run.writes {
 		tps = append(tps, txn.TopicPartition{Topic: txnTopic, Partition: w.part})
 	}
+	p.add("txn-add", tps, func() { run.added = true })
+}
+
+// add adds tps to the transaction (AddPartitionsToTxn, AddOffsetsToTxn):
+// added runs once the coordinator has.
+func (p *txnProducer) add(kind string, tps []txn.TopicPartition, added func()) {
+	run := p.cur
 	req := txn.Request{Kind: txn.KindAdd, Producer: txn.Producer{ID: p.pid, Epoch: p.epoch, Fenced: kerr.ProducerFenced.Code}, Partitions: tps}
-	p.call("txn-add", req, func(a *txn.Answer) {
+	p.call(kind, req, func(a *txn.Answer) {
 		if p.cur != run {
 			return
 		}
 		switch {
 		case a != nil && a.Code == 0:
-			run.added = true
+			added()
 			p.wake(1)
 		case a == nil || retriableTxn(a.Code):
 			p.retry(run, 50)
 		default:
+			p.s.tracef("%s %s: %s refused: %v", p.txnID(), run.name, kind, kerr.ErrorForCode(a.Code))
 			run.failed = true
 			p.wake(1)
 		}
@@ -278,9 +303,15 @@ func (p *txnProducer) produce() {
 			}
 		})
 	}
+	if left == 0 && run.copy != nil && !run.copy.offsetsDone {
+		p.commitOffsets()
+		return
+	}
 	if left == 0 {
 		run.ending = true
-		run.commit = s.work.IntN(100) >= s.opts.TxnAbortPct
+		// A copier commits whatever it copies once the faults have healed:
+		// the liveness phase asks it to finish its input.
+		run.commit = (run.copy != nil && s.phase != "safety") || s.work.IntN(100) >= s.opts.TxnAbortPct
 		p.endTxn()
 	}
 }
@@ -301,7 +332,7 @@ func (p *txnProducer) endTxn() {
 	run := p.cur
 	run.ending = true
 	if !run.commit && !slices.ContainsFunc(run.writes, func(w *txnWrite) bool { return w.acked || w.busy }) && p.v1 && !run.added {
-		p.finish(run, txnAborted, false) // nothing was sent
+		p.finish(run, txnAborted, run.failed) // nothing was sent; refused: start over with a new epoch
 		return
 	}
 	req := txn.Request{Kind: txn.KindEnd, Producer: txn.Producer{ID: p.pid, Epoch: p.epoch, Fenced: kerr.ProducerFenced.Code},
@@ -335,8 +366,11 @@ func (p *txnProducer) endTxn() {
 
 // finish ends run with outcome; reinit: start over with a new epoch.
 func (p *txnProducer) finish(run *txnRun, outcome txnOutcome, reinit bool) {
-	p.s.tracef("%s %s ends: %s", p.txnID(), run.name, outcome)
+	p.s.tracef("%s %s ends: %s (failed=%v)", p.txnID(), run.name, outcome, run.failed)
 	p.s.checks.txns.ended(p.s, run.name, outcome)
+	if run.copy != nil {
+		p.s.checks.copies.ended(run.name, outcome, p.s.now)
+	}
 	p.cur = nil
 	p.ended++
 	if reinit {
@@ -478,6 +512,7 @@ func (s *Sim) startTxnWorkload(id *int32) {
 		s.net.nodes = append(s.net.nodes, *id)
 		p.wake(300 + int64(s.work.IntN(200)))
 	}
+	s.startCopiers(id)
 	if !o.TxnConsumers {
 		return
 	}

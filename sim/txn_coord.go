@@ -367,14 +367,24 @@ func (b *broker) serveMarkers(pr batch.Producer, m batch.Marker, tps []tp, reply
 			codes[i] = kerr.NotLeaderForPartition.Code
 			continue
 		}
-		end, err := r.p.AppendMarker(pr, m)
+		appendMarker := func() (int64, error) { return r.p.AppendMarker(pr, m) }
+		var (
+			end       int64
+			committed func()
+			err       error
+		)
+		if r.p.Topic() == offsetsTopic {
+			end, committed, err = b.offsetsMarker(r, pr.ID, m.Commit, appendMarker)
+		} else {
+			end, err = appendMarker()
+		}
 		r.observe()
 		b.s.tracef("b%d marker (commit=%v) of producer %d epoch %d in %s: end %d err %v", b.id, m.Commit, pr.ID, pr.Epoch, k, end, err)
 		if err != nil {
 			codes[i] = kafkaCode(err)
 			continue
 		}
-		w.parts = append(w.parts, markerPart{i: i, r: r, end: end, epoch: r.p.Role().LeaderEpoch})
+		w.parts = append(w.parts, markerPart{i: i, r: r, end: end, epoch: r.p.Role().LeaderEpoch, committed: committed})
 	}
 	b.markerWaits = append(b.markerWaits, w)
 	b.later(markerWaitMs, "marker-wait", b.settle)
@@ -393,6 +403,9 @@ type markerPart struct {
 	r     *replica
 	end   int64
 	epoch int32
+	// committed, for a marker in __consumer_offsets: tell its group
+	// coordinator.
+	committed func()
 }
 
 // resolveMarkerWaits answers the marker writes whose markers are all
@@ -407,6 +420,9 @@ func (b *broker) resolveMarkerWaits() {
 			case !p.r.current() || !role.Local || role.LeaderEpoch != p.epoch:
 				w.codes[p.i] = kerr.NotLeaderForPartition.Code
 			case p.r.p.HighWatermark() >= p.end:
+				if p.committed != nil {
+					p.committed()
+				}
 			case b.s.now >= w.deadline:
 				w.codes[p.i] = kerr.RequestTimedOut.Code
 			default:

@@ -77,6 +77,9 @@ type Config struct {
 	// key and at least CompactMinBytes of batches.
 	CompactRatio    int
 	CompactMinBytes int64
+
+	// mut: the protections switched off (Mutate, mutations build only).
+	mut mutations
 }
 
 func (c Config) withDefaults() Config {

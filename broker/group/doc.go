@@ -22,7 +22,11 @@
 // split a call in two: the step (and, for a commit, the append to the log)
 // happens when called, in the caller's order, and the returned function
 // waits for the answer; the broker steps a connection's requests in the
-// order they arrived and waits on its own goroutines.
+// order they arrived and waits on its own goroutines. The offsets of
+// transactions also come as events, for a driver that waits on no
+// goroutine (the simulator): StartTxnOffsetCommit appends and returns the
+// offset to wait for and the answer to give after; StartWriteMarker and
+// MarkerDurable are a marker appended and, later, committed.
 //
 // # Protocol
 //

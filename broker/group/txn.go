@@ -27,8 +27,24 @@ import (
 // TxnOffsetCommit serves TxnOffsetCommit v0-4: the answer's topics. Its
 // fencing is Kafka's: a request naming a member (v3+) must be from a
 // current member of the current generation; one with none is accepted
-// whatever the group's state.
+// whatever the group's state. It is StartTxnOffsetCommit, the wait until
+// the log is durable, and the answer.
 func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) []kmsg.OffsetCommitResponseTopic {
+	end, answer := c.StartTxnOffsetCommit(req)
+	var err error
+	if end > 0 {
+		err = c.cfg.Log.WaitDurable(c.ctx, end)
+	}
+	return answer(err)
+}
+
+// StartTxnOffsetCommit is TxnOffsetCommit as two events, for a driver
+// that does not block (the simulator): the commit is fenced and appended
+// now; the caller waits until the log is durable through end (none to
+// wait for when end is 0), then calls answer with the wait's error. The
+// offsets stay pending whatever the wait says: the transaction's marker
+// decides them.
+func (c *Coordinator) StartTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) (end int64, answer func(waitErr error) []kmsg.OffsetCommitResponseTopic) {
 	topics := make([]kmsg.OffsetCommitRequestTopic, len(req.Topics))
 	for i, t := range req.Topics {
 		topics[i].Topic = t.Topic
@@ -40,13 +56,21 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) []kmsg.O
 	}
 	out, commits := c.checkCommits(req.Group, req.Version >= 2, topics)
 	if len(commits) == 0 {
+		return 0, func(error) []kmsg.OffsetCommitResponseTopic { return out }
+	}
+	end, code := c.txnCommit(req, commits)
+	return end, func(err error) []kmsg.OffsetCommitResponseTopic {
+		if code == 0 && err != nil {
+			code = coordlog.ErrorCode(err)
+		}
+		setCodes(out, code)
 		return out
 	}
-	setCodes(out, c.txnCommit(req, commits))
-	return out
 }
 
-func (c *Coordinator) txnCommit(req *kmsg.TxnOffsetCommitRequest, commits []Commit) int16 {
+// txnCommit fences and appends commits: the end of the append to wait
+// for, or the code to answer at once.
+func (c *Coordinator) txnCommit(req *kmsg.TxnOffsetCommitRequest, commits []Commit) (int64, int16) {
 	pr := batch.Producer{ID: req.ProducerID, Epoch: req.ProducerEpoch}
 	var (
 		code      int16
@@ -71,6 +95,9 @@ func (c *Coordinator) txnCommit(req *kmsg.TxnOffsetCommitRequest, commits []Comm
 		end, appendErr = c.appendTxn(recs, pr, now)
 		if appendErr == nil {
 			g.txnPending(pr.ID, commits)
+			if c.cfg.mut.has(mutTxnOffsetsAtOnce) {
+				g.CommitDone(commits, end-1, true)
+			}
 			c.mu.Lock()
 			if c.txnGroups[pr.ID] == nil {
 				c.txnGroups[pr.ID] = map[string]struct{}{}
@@ -81,17 +108,14 @@ func (c *Coordinator) txnCommit(req *kmsg.TxnOffsetCommitRequest, commits []Comm
 	})
 	switch {
 	case e == nil:
-		return kerr.CoordinatorNotAvailable.Code
+		return 0, kerr.CoordinatorNotAvailable.Code
 	case appendErr != nil:
 		c.cfg.Logger.Warn("group: transactional offset commit append failed", "group", req.Group, "err", appendErr)
-		return coordlog.ErrorCode(appendErr)
+		return 0, coordlog.ErrorCode(appendErr)
 	case code != 0:
-		return code
+		return 0, code
 	}
-	if err := c.cfg.Log.WaitDurable(c.ctx, end); err != nil {
-		return coordlog.ErrorCode(err)
-	}
-	return 0
+	return end, 0
 }
 
 // appendTxn appends recs as producer pr's transactional batch; unlike
@@ -104,17 +128,34 @@ func (c *Coordinator) appendTxn(recs []Record, pr batch.Producer, now time.Time)
 // WriteMarker ends producer pid's transaction in this partition: appendMarker
 // appends the marker (the broker's partition does) and returns the offset
 // just past it; once the marker is durable, the offsets committed in the
-// transaction become the groups' (commit) or are dropped (abort).
+// transaction become the groups' (commit) or are dropped (abort). It is
+// StartWriteMarker, the wait, and MarkerDurable.
 func (c *Coordinator) WriteMarker(ctx context.Context, pid int64, commit bool, appendMarker func() (int64, error)) (int64, error) {
-	end, err := c.lg.AppendOther(pid, appendMarker)
+	end, err := c.StartWriteMarker(pid, appendMarker)
 	if err != nil {
 		return 0, err
 	}
 	if err := c.cfg.Log.WaitDurable(ctx, end); err != nil {
 		return end, err
 	}
-	c.txnEnded(pid, commit, end-1)
+	c.MarkerDurable(pid, commit, end)
 	return end, nil
+}
+
+// StartWriteMarker is WriteMarker's first event, for a driver that does
+// not block: the marker appended, in the coordinator's order of appends.
+// Once the log is durable through the end it returns, the driver calls
+// MarkerDurable; if that wait fails it calls nothing (the transaction
+// coordinator writes the marker again).
+func (c *Coordinator) StartWriteMarker(pid int64, appendMarker func() (int64, error)) (int64, error) {
+	return c.lg.AppendOther(pid, appendMarker)
+}
+
+// MarkerDurable is WriteMarker's second event: the marker that ends
+// producer pid's transaction, appended by StartWriteMarker and ending
+// just before end, is durable.
+func (c *Coordinator) MarkerDurable(pid int64, commit bool, end int64) {
+	c.txnEnded(pid, commit, end-1)
 }
 
 // txnEnded applies the end of producer pid's transaction, whose marker is

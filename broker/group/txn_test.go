@@ -98,3 +98,24 @@ func TestTxnOffsetsSurviveCompaction(t *testing.T) {
 	e.restart()
 	assert.Equal(t, []int64{77, 19}, e.fetch("g", 0, 1))
 }
+
+// TestTxnOffsetsAsEvents drives the two-event forms the simulator uses:
+// the commit pending from its start whatever its wait says, the marker's
+// effect only at MarkerDurable.
+func TestTxnOffsetsAsEvents(t *testing.T) {
+	e := newEnv(t)
+	end, answer := e.c.StartTxnOffsetCommit(txnCommitReq("g", 9, tpo{"t", 0, 50}))
+	require.Positive(t, end)
+	assert.Equal(t, []int16{kerr.UnstableOffsetCommit.Code}, e.stableFetch("g", 0), "pending once appended")
+	for _, tp := range answer(kerr.RequestTimedOut) {
+		assert.Equal(t, kerr.CoordinatorNotAvailable.Code, tp.Partitions[0].ErrorCode, "the wait's error, as a coordinator's write answers it")
+	}
+	mend, err := e.c.StartWriteMarker(9, func() (int64, error) {
+		return e.log.Append(batch.EncodeMarker(batch.Producer{ID: 9}, batch.Marker{Commit: true}, start))
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []int64{-1}, e.fetch("g", 0), "not visible before the marker is durable")
+	e.c.MarkerDurable(9, true, mend)
+	assert.Equal(t, []int64{50}, e.fetch("g", 0))
+	assert.Equal(t, []int16{0}, e.stableFetch("g", 0))
+}
