@@ -2,6 +2,8 @@ package broker
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minikafka/minikafka/broker/group"
 )
 
 // OffsetFetch: v1-7
@@ -10,8 +12,11 @@ import (
 //   - One group per request. Null topics (v2+): every partition the group
 //     committed. A partition with no commit, or a group that does not
 //     exist: offset -1, no error.
-//   - Returns durable commits only (see OffsetCommit). RequireStable (v7)
-//     needs nothing: there are no transactional offsets.
+//   - Returns durable commits only (see OffsetCommit). RequireStable (v7):
+//     UNSTABLE_OFFSET_COMMIT for a partition with an offset pending in a
+//     transaction, and the answer waits for a read barrier, so that a
+//     coordinator that lost its partition without knowing yet does not
+//     answer from stale offsets (group.Coordinator.StartReadBarrier).
 //   - A group id over the limit: INVALID_GROUP_ID (top level from v2, per
 //     partition in v1).
 //
@@ -26,19 +31,7 @@ func handleOffsetFetch(r *request) reply {
 	req := r.body.(*kmsg.OffsetFetchRequest)
 	c, code := r.s.groups.forKey(req.Group)
 	if c == nil {
-		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-		resp.ErrorCode = code
-		for _, rt := range req.Topics {
-			st := kmsg.NewOffsetFetchResponseTopic()
-			st.Topic = rt.Topic
-			for _, p := range rt.Partitions {
-				sp := kmsg.NewOffsetFetchResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = p, code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return done(resp)
+		return done(group.OffsetFetchFailed(req, code))
 	}
 	return done(c.OffsetFetch(req))
 }

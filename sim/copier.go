@@ -84,8 +84,9 @@ func (p *txnProducer) copyBegin() {
 	cp.busy = true
 	pid := p.pid
 	s.rpc(p.id, to, "offset-fetch", copyRPCMs, func(reply func(any)) {
-		off, md, code := s.brokers[to-1].serveOffsetFetch(copyGroup, copyInTopic, cp.part)
-		reply(offsetFetched{off, md, code})
+		s.brokers[to-1].serveOffsetFetch(copyGroup, copyInTopic, cp.part, func(off int64, md string, code int16) {
+			reply(offsetFetched{off, md, code})
+		})
 	}, func(resp any) {
 		cp.busy = false
 		r, ok := resp.(offsetFetched)

@@ -45,9 +45,11 @@ func (s *Sim) copyFinal() copyEnd {
 			if r := b.replicas[tp{t.ID, groupPartitionOf(copyGroup)}]; r != nil && r.p.Role().Local {
 				end.commits = offsetCommits(s, b, r)
 			}
-			for part := range int32(s.opts.copiers()) {
-				if off, _, code := b.serveOffsetFetch(copyGroup, copyInTopic, part); code == 0 {
-					end.committed[part] = off
+			if c, _ := b.groupCoordFor(copyGroup); c != nil {
+				for part := range int32(s.opts.copiers()) {
+					if off, _, code := c.fetchOffset(copyGroup, copyInTopic, part); code == 0 {
+						end.committed[part] = off
+					}
 				}
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minikafka/minikafka/broker/coordlog"
 	"github.com/minikafka/minikafka/broker/group"
 	"github.com/minikafka/minikafka/broker/txn"
 	"github.com/minikafka/minikafka/cluster"
@@ -190,20 +191,42 @@ func (b *broker) serveTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, add bool
 }
 
 // serveOffsetFetch is OffsetFetch v7 with RequireStable, for one
-// partition: its committed offset and metadata, and the partition's code
-// (UNSTABLE_OFFSET_COMMIT while a transaction has an offset pending for
-// it).
-func (b *broker) serveOffsetFetch(groupID, topic string, part int32) (int64, string, int16) {
+// partition, as the broker's handler: the coordinator's read barrier
+// (StartReadBarrier, answered once the high watermark passes it at the
+// same leadership), then what fetchOffset reads.
+func (b *broker) serveOffsetFetch(groupID, topic string, part int32, reply func(offset int64, metadata string, code int16)) {
 	c, code := b.groupCoordFor(groupID)
 	if c == nil {
-		return -1, "", code
+		reply(-1, "", code)
+		return
 	}
+	end, err := c.c.StartReadBarrier(groupID, b.s.time())
+	if err != nil {
+		reply(-1, "", coordlog.ErrorCode(err))
+		return
+	}
+	c.waits = append(c.waits, &offsetsWait{end: end, deadline: b.s.now + coordWriteMs, done: func(err error) {
+		if err != nil {
+			reply(-1, "", coordlog.ErrorCode(err))
+			return
+		}
+		reply(c.fetchOffset(groupID, topic, part))
+	}})
+	b.later(coordWriteMs, "offsets-wait", b.settle)
+	b.settle()
+}
+
+// fetchOffset is what the coordinator answers now to an OffsetFetch v7
+// with RequireStable for one partition: its committed offset and
+// metadata, and the partition's code (UNSTABLE_OFFSET_COMMIT while a
+// transaction has an offset pending for it).
+func (c *groupCoord) fetchOffset(groupID, topic string, part int32) (int64, string, int16) {
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.Version, req.RequireStable, req.Group = 7, true, groupID
 	rt := kmsg.NewOffsetFetchRequestTopic()
 	rt.Topic, rt.Partitions = topic, []int32{part}
 	req.Topics = append(req.Topics, rt)
-	resp := c.c.OffsetFetch(req)
+	resp := c.c.OffsetFetchNow(req)
 	if resp.ErrorCode != 0 {
 		return -1, "", resp.ErrorCode
 	}

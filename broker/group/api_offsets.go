@@ -149,7 +149,59 @@ func (c *Coordinator) stepOn(e *entry, fn func(g *Group, now time.Time)) {
 
 // OffsetFetch serves OffsetFetch v1-7 (one group; null topics, v2+, means
 // every committed partition). A partition with no commit reads offset -1.
+// With RequireStable it answers after a read barrier (StartReadBarrier).
 func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+	if req.RequireStable && c.ValidGroupID(req.Group, true) {
+		end, err := c.StartReadBarrier(req.Group, c.cfg.Clock.Now())
+		if err == nil {
+			err = c.cfg.Log.WaitDurable(c.ctx, end)
+		}
+		if err != nil {
+			return OffsetFetchFailed(req, coordlog.ErrorCode(err))
+		}
+	}
+	return c.OffsetFetchNow(req)
+}
+
+// StartReadBarrier appends a record that changes nothing (the tombstone of
+// an offset key no commit has: the empty topic name, invalid in Kafka) and
+// returns the end to wait for. Once that end is committed, this
+// coordinator still led its partition after the request came, so what it
+// knows of the group's offsets is what any later leader knows. Without it,
+// a coordinator cut off from the controller, not yet told its partition
+// has another leader, answers from what it had: a consume-transform-
+// produce client that reads its committed offsets there (RequireStable)
+// starts again from an older offset and copies records twice (found by
+// the simulator's copiers, seed 36607). Kafka answers from memory; the
+// barrier costs one replicated append per OffsetFetch with RequireStable,
+// which clients send when they take partitions on.
+func (c *Coordinator) StartReadBarrier(group string, now time.Time) (int64, error) {
+	return c.append([]Record{{Key: offsetKey(group, TopicPartition{Topic: "", Partition: -1})}}, now)
+}
+
+// OffsetFetchFailed is OffsetFetch's answer when it cannot be served: code
+// at the top level (v2+) and for every partition named.
+func OffsetFetchFailed(req *kmsg.OffsetFetchRequest, code int16) *kmsg.OffsetFetchResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	resp.ErrorCode = code
+	for _, rt := range req.Topics {
+		st := kmsg.NewOffsetFetchResponseTopic()
+		st.Topic = rt.Topic
+		for _, p := range rt.Partitions {
+			sp := kmsg.NewOffsetFetchResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = p, code
+			sp.Offset, sp.LeaderEpoch = -1, -1
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+// OffsetFetchNow answers OffsetFetch from what the coordinator knows now,
+// without a barrier: for a driver that waited for StartReadBarrier's end
+// itself (the simulator), or a request without RequireStable.
+func (c *Coordinator) OffsetFetchNow(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	groupOK := c.ValidGroupID(req.Group, true)
 	if !groupOK && req.Version >= 2 {

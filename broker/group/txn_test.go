@@ -119,3 +119,29 @@ func TestTxnOffsetsAsEvents(t *testing.T) {
 	assert.Equal(t, []int64{50}, e.fetch("g", 0))
 	assert.Equal(t, []int16{0}, e.stableFetch("g", 0))
 }
+
+// A coordinator whose partition has another leader it has not heard of
+// yet cannot commit anything: an OffsetFetch with RequireStable, which an
+// exactly-once client starts its copy from, waits for a barrier record to
+// commit and so answers that it is not the coordinator, rather than
+// offsets a later leader may have moved on from. A plain OffsetFetch
+// still answers from memory, as Kafka's does.
+func TestStableFetchWaitsForABarrier(t *testing.T) {
+	e := newEnv(t)
+	require.Equal(t, []int16{0}, commitCodes(e.c.OffsetCommit(commitReq("s", "", -1, tpo{"t", 0, 7}))))
+	before := e.log.EndOffset()
+	require.Equal(t, []int16{0}, e.stableFetch("s", 0))
+	assert.Greater(t, e.log.EndOffset(), before, "the barrier is appended")
+	assert.Equal(t, []int64{7}, e.fetch("s", 0), "and changes nothing")
+
+	e.log.FailDurable(kerr.NotLeaderForPartition)
+	assert.Equal(t, []int16{kerr.NotCoordinator.Code}, e.stableFetch("s", 0))
+	assert.Equal(t, []int64{7}, e.fetch("s", 0), "without RequireStable: from memory")
+
+	// The barrier leaves nothing behind a replay: no offset, no group.
+	e.log.FailDurable(nil)
+	require.Equal(t, []int16{0}, e.stableFetch("never-committed", 0))
+	e.restart()
+	assert.Equal(t, []int64{7}, e.fetch("s", 0))
+	assert.NotContains(t, e.listGroups(), "never-committed")
+}
