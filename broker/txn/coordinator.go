@@ -139,6 +139,7 @@ func Open(cfg Config) (*Coordinator, error) {
 func (c *Coordinator) Close() error {
 	c.mu.Lock()
 	c.closed = true
+	c.perform(c.core.ReleaseHeld(c.cfg.Clock.Now()))
 	c.mu.Unlock()
 	c.lg.Close()
 	c.cancel()
@@ -351,6 +352,14 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, in InitRequ
 // and AddOffsetsToTxn with the group's __consumer_offsets partition).
 func (c *Coordinator) AddPartitions(id string, pr Producer, parts []TopicPartition) int16 {
 	return c.call(Request{Kind: KindAdd, ID: id, Producer: pr, Partitions: parts}).Code
+}
+
+// AddForWrite is AddPartitions for a partition leader whose write opens
+// the transaction there (KIP-890's second part): while the id's last
+// transaction's markers are under way, it waits for them (up to WaitMax)
+// instead of answering CONCURRENT_TRANSACTIONS at once (Request.Wait).
+func (c *Coordinator) AddForWrite(id string, pr Producer, parts []TopicPartition) int16 {
+	return c.call(Request{Kind: KindAdd, ID: id, Producer: pr, Partitions: parts, Wait: true}).Code
 }
 
 // Verify answers a partition leader's question (AddPartitionsToTxn v4+
