@@ -235,13 +235,14 @@ func TestCoordinatorAddForWriteWaitsForMarkers(t *testing.T) {
 
 	got := make(chan int16, 1)
 	go func() { got <- c.AddForWrite("app", pr, []txn.TopicPartition{tp}) }()
-	require.Eventually(t, func() bool { return h.clk.Pending() > 0 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return txn.Held(c, "app") == 1 }, 5*time.Second, time.Millisecond)
 	select {
 	case code := <-got:
 		t.Fatalf("answered %d while the markers are under way", code)
 	default:
 	}
 	h.mk.fail(false)
+	appends := h.log.Appends()
 	h.clk.Advance(150 * time.Millisecond) // the markers' retry is due, not WaitMax
 	select {
 	case code := <-got:
@@ -251,6 +252,7 @@ func TestCoordinatorAddForWriteWaitsForMarkers(t *testing.T) {
 	}
 	m := state(t, c, "app", txn.Ongoing)
 	assert.Equal(t, map[txn.TopicPartition]struct{}{tp: {}}, m.Partitions)
+	assert.Equal(t, appends+1, h.log.Appends(), "the Complete state and the next Ongoing state in one batch")
 
 	// Held at Close: answered, not left hanging.
 	h.mk.fail(true)
@@ -258,7 +260,7 @@ func TestCoordinatorAddForWriteWaitsForMarkers(t *testing.T) {
 	require.Zero(t, code)
 	pr.Epoch = next
 	go func() { got <- c.AddForWrite("app", pr, []txn.TopicPartition{tp}) }()
-	require.Eventually(t, func() bool { return len(c.Metas()) == 1 && c.Metas()[0].State == txn.PrepareAbort }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return txn.Held(c, "app") == 1 }, 5*time.Second, time.Millisecond)
 	require.NoError(t, c.Close())
 	select {
 	case code := <-got:
