@@ -167,11 +167,12 @@ func (s *Server) appendPartition(req *kmsg.ProduceRequest, topic string, rp kmsg
 	}
 	app, err := p.Append(rp.Records)
 	if req.TransactionID != nil && errors.Is(err, kerr.ConcurrentTransactions) {
-		// The producer's last transaction's marker is on its way here.
+		// The producer's last transaction's marker is on its way here:
+		// tried again as it lands.
 		s.whileConcurrent(func() bool {
 			app, err = p.Append(rp.Records)
 			return errors.Is(err, kerr.ConcurrentTransactions)
-		})
+		}, p.MarkerLanded)
 	}
 	var verify *partition.VerifyNeeded
 	switch {

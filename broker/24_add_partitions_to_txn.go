@@ -27,7 +27,9 @@ import (
 //   - v4+ (brokers only, KIP-890): several transactions in one request,
 //     and VerifyOnly, a partition leader's question whether a partition is
 //     in the producer's ongoing transaction (INVALID_TXN_STATE if not),
-//     which changes nothing.
+//     which changes nothing. A broker's add (not VerifyOnly) that finds
+//     the last transaction's markers under way is held until they are in,
+//     up to half a second, then answered CONCURRENT_TRANSACTIONS.
 //
 // Version notes:
 //   - v2: PRODUCER_FENCED; v3: flexible; v4: batched transactions,
@@ -128,6 +130,13 @@ func addOrVerify(s *Server, id string, pr txn.Producer, tps []txn.TopicPartition
 	}
 	if refused := txn.CheckAdd(tps, exists, cluster.Internal, fromBroker); refused != nil {
 		return refused
+	}
+	if fromBroker {
+		// A partition leader's add for a write (KIP-890's second part), or
+		// a group coordinator's for TxnOffsetCommit: held while the
+		// producer's last transaction's markers are under way, so that
+		// the leader goes on once they are in rather than at its next try.
+		return fill(c.AddForWrite(id, pr, tps))
 	}
 	return fill(c.AddPartitions(id, pr, tps))
 }

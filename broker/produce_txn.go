@@ -41,23 +41,36 @@ const (
 )
 
 // whileConcurrent calls try again, backing off, while it reports
-// CONCURRENT_TRANSACTIONS, for up to verifyWait. Under KIP-890's second
-// part a producer begins its next transaction as soon as the last is
-// decided, so its first write in a partition can reach the partition
-// before the last one's marker, or the coordinator before the last one's
-// markers are all in: a few milliseconds. Answering the client would cost
-// it its retry backoff and a metadata refresh (seconds, with franz-go);
-// Kafka's brokers retry inside too. The connection's reader waits
-// meanwhile, which keeps the producer's later requests behind this one.
-func (s *Server) whileConcurrent(try func() bool) {
+// CONCURRENT_TRANSACTIONS, for up to verifyWait; wake, when not nil, is
+// taken before each try and ends the pause early once closed (the event
+// that makes the next try worth it, such as a marker landing). Under
+// KIP-890's second part a producer begins its next transaction as soon as
+// the last is decided, so its first write in a partition can reach the
+// partition before the last one's marker, or the coordinator before the
+// last one's markers are all in: a few milliseconds. Answering the client
+// would cost it its retry backoff and a metadata refresh (seconds, with
+// franz-go); Kafka's brokers retry inside too. The connection's reader
+// waits meanwhile, which keeps the producer's later requests behind this
+// one.
+func (s *Server) whileConcurrent(try func() bool, wake func() <-chan struct{}) {
 	deadline := s.cfg.Clock.Now().Add(verifyWait)
-	for backoff := concurrentBackoffMin; try() && s.cfg.Clock.Now().Before(deadline); backoff = min(2*backoff, concurrentBackoffMax) {
-		select {
-		case <-s.quit:
-			return
-		default:
+	for backoff := concurrentBackoffMin; ; backoff = min(2*backoff, concurrentBackoffMax) {
+		var woken <-chan struct{}
+		if wake != nil {
+			woken = wake()
 		}
-		s.pause(backoff)
+		if !try() || !s.cfg.Clock.Now().Before(deadline) {
+			return
+		}
+		t := s.cfg.Clock.NewTimer(backoff)
+		select {
+		case <-t.C():
+		case <-woken:
+		case <-s.quit:
+			t.Stop()
+			return
+		}
+		t.Stop()
 	}
 }
 
@@ -78,10 +91,13 @@ func (s *Server) appendVerified(req *kmsg.ProduceRequest, vs []produceVerify) []
 	// epoch (the partitions refuse any other).
 	pr := txn.Producer{ID: vs[0].need.ProducerID, Epoch: vs[0].need.Epoch, Fenced: kerr.InvalidProducerEpoch.Code}
 	var codes []int16
+	// The coordinator holds an add while the markers are under way
+	// (txn.Request.Wait): a CONCURRENT_TRANSACTIONS here is one it gave up
+	// on, or a verification's.
 	s.whileConcurrent(func() bool {
 		codes = s.verifyTxn(ctx, *req.TransactionID, pr, tps, req.Version >= 12)
 		return slices.Contains(codes, kerr.ConcurrentTransactions.Code)
-	})
+	}, nil)
 	var waits []produceWait
 	for i, v := range vs {
 		if code := codes[i]; code != 0 || v.need.ProducerID != pr.ID || v.need.Epoch != pr.Epoch {
@@ -135,7 +151,7 @@ func (s *Server) verifyTxn(ctx context.Context, id string, pr txn.Producer, tps 
 	codes := make([]int16, len(tps))
 	if c, _ := s.txnCoordinator(id); c != nil {
 		if add {
-			for i, code := 0, c.AddPartitions(id, pr, tps); i < len(codes); i++ {
+			for i, code := 0, c.AddForWrite(id, pr, tps); i < len(codes); i++ {
 				codes[i] = code
 			}
 		} else {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -90,24 +91,45 @@ func (w markerWriter) Write(ctx context.Context, job txn.MarkerJob) error {
 	ctx, cancel := withTimeout(ctx, s.cfg.Clock, markerWait)
 	defer cancel()
 	m := markerOf(job)
-	var errs []error
-	for _, leader := range slices.Sorted(maps.Keys(byLeader)) {
-		tps := byLeader[leader]
-		var codes []int16
+	return eachLeader(ctx, byLeader, func(ctx context.Context, leader int32, tps []txn.TopicPartition) ([]int16, error) {
 		if leader == s.cfg.NodeID {
-			codes = s.writeMarkers(ctx, m, tps)
-		} else {
-			var err error
-			if codes, err = w.remote(ctx, leader, job, tps); err != nil {
-				errs = append(errs, fmt.Errorf("broker %d: %w", leader, err))
-				continue
-			}
+			return s.writeMarkers(ctx, m, tps), nil
 		}
-		for i, code := range codes {
-			if code == kerr.InvalidProducerEpoch.Code {
-				s.log.Info("a transaction marker found a newer epoch", "partition", tps[i].String(), "producer_id", job.ProducerID)
+		return w.remote(ctx, leader, job, tps)
+	}, func(tp txn.TopicPartition, code int16) {
+		if code == kerr.InvalidProducerEpoch.Code {
+			s.log.Info("a transaction marker found a newer epoch", "partition", tp.String(), "producer_id", job.ProducerID)
+		}
+	})
+}
+
+// eachLeader writes a transaction's markers with write, to every leader of
+// byLeader at once: the transaction is over (and its producer's next one
+// waits) when the slowest partition has its marker, so one replication
+// round for all of them, not one per leader. seen is told each code; the
+// error joins every partition's that failed (txn.MarkerResult).
+func eachLeader(ctx context.Context, byLeader map[int32][]txn.TopicPartition,
+	write func(context.Context, int32, []txn.TopicPartition) ([]int16, error), seen func(txn.TopicPartition, int16)) error {
+	leaders := slices.Sorted(maps.Keys(byLeader))
+	codes := make([][]int16, len(leaders))
+	errs := make([]error, len(leaders))
+	var wg sync.WaitGroup
+	for i, leader := range leaders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			if codes[i], err = write(ctx, leader, byLeader[leader]); err != nil {
+				codes[i], errs[i] = nil, fmt.Errorf("broker %d: %w", leader, err)
 			}
-			if err := txn.MarkerResult(tps[i], code); err != nil {
+		}()
+	}
+	wg.Wait()
+	for i, leader := range leaders {
+		tps := byLeader[leader]
+		for j, code := range codes[i] {
+			seen(tps[j], code)
+			if err := txn.MarkerResult(tps[j], code); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -92,6 +92,9 @@ type Partition struct {
 	// producer id; guards numbers them.
 	verifying map[int64]uint64
 	guards    uint64
+	// markerLanded is closed at the next marker appended (txn.go), nil
+	// until someone waits for one.
+	markerLanded chan struct{}
 	// txnSeen: a transactional batch has been in the log since the
 	// partition opened (or its snapshot says one was); until then reads
 	// need not look at transactions. unstable mirrors

@@ -115,7 +115,25 @@ func (p *Partition) AppendMarker(pr batch.Producer, m batch.Marker) (int64, erro
 	if err != nil {
 		return 0, err
 	}
+	if p.markerLanded != nil {
+		close(p.markerLanded)
+		p.markerLanded = nil
+	}
 	return a.LastOffset + 1, nil
+}
+
+// MarkerLanded returns a channel closed once the next marker is appended
+// here. A transactional write refused with kerr.ConcurrentTransactions
+// (its producer's last transaction's marker is still on its way) can wait
+// on it, taken before the write, to try again the moment the marker is
+// in. Nothing else closes it: a waiter bounds its wait.
+func (p *Partition) MarkerLanded() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.markerLanded == nil {
+		p.markerLanded = make(chan struct{})
+	}
+	return p.markerLanded
 }
 
 // AppendOwn appends a batch the broker built itself inside a producer's

@@ -128,3 +128,34 @@ func TestTxnMarkerFencing(t *testing.T) {
 	_, err = p.AppendMarker(batch.Producer{ID: 1, Epoch: 3}, batch.Marker{Commit: true, CoordinatorEpoch: 4})
 	assert.ErrorIs(t, err, kerr.TransactionCoordinatorFenced)
 }
+
+// A producer's next transaction (KIP-890's second part: its epoch bumped)
+// that reaches the partition before its last one's marker is refused with
+// CONCURRENT_TRANSACTIONS; MarkerLanded, taken before that write, is
+// closed by the marker, and the write goes in after it.
+func TestTxnMarkerLandedWakes(t *testing.T) {
+	m := open(t, memory.Name, t.TempDir(), engine.Options{})
+	p := onePartition(t, m, "t")
+	appendTxn(t, p, txnBatch(t, 7, 0, 0, 2, "first"))
+
+	landed := p.MarkerLanded()
+	next := txnBatch(t, 7, 1, 0, 1, "next")
+	_, err := p.Append(next)
+	require.ErrorIs(t, err, kerr.ConcurrentTransactions, "the last transaction's marker is not in")
+	select {
+	case <-landed:
+		t.Fatal("closed before any marker")
+	default:
+	}
+	assert.Equal(t, landed, p.MarkerLanded(), "every waiter shares the next marker's channel")
+
+	_, err = p.AppendMarker(batch.Producer{ID: 7, Epoch: 0}, batch.Marker{Commit: true})
+	require.NoError(t, err)
+	select {
+	case <-landed:
+	default:
+		t.Fatal("the marker did not close MarkerLanded")
+	}
+	assert.NotEqual(t, landed, p.MarkerLanded(), "a later waiter waits for the next marker")
+	appendTxn(t, p, next)
+}

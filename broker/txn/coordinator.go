@@ -139,6 +139,7 @@ func Open(cfg Config) (*Coordinator, error) {
 func (c *Coordinator) Close() error {
 	c.mu.Lock()
 	c.closed = true
+	c.perform(c.core.ReleaseHeld(c.cfg.Clock.Now()))
 	c.mu.Unlock()
 	c.lg.Close()
 	c.cancel()
@@ -146,15 +147,15 @@ func (c *Coordinator) Close() error {
 	return nil
 }
 
-// perform does what out asks (c.mu held): appends in order, each waited
-// for in a goroutine; marker jobs in goroutines; answers to their callers;
-// the tick loop told of an earlier deadline. An append that fails at once
+// perform does what out asks (c.mu held): appends in order, in one batch
+// waited for in a goroutine; marker jobs in goroutines; answers to their
+// callers; the tick loop told of an earlier deadline. An append that fails at once
 // is reported to the core at once, and so on until nothing is left.
 func (c *Coordinator) perform(out Output) {
 	for {
 		var more Output
-		for _, a := range out.Appends {
-			if err := c.startAppend(a); err != nil {
+		if err := c.startAppends(out.Appends); err != nil {
+			for _, a := range out.Appends {
 				more = merge(more, c.core.Appended(a.Token, err, c.cfg.Clock.Now()))
 			}
 		}
@@ -194,13 +195,25 @@ func merge(a, b Output) Output {
 	return a
 }
 
-// startAppend appends a's record and waits in a goroutine until it is
-// committed; an error is the append's own.
-func (c *Coordinator) startAppend(a Append) error {
+// startAppends appends the records of as, in order, as one batch and
+// waits in a goroutine until it is committed; an error is the append's
+// own, for every one of as. One batch for what one event asks (a
+// transaction's Complete state and the next one's Ongoing state, the
+// aborts of a tick) is one replication round, where records appended one
+// by one could each catch the log's group commit just after it started
+// and wait for the next.
+func (c *Coordinator) startAppends(as []Append) error {
+	if len(as) == 0 {
+		return nil
+	}
 	if c.closed {
 		return errClosing
 	}
-	end, err := c.lg.Append([]batch.KV{a.Record}, c.cfg.Clock.Now())
+	recs := make([]batch.KV, len(as))
+	for i, a := range as {
+		recs[i] = a.Record
+	}
+	end, err := c.lg.Append(recs, c.cfg.Clock.Now())
 	if err != nil {
 		return err
 	}
@@ -210,10 +223,12 @@ func (c *Coordinator) startAppend(a Append) error {
 		err := c.cfg.Log.WaitDurable(c.ctx, end)
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		c.perform(c.core.Appended(a.Token, err, c.cfg.Clock.Now()))
-		if ch, ok := c.appended[a.Token]; ok {
-			delete(c.appended, a.Token)
-			close(ch)
+		for _, a := range as {
+			c.perform(c.core.Appended(a.Token, err, c.cfg.Clock.Now()))
+			if ch, ok := c.appended[a.Token]; ok {
+				delete(c.appended, a.Token)
+				close(ch)
+			}
 		}
 	}()
 	return nil
@@ -351,6 +366,14 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, in InitRequ
 // and AddOffsetsToTxn with the group's __consumer_offsets partition).
 func (c *Coordinator) AddPartitions(id string, pr Producer, parts []TopicPartition) int16 {
 	return c.call(Request{Kind: KindAdd, ID: id, Producer: pr, Partitions: parts}).Code
+}
+
+// AddForWrite is AddPartitions for a partition leader whose write opens
+// the transaction there (KIP-890's second part): while the id's last
+// transaction's markers are under way, it waits for them (up to WaitMax)
+// instead of answering CONCURRENT_TRANSACTIONS at once (Request.Wait).
+func (c *Coordinator) AddForWrite(id string, pr Producer, parts []TopicPartition) int16 {
+	return c.call(Request{Kind: KindAdd, ID: id, Producer: pr, Partitions: parts, Wait: true}).Code
 }
 
 // Verify answers a partition leader's question (AddPartitionsToTxn v4+

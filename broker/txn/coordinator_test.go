@@ -218,3 +218,54 @@ func TestCoordinatorExpiresUnusedIDs(t *testing.T) {
 	assert.NotEqual(t, pid, pid2)
 	assert.Zero(t, epoch)
 }
+
+// A partition leader's add (AddForWrite) that comes while the last
+// transaction's markers are under way waits for them and goes on once they
+// are in; Close answers one still waiting CONCURRENT_TRANSACTIONS.
+func TestCoordinatorAddForWriteWaitsForMarkers(t *testing.T) {
+	h := newHarness()
+	c := h.open(t, 1)
+	pid, epoch, _ := c.InitProducerID(t.Context(), "app", txn.InitRequest{Timeout: time.Minute, ProducerID: -1, Epoch: -1})
+	pr := txn.Producer{ID: pid, Epoch: epoch, Fenced: kerr.ProducerFenced.Code}
+	require.Zero(t, c.AddForWrite("app", pr, []txn.TopicPartition{tp}))
+	h.mk.fail(true)
+	_, next, code := c.EndTxn("app", pr, true, true)
+	require.Zero(t, code)
+	pr.Epoch = next
+
+	got := make(chan int16, 1)
+	go func() { got <- c.AddForWrite("app", pr, []txn.TopicPartition{tp}) }()
+	require.Eventually(t, func() bool { return txn.Held(c, "app") == 1 }, 5*time.Second, time.Millisecond)
+	select {
+	case code := <-got:
+		t.Fatalf("answered %d while the markers are under way", code)
+	default:
+	}
+	h.mk.fail(false)
+	appends := h.log.Appends()
+	h.clk.Advance(150 * time.Millisecond) // the markers' retry is due, not WaitMax
+	select {
+	case code := <-got:
+		assert.Zero(t, code)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the add did not go on once the markers were in")
+	}
+	m := state(t, c, "app", txn.Ongoing)
+	assert.Equal(t, map[txn.TopicPartition]struct{}{tp: {}}, m.Partitions)
+	assert.Equal(t, appends+1, h.log.Appends(), "the Complete state and the next Ongoing state in one batch")
+
+	// Held at Close: answered, not left hanging.
+	h.mk.fail(true)
+	_, next, code = c.EndTxn("app", pr, false, true)
+	require.Zero(t, code)
+	pr.Epoch = next
+	go func() { got <- c.AddForWrite("app", pr, []txn.TopicPartition{tp}) }()
+	require.Eventually(t, func() bool { return txn.Held(c, "app") == 1 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, c.Close())
+	select {
+	case code := <-got:
+		assert.Contains(t, []int16{kerr.ConcurrentTransactions.Code, kerr.NotCoordinator.Code}, code)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close left a held add waiting")
+	}
+}

@@ -86,7 +86,22 @@ type Request struct {
 	// Answer.NeedProducerID: the driver allocates one (which may take a
 	// round trip to the controller) and sends the request again with it.
 	NewProducerID int64
+	// Wait (KindAdd): while the id's last transaction is being decided,
+	// hold the request until its Complete state is the id's meta, and
+	// then carry it out, rather than answer CONCURRENT_TRANSACTIONS at
+	// once; after WaitMax it is answered CONCURRENT_TRANSACTIONS all the
+	// same. A partition leader's add under KIP-890's second part: the
+	// producer's next transaction begins as soon as the last is decided,
+	// so its first write usually arrives while the markers are under way,
+	// and the request goes on the moment they are in instead of when the
+	// leader's next try comes.
+	Wait bool
 }
+
+// WaitMax bounds how long a Request with Wait is held. Short: the markers
+// take a replication round or two, and a remote leader's held request
+// holds the answers behind it on its connection.
+const WaitMax = 500 * time.Millisecond
 
 // Answer is what to answer the request of Token.
 type Answer struct {
@@ -145,6 +160,16 @@ type entry struct {
 	retryAt time.Time
 	// marked: meta's markers are written, its Complete state is not yet.
 	marked bool
+	// held are the requests with Wait that came while meta was being
+	// decided, in order, each with when to give up on it.
+	held []heldRequest
+}
+
+// heldRequest is a Request with Wait held until its id's transaction is
+// complete, or until.
+type heldRequest struct {
+	req   Request
+	until time.Time
 }
 
 // write is an append in flight and what to do when it is committed.
@@ -248,6 +273,10 @@ func (c *Core) run(id string, e *entry, req Request, now time.Time) {
 		}
 	case KindAdd:
 		st = addPartitions(e.meta, req.Producer, req.Partitions, now)
+		if req.Wait && st.Code == kerr.ConcurrentTransactions.Code {
+			e.held = append(e.held, heldRequest{req: req, until: now.Add(WaitMax)})
+			return
+		}
 	case KindEnd:
 		st = endTxn(e.meta, req.Producer, req.Commit, req.TV2, now)
 	case KindVerify:
@@ -342,13 +371,24 @@ func (c *Core) Appended(token uint64, err error, now time.Time) Output {
 }
 
 // settle moves e on while it has no write in flight: a Complete state to
-// write first, then the requests that waited. An id left with nothing is
-// forgotten.
+// write first, then the requests held for it, then those that waited. An
+// id left with nothing is forgotten.
 func (c *Core) settle(id string, e *entry, now time.Time) {
 	for e.w == nil {
 		if e.marked && e.retryAt.IsZero() {
 			c.complete(id, e, now)
 			continue
+		}
+		if len(e.held) > 0 && (e.meta == nil || !pending(e.meta)) {
+			// Held before the requests queued behind a write: they came
+			// first. The Complete state just appended and a held add's
+			// Ongoing state go out together, in one Output.
+			reqs := make([]Request, 0, len(e.held)+len(e.queue))
+			for _, h := range e.held {
+				reqs = append(reqs, h.req)
+			}
+			e.held = nil
+			e.queue = append(reqs, e.queue...)
 		}
 		if len(e.queue) == 0 {
 			break
@@ -357,9 +397,33 @@ func (c *Core) settle(id string, e *entry, now time.Time) {
 		e.queue = e.queue[1:]
 		c.run(id, e, req, now)
 	}
-	if e.meta == nil && e.w == nil && len(e.queue) == 0 && c.txns[id] == e {
+	if e.meta == nil && e.w == nil && len(e.queue) == 0 && len(e.held) == 0 && c.txns[id] == e {
 		delete(c.txns, id)
 	}
+}
+
+// releaseHeld answers CONCURRENT_TRANSACTIONS to e's held requests that
+// are due at now, every one with all.
+func (c *Core) releaseHeld(e *entry, now time.Time, all bool) {
+	kept := e.held[:0]
+	for _, h := range e.held {
+		if all || !now.Before(h.until) {
+			c.answer(e, h.req, kerr.ConcurrentTransactions.Code)
+			continue
+		}
+		kept = append(kept, h)
+	}
+	clear(e.held[len(kept):])
+	e.held = kept
+}
+
+// ReleaseHeld answers every held request (see Request.Wait)
+// CONCURRENT_TRANSACTIONS now: the driver is closing.
+func (c *Core) ReleaseHeld(now time.Time) Output {
+	for _, id := range slices.Sorted(maps.Keys(c.txns)) {
+		c.releaseHeld(c.txns[id], now, true)
+	}
+	return c.flush()
 }
 
 // complete writes the Complete state of e's decided transaction, whose
@@ -431,6 +495,9 @@ func (c *Core) retry(e *entry, now time.Time) {
 func (c *Core) Tick(now time.Time) Output {
 	for _, id := range slices.Sorted(maps.Keys(c.txns)) {
 		e := c.txns[id]
+		if len(e.held) > 0 {
+			c.releaseHeld(e, now, false)
+		}
 		if e.retryAt.IsZero() || now.Before(e.retryAt) {
 			continue
 		}
@@ -523,6 +590,11 @@ func (c *Core) flush() Output {
 	for _, e := range c.txns {
 		if !e.retryAt.IsZero() && e.retryAt.Before(out.Deadline) {
 			out.Deadline = e.retryAt
+		}
+		for _, h := range e.held {
+			if h.until.Before(out.Deadline) {
+				out.Deadline = h.until
+			}
 		}
 	}
 	return out

@@ -227,3 +227,81 @@ func TestCoreRetriedEndTxnIsCommittedFirst(t *testing.T) {
 	m, _ := c.Meta("app")
 	assert.Equal(t, CompleteCommit, m.State)
 }
+
+var tpB = TopicPartition{"b", 1}
+
+// decidedWithAdd returns a core whose id "app" has a committed transaction
+// whose markers are out (the job returned), and the producer of the next
+// transaction (KIP-890's second part: the epoch bumped by EndTxn).
+func decidedWithAdd(t *testing.T) (*Core, Job, Producer) {
+	t.Helper()
+	c, _ := newCore(nil)
+	initID(t, c, "app", 50, t0)
+	pr := Producer{ID: 50, Epoch: 0, Fenced: kerr.ProducerFenced.Code}
+	commitAll(t, c, c.Handle(Request{Kind: KindAdd, ID: "app", Producer: pr, Partitions: []TopicPartition{tpA}}, t0), t0)
+	seen := commitAll(t, c, c.Handle(Request{Kind: KindEnd, ID: "app", Producer: pr, Commit: true, TV2: true}, t0), t0)
+	require.Len(t, seen.Jobs, 1)
+	pr.Epoch = 1
+	return c, seen.Jobs[0], pr
+}
+
+// A partition leader's add (Request.Wait) that comes while the last
+// transaction's markers are under way is held, not answered; once they are
+// written, the Complete state and the held add's Ongoing state go out in
+// the same Output, and the add is answered once its state is committed.
+func TestCoreHeldAddGoesOnAtMarkers(t *testing.T) {
+	c, job, pr := decidedWithAdd(t)
+	out := c.Handle(Request{Token: 7, Kind: KindAdd, ID: "app", Producer: pr, Partitions: []TopicPartition{tpB}, Wait: true}, t0)
+	assert.Empty(t, out.Answers, "held while the markers are under way")
+	assert.Empty(t, out.Appends)
+	assert.Equal(t, t0.Add(WaitMax), out.Deadline, "a tick is asked for when the hold ends")
+
+	out = c.MarkersWritten(job.Token, nil, t0.Add(time.Millisecond))
+	require.Len(t, out.Appends, 2, "the Complete state, then the held add's Ongoing state")
+	assert.Empty(t, out.Answers, "the add is answered once its state is committed")
+	_, got, err := decodeRecord(out.Appends[1].Record.Key, out.Appends[1].Record.Value)
+	require.NoError(t, err)
+	assert.Equal(t, Ongoing, got.State)
+	assert.Equal(t, map[TopicPartition]struct{}{tpB: {}}, got.Partitions)
+
+	seen := commitAll(t, c, out, t0.Add(time.Millisecond))
+	assert.Equal(t, []Answer{{Token: 7, ProducerID: -1, Epoch: -1}}, seen.Answers)
+	m, _ := c.Meta("app")
+	assert.Equal(t, Ongoing, m.State)
+}
+
+// A held add whose markers take longer than WaitMax is answered
+// CONCURRENT_TRANSACTIONS at the tick, and the leader tries again; a
+// request without Wait is answered so at once, as before.
+func TestCoreHeldAddGivesUp(t *testing.T) {
+	c, job, pr := decidedWithAdd(t)
+	out := c.Handle(Request{Token: 7, Kind: KindAdd, ID: "app", Producer: pr, Partitions: []TopicPartition{tpA}}, t0)
+	assert.Equal(t, []Answer{{Token: 7, ProducerID: -1, Epoch: -1, Code: kerr.ConcurrentTransactions.Code}}, out.Answers, "no Wait: answered at once")
+	out = c.Handle(Request{Token: 8, Kind: KindAdd, ID: "app", Producer: pr, Partitions: []TopicPartition{tpA}, Wait: true}, t0)
+	assert.Empty(t, out.Answers)
+
+	assert.Empty(t, c.Tick(t0.Add(WaitMax-time.Millisecond)).Answers, "held until WaitMax")
+	out = c.Tick(t0.Add(WaitMax))
+	assert.Equal(t, []Answer{{Token: 8, ProducerID: -1, Epoch: -1, Code: kerr.ConcurrentTransactions.Code}}, out.Answers)
+	out = c.MarkersWritten(job.Token, nil, t0.Add(WaitMax))
+	require.Len(t, out.Appends, 1, "only the Complete state: nothing is held any more")
+}
+
+// Only a CONCURRENT_TRANSACTIONS is held: an add of a fenced epoch is
+// answered at once. ReleaseHeld (the driver closing) answers what is
+// still held.
+func TestCoreHeldAddFencedAndReleased(t *testing.T) {
+	c, job, pr := decidedWithAdd(t)
+	old := pr
+	old.Epoch = 0
+	out := c.Handle(Request{Token: 7, Kind: KindAdd, ID: "app", Producer: old, Partitions: []TopicPartition{tpA}, Wait: true}, t0)
+	assert.Equal(t, []Answer{{Token: 7, ProducerID: -1, Epoch: -1, Code: kerr.ProducerFenced.Code}}, out.Answers,
+		"an older epoch is fenced at once, not held")
+
+	out = c.Handle(Request{Token: 8, Kind: KindAdd, ID: "app", Producer: pr, Partitions: []TopicPartition{tpA}, Wait: true}, t0)
+	assert.Empty(t, out.Answers)
+	out = c.ReleaseHeld(t0)
+	assert.Equal(t, []Answer{{Token: 8, ProducerID: -1, Epoch: -1, Code: kerr.ConcurrentTransactions.Code}}, out.Answers)
+	out = c.MarkersWritten(job.Token, nil, t0)
+	require.Len(t, out.Appends, 1, "released: nothing held goes on")
+}
