@@ -96,7 +96,10 @@ func writeReport(path string, s summary, caught []catch, load [2]string) error {
 		"in a quarter of the seeds, the segment engine on a crashable in-memory filesystem. The simulator " +
 		"supplies the network, the disk, the clock and the drivers that feed the shell its events. Seeds draw " +
 		"the sync policy, non-voter brokers, retention and DeleteRecords, disk replacement and controlled " +
-		"shutdowns; unclean election only in its scenario.\n\n")
+		"shutdowns; unclean election only in its scenario. In some seeds transactional producers (both " +
+		"transaction versions) write through the product's transaction coordinators, read_committed " +
+		"consumers read them, and copiers consume, transform and produce in transactions that commit " +
+		"their input offsets through the product's group coordinators.\n\n")
 	b.WriteString("## The real build\n\n")
 	fmt.Fprintf(&b, "| schedules | violations | simulated time | wall time | simulated / wall | CPU time | simulated / CPU | events |\n|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	fmt.Fprintf(&b, "| %d | %d | %s | %s | %.0fx | %s | %.0fx | %d |\n\n", s.schedules, len(s.failures),
