@@ -42,6 +42,9 @@ while copied < records and idle < 15:
     producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
                                          consumer.consumer_group_metadata(), 30)
     if txn % 4 == 0:
+        # Sent first: an abort purges what librdkafka has not sent yet, and
+        # the aborted records are to be in the log for the readers.
+        producer.flush(30)
         producer.abort_transaction(30)
         aborted.append(txn)
         abandoned += len(msgs)
