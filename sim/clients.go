@@ -37,6 +37,20 @@ func (s *Sim) metadata(from int32) *cluster.Metadata {
 	return nil
 }
 
+// leaderIn is the leader of topic's partition part in img, and the
+// partition's key; false when img is nil (the client reached no broker)
+// or names no such partition, or it has no leader.
+func leaderIn(img *cluster.Metadata, topic string, part int32) (tp, int32, bool) {
+	if img == nil {
+		return tp{}, 0, false
+	}
+	t, ok := img.Topic(topic)
+	if !ok || int(part) >= len(t.Partitions) || t.Partitions[part].Leader == cluster.NoLeader {
+		return tp{}, 0, false
+	}
+	return tp{t.ID, part}, t.Partitions[part].Leader, true
+}
+
 type producerClient struct {
 	s         *Sim
 	id        int32
@@ -183,18 +197,11 @@ func (c *consumerClient) step() {
 		return
 	}
 	again := func(d int64) { s.at(d, "consumer", c.step) }
-	img := s.metadata(c.id)
-	if img == nil {
+	k, leader, ok := leaderIn(s.metadata(c.id), c.topic, c.part)
+	if !ok {
 		again(50)
 		return
 	}
-	t, ok := img.Topic(c.topic)
-	if !ok || int(c.part) >= len(t.Partitions) || t.Partitions[c.part].Leader == cluster.NoLeader {
-		again(50)
-		return
-	}
-	leader := t.Partitions[c.part].Leader
-	k := tp{t.ID, c.part}
 	pos := c.pos
 	s.rpc(c.id, leader, "consume", 300, func(reply func(any)) {
 		reply(s.brokers[leader-1].serveConsume(k, pos))

@@ -10,7 +10,6 @@ import (
 
 	"github.com/minikafka/minikafka/broker/batch/batchcodec"
 	"github.com/minikafka/minikafka/broker/txn"
-	"github.com/minikafka/minikafka/cluster"
 )
 
 // Consume-transform-produce: an idempotent producer (acks=all) writes
@@ -120,18 +119,11 @@ type offsetFetched struct {
 // that copies what it got.
 func (p *txnProducer) copyRead(from int64, readFrom string) {
 	s, cp := p.s, p.cp
-	img := s.metadata(p.id)
-	if img == nil {
+	k, leader, ok := leaderIn(s.metadata(p.id), copyInTopic, cp.part)
+	if !ok {
 		p.wake(50)
 		return
 	}
-	t, ok := img.Topic(copyInTopic)
-	if !ok || t.Partitions[cp.part].Leader == cluster.NoLeader {
-		p.wake(50)
-		return
-	}
-	leader := t.Partitions[cp.part].Leader
-	k := tp{t.ID, cp.part}
 	cp.busy = true
 	pid := p.pid
 	s.rpc(p.id, leader, "copy-read", copyRPCMs, func(reply func(any)) {

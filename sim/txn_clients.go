@@ -266,17 +266,11 @@ func (p *txnProducer) produce() {
 		if w.busy {
 			continue
 		}
-		if img == nil {
+		k, leader, ok := leaderIn(img, txnTopic, w.part)
+		if !ok {
 			p.retry(run, 50)
 			return
 		}
-		t, ok := img.Topic(txnTopic)
-		if !ok || int(w.part) >= len(t.Partitions) || t.Partitions[w.part].Leader == cluster.NoLeader {
-			p.retry(run, 50)
-			return
-		}
-		leader := t.Partitions[w.part].Leader
-		k := tp{t.ID, w.part}
 		w.busy = true
 		w := w
 		req := produceReq{tp: k, acks: -1, data: w.data, txnID: p.txnID(), topic: txnTopic, add: !p.v1}
@@ -399,18 +393,11 @@ func (c *txnConsumer) step() {
 		return
 	}
 	again := func(d int64) { s.at(d, "txn-consumer", c.step) }
-	img := s.metadata(c.id)
-	if img == nil {
+	k, leader, ok := leaderIn(s.metadata(c.id), txnTopic, c.part)
+	if !ok {
 		again(50)
 		return
 	}
-	t, ok := img.Topic(txnTopic)
-	if !ok || int(c.part) >= len(t.Partitions) || t.Partitions[c.part].Leader == cluster.NoLeader {
-		again(50)
-		return
-	}
-	leader := t.Partitions[c.part].Leader
-	k := tp{t.ID, c.part}
 	pos := c.pos
 	s.rpc(c.id, leader, "consume-rc", 300, func(reply func(any)) {
 		reply(s.brokers[leader-1].serveReadCommitted(k, pos))
