@@ -117,7 +117,7 @@ func main() {
 		r := sim.Run(o)
 		if r.Failed() {
 			fmt.Print(sim.FormatFailure(r, 200))
-			os.Exit(1)
+			exitFlushed(1)
 		}
 		fmt.Printf("ok: %d events, %.1fs simulated, trace %016x\n", r.Stats.Events, float64(r.Stats.Ticks)/1000, r.TraceHash)
 		return
@@ -137,7 +137,7 @@ func main() {
 		fmt.Println("wrote", *report)
 	}
 	if len(sum.failures) > 0 {
-		os.Exit(1)
+		exitFlushed(1)
 	}
 }
 
@@ -311,4 +311,12 @@ func overrides() string {
 		}
 	})
 	return strings.Join(out, " ")
+}
+
+// exitFlushed exits with code after writing out the CPU profile, if one
+// is being taken (os.Exit runs no deferred call): a failing run is the
+// one most worth profiling.
+func exitFlushed(code int) {
+	pprof.StopCPUProfile()
+	os.Exit(code)
 }
