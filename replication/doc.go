@@ -14,6 +14,10 @@
 // the leader counts its own log only up to its durable end. acks=all thus
 // means "on the disk of min.insync.replicas brokers", and a power loss on
 // any of them cannot take back an acknowledged record (kafka-fsync).
+// Followers are served up to the leader's log end, not its durable end, so
+// that the leader's fsync and the followers' copy and fsync overlap: a
+// record a follower holds and the leader loses in a power loss was never
+// acknowledged, and epochs settle it as any unacknowledged tail.
 //
 // # Leader
 //
@@ -21,7 +25,7 @@
 // state of its log. Events:
 //
 //   - FollowerFetch: answered by a FetchAnswer (error, diverging epoch, or
-//     the range to serve, up to the durable end); moves the follower's
+//     the range to serve, up to the log end); moves the follower's
 //     position, maybe the HW, maybe proposes an ISR expansion.
 //   - LocalAppended, LocalDurable: the local log end and durable end moved.
 //   - LogStartMoved: retention moved the log start.

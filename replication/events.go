@@ -178,8 +178,8 @@ func (FetchResponse) isEvent()        {}
 // FetchAnswer is how to answer a FollowerFetch, always the first action Step
 // returns for one. Err (a kerr value) is the partition's error; otherwise, a
 // Diverging epoch goes back with no records; otherwise serve the batches from
-// From up to To, the leader's durable end (empty when From >= To: park the
-// fetch until LocalDurable moves). Followers are not capped by the high
+// From up to To, the leader's log end (empty when From >= To: park the
+// fetch until the log end moves). Followers are not capped by the high
 // watermark; HighWatermark and LogStartOffset go in the response.
 type FetchAnswer struct {
 	Replica        int32

@@ -99,7 +99,7 @@ type follower struct {
 	// under sync=always what it has synced. -1 until it fetches.
 	fetchOffset int64
 	lastFetch   time.Time
-	// lastFetchLeaderEnd is the leader's durable end at the last fetch.
+	// lastFetchLeaderEnd is the leader's log end at the last fetch.
 	lastFetchLeaderEnd int64
 	lastCaughtUp       time.Time
 	// logStart is the log start the follower last fetched with, -1
@@ -248,7 +248,7 @@ func (l *Leader) fetch(ev FollowerFetch) []Action {
 	acts := []Action{nil}
 	acts = append(acts, l.maybeAdvanceHW()...)
 	acts = append(acts, l.maybeExpand(f)...)
-	ans.To = max(ev.FetchOffset, l.durable)
+	ans.To = max(ev.FetchOffset, l.logEnd)
 	ans.HighWatermark = l.hw
 	acts[0] = ans
 	return acts
@@ -268,17 +268,17 @@ func (l *Leader) staleIncarnation(f *follower, epoch int64) bool {
 }
 
 // updateFollower records a fetch, with Kafka's caught-up rule measured
-// against the leader's durable end (what a follower can be served): a fetch
-// at or past it means caught up now; a fetch at or past the end at the
+// against the leader's log end (what a follower can be served): a fetch at
+// or past it means caught up now; a fetch at or past the end at the
 // previous fetch means caught up as of that previous fetch.
 func (l *Leader) updateFollower(f *follower, ev FollowerFetch) {
 	switch {
-	case ev.FetchOffset >= l.durable:
+	case ev.FetchOffset >= l.logEnd:
 		f.lastCaughtUp = later(f.lastCaughtUp, ev.Now)
 	case f.lastFetchLeaderEnd >= 0 && ev.FetchOffset >= f.lastFetchLeaderEnd:
 		f.lastCaughtUp = later(f.lastCaughtUp, f.lastFetch)
 	}
-	f.lastFetchLeaderEnd = l.durable
+	f.lastFetchLeaderEnd = l.logEnd
 	f.lastFetch = ev.Now
 	f.fetchOffset = ev.FetchOffset
 	if ev.BrokerEpoch >= 0 {

@@ -23,7 +23,7 @@ import (
 // over, wait for the syncs of what it appended, build again; an interrupt
 // (a partition added during a long poll) abandons the fetch in flight. At
 // the leader, a fetch with nothing to send parks for its long poll until a
-// partition's durable end passes its offset, or the poll ends.
+// partition's log end passes its offset, or the poll ends.
 
 const (
 	// fetchSlackMs is how long past its long poll a fetch waits for an

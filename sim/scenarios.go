@@ -113,10 +113,13 @@ var Scenarios = []Scenario{
 		Name: "kip-279", Mutation: "leader-end-only",
 		Why: "leadership moves twice quickly; a follower truncating to the leader's end alone keeps a record of the middle epoch the leader never had",
 		Tune: func(o *Options) {
-			// kip-101's family: rare here (about 1 schedule in 1,000 on the
-			// build that found it), so it rides on that family's seeds.
+			// kip-101's family, with slow links and quick restarts: a leader
+			// serves its followers before its own fsync, so a record that
+			// only some replicas hold lives about one network delay, and a
+			// crashed broker must be back within it to lead again.
 			o.Brokers, o.ReplicationFactor, o.MinISR = 3, 3, 2
 			o.AcksAllPct, o.CrashEvery, o.PartitionEvery, o.UnsyncedKeepPct = 100, 600, 900, 100
+			o.DelayMin, o.DelayMax, o.QuickRestarts = 1, 30, true
 		},
 	},
 	{

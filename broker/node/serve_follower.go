@@ -16,11 +16,11 @@ import (
 
 // A follower's fetch at its leader (Fetch with a replica id): each
 // partition is served by its leader's replication state machine
-// (Partition.ServeFollower), up to the leader's durable end rather than the
+// (Partition.ServeFollower), up to the leader's log end rather than the
 // high watermark, with the high watermark and log start for the follower
 // to follow, or a diverging epoch (KIP-320) for it to truncate to. The
 // fetch counts toward the ISR and the high watermark. A long poll waits
-// for the leader's durable end to pass a follower's fetch offset (new
+// for the leader's log end to pass a follower's fetch offset (new
 // appends wake it, the high watermark moving does not), but an answer with
 // news for the follower goes at once: an error or a diverging epoch (a
 // follower that asked a moment before this broker learnt it leads would

@@ -137,7 +137,7 @@ type Partition struct {
 	// replica and served from it to followers.
 	replBytesIn, replBytesOut atomic.Int64
 	// fetchable wakes followers' fetches parked at this leader when the
-	// durable end moves or the role changes; its value is unused.
+	// log end moves or the role changes; its value is unused.
 	fetchable watermark
 	// starts wakes DeleteRecords waiters when the leader's low watermark
 	// moved or the role changed; its value is the low watermark last seen
@@ -380,6 +380,7 @@ func (p *Partition) afterAppend(end int64) {
 func (p *Partition) afterAppendLocked(end int64) {
 	if l := p.role.leader; l != nil {
 		p.applyLocked(l.Step(replication.LocalAppended{End: end}))
+		p.fetchable.poke() // followers fetch up to the log end
 	}
 	if !p.always {
 		p.localDurableLocked(end)

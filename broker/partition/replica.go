@@ -262,7 +262,8 @@ func (p *Partition) stepLeader(ev replication.Event) {
 }
 
 // localDurable reports that the log is durable up to end: to the role's
-// state machine, and to fetches waiting for data. The caller holds p.mu.
+// state machine, and to what waits on the durable end. The caller holds
+// p.mu.
 func (p *Partition) localDurable(end int64) {
 	p.repMu.Lock()
 	defer p.repMu.Unlock()
@@ -283,7 +284,6 @@ func (p *Partition) localDurableLocked(end int64) {
 		p.applyLocked(p.role.follower.Step(replication.LocalDurable{End: end}))
 	}
 	p.durable.advance(end)
-	p.fetchable.poke()
 }
 
 // Tick lets the leader shrink the ISR and retry its proposals.
@@ -376,13 +376,13 @@ type ReplicaRead struct {
 	HighWatermark  int64
 	LogStartOffset int64
 	Diverging      *replication.EpochEnd
-	// To is the leader's durable end: what a follower may fetch up to.
+	// To is the leader's log end: what a follower may fetch up to.
 	To int64
 }
 
 // ServeFollower answers a follower's fetch: the batches from its fetch
-// offset up to this leader's durable end (not capped by the high
-// watermark), about maxBytes of them but at least one, or a diverging
+// offset up to this leader's log end (not capped by the high watermark
+// nor by what this leader has synced), about maxBytes of them but at least one, or a diverging
 // epoch for it to truncate to. The fetch counts toward the ISR and the high
 // watermark. Errors wrap kerr values: NOT_LEADER_OR_FOLLOWER,
 // FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, OFFSET_OUT_OF_RANGE. With
@@ -426,7 +426,7 @@ func (p *Partition) ServeFollowerLeased(ev replication.FollowerFetch, maxBytes i
 }
 
 // WatchFollowerData makes c (buffered) get a value whenever what
-// FollowerDataReady reports may have changed (this leader's durable end
+// FollowerDataReady reports may have changed (this leader's log end
 // moved, the role changed, the partition closed), until the returned func
 // is called: a follower's fetch parked on many partitions watches them all
 // with one channel and checks FollowerDataReady when it gets a value.
@@ -435,13 +435,13 @@ func (p *Partition) WatchFollowerData(c chan<- struct{}) (stop func()) {
 }
 
 // FollowerDataReady reports whether a follower at offset whose log starts
-// at logStart (-1: not said) has something to fetch (this leader's durable
-// end passed it), or is to be answered at once: the role changed, the
+// at logStart (-1: not said) has something to fetch (this leader's log end
+// passed it), or is to be answered at once: the role changed, the
 // partition closed, or this leader's log start passed the follower's
 // (DeleteRecords waits for the follower to learn it, which a long poll
 // on a quiet partition would delay by its whole wait).
 func (p *Partition) FollowerDataReady(offset, logStart int64) bool {
-	return p.gone.Load() || p.durable.get() > offset || !p.Role().Local || p.StartPassed(logStart)
+	return p.gone.Load() || p.log.EndOffset() > offset || !p.Role().Local || p.StartPassed(logStart)
 }
 
 // StartPassed reports whether this leader's log start, as its answers to
