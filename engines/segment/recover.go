@@ -210,8 +210,15 @@ func (e *Engine) recoverTail() error {
 	}
 	if tail < 0 {
 		last := segs[n-1]
-		if err := last.f.SyncData(); err != nil { // what recovery found is durable from here on
-			return fmt.Errorf("segment %d: sync: %w", last.base, err)
+		// What recovery found is durable from here on. A last segment
+		// without a frame has nothing to lose: if a crash takes its file or
+		// its header, recovery starts it again at the same base (where the
+		// segment before it ends, or at log-start), so an idle log's open
+		// syncs nothing.
+		if last.endPos.Load() > fileHeaderLen {
+			if err := last.f.SyncData(); err != nil {
+				return fmt.Errorf("segment %d: sync: %w", last.base, err)
+			}
 		}
 		last.trustFrom(last.endPos.Load()) // appends from here on are this process's
 		e.active = last
@@ -306,7 +313,7 @@ func (e *Engine) cutTail(tail int) error {
 func (e *Engine) applyStart(start int64) error {
 	if len(e.segs) == 0 {
 		e.start.Store(start)
-		return e.startSegmentLocked(start)
+		return e.beginLocked(start)
 	}
 	start = max(start, e.segs[0].base)
 	if e.end.Load() < start {
