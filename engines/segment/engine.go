@@ -72,6 +72,10 @@ type Engine struct {
 	cleanOnDisk bool       // the clean-shutdown marker exists
 	changed     bool       // an append, truncation or trim since Open
 
+	// listed holds the names in the directory when recovery began, while
+	// it runs (see mayExist); nil afterwards.
+	listed map[string]bool
+
 	segMu sync.RWMutex
 	segs  []*segment // ascending base offsets; the last is active
 
