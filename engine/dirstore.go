@@ -20,6 +20,11 @@ import (
 //	<dir>/<id>/             a log: the engine's directory, the id in 16 hex digits
 //	<dir>/<id>.deleting     a deleted log's directory, being removed
 //
+// A log's directory holds an ENGINE marker of its own unless the driver
+// has an OpenInStore, for which the store's marker speaks for every log
+// (directories made before it, or adopted, keep theirs, which nothing
+// reads).
+//
 // Ids are reserved idBlock at a time in LOGIDS (a checked file, replaced
 // atomically) before any of them is handed out, so that an id is never
 // handed out twice whatever crashes, at the cost of one atomic write per
@@ -107,9 +112,9 @@ func (s *DirStore) Create(o LogOptions) (LogID, LogEngine, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	// The directory, claimed, is what makes the log exist: ClaimDir syncs
-	// it into the store's directory before it says so.
-	if err := ClaimDir(s.fs, s.logDir(id), s.d.Name); err != nil {
+	// The directory is what makes the log exist: it is synced into the
+	// store's directory before Create says so (ClaimDir does it too).
+	if err := s.makeLogDir(id); err != nil {
 		return 0, nil, fmt.Errorf("engine %s: create log %s: %w", s.d.Name, id, err)
 	}
 	l, err := s.openLog(id, o)
@@ -117,6 +122,18 @@ func (s *DirStore) Create(o LogOptions) (LogID, LogEngine, error) {
 		return 0, nil, err
 	}
 	return id, l, nil
+}
+
+// makeLogDir makes log id's directory, durably: with its own marker when
+// the driver opens its logs with Open, bare for OpenInStore.
+func (s *DirStore) makeLogDir(id LogID) error {
+	if s.d.OpenInStore == nil {
+		return ClaimDir(s.fs, s.logDir(id), s.d.Name)
+	}
+	if err := s.fs.MkdirAll(s.logDir(id), 0o755); err != nil {
+		return err
+	}
+	return SyncDir(s.fs, s.dir)
 }
 
 // newID hands out the next id, reserving a block first when it is the
@@ -141,12 +158,33 @@ func (s *DirStore) newID() (LogID, error) {
 
 // Open implements Store.
 func (s *DirStore) Open(id LogID, o LogOptions) (LogEngine, error) {
-	if _, err := s.fs.Stat(s.logDir(id)); oserror.IsNotExist(err) {
-		return nil, fmt.Errorf("engine %s: log %s: %w", s.d.Name, id, ErrNoLog)
-	} else if err != nil {
-		return nil, fmt.Errorf("engine %s: log %s: %w", s.d.Name, id, err)
+	if s.d.OpenInStore == nil {
+		// Open would make the directory: it must be there first.
+		if err := s.haveLog(id); err != nil {
+			return nil, err
+		}
+		return s.openLog(id, o)
 	}
-	return s.openLog(id, o)
+	// OpenInStore makes nothing in a directory that is not there, so the
+	// stat is needed only to tell why it failed: a broker that reopens
+	// thousands of logs spares one system call each.
+	l, err := s.openLog(id, o)
+	if err != nil {
+		if herr := s.haveLog(id); herr != nil {
+			return nil, herr
+		}
+	}
+	return l, err
+}
+
+// haveLog returns ErrNoLog when log id's directory is not there.
+func (s *DirStore) haveLog(id LogID) error {
+	if _, err := s.fs.Stat(s.logDir(id)); oserror.IsNotExist(err) {
+		return fmt.Errorf("engine %s: log %s: %w", s.d.Name, id, ErrNoLog)
+	} else if err != nil {
+		return fmt.Errorf("engine %s: log %s: %w", s.d.Name, id, err)
+	}
+	return nil
 }
 
 func (s *DirStore) openLog(id LogID, o LogOptions) (LogEngine, error) {
@@ -158,7 +196,11 @@ func (s *DirStore) openLog(id LogID, o LogOptions) (LogEngine, error) {
 	case s.open[id] != nil:
 		return nil, fmt.Errorf("engine %s: log %s: %w", s.d.Name, id, ErrLogInUse)
 	}
-	e, err := s.d.Open(s.logDir(id), o.apply(s.opts))
+	open := s.d.Open
+	if s.d.OpenInStore != nil {
+		open = s.d.OpenInStore
+	}
+	e, err := open(s.logDir(id), o.apply(s.opts))
 	if err != nil {
 		return nil, err
 	}
@@ -203,6 +245,13 @@ func (s *DirStore) Adopt(id LogID, dir string) error {
 		return ErrClosed
 	case id >= s.next:
 		return fmt.Errorf("engine %s: adopt %s as log %s: the id was not reserved", s.d.Name, dir, id)
+	}
+	if s.d.OpenInStore != nil {
+		// OpenInStore checks no marker: the adopted directory's is
+		// checked here, once.
+		if err := ClaimDir(s.fs, dir, s.d.Name); err != nil {
+			return fmt.Errorf("engine %s: adopt %s as log %s: %w", s.d.Name, dir, id, err)
+		}
 	}
 	to := s.logDir(id)
 	if _, err := s.fs.Stat(to); err == nil {

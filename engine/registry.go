@@ -39,6 +39,14 @@ type Driver struct {
 	// DirStore: a directory of logs, each opened with Open in a
 	// directory of its own.
 	OpenStore OpenStoreFunc
+	// OpenInStore, when set, is what a DirStore opens its logs with: Open
+	// for a directory the store has claimed already, its own marker naming
+	// the engine of every log in it. The log's directory exists (the store
+	// made it, durably) and needs no marker of its own, so OpenInStore
+	// neither checks nor writes one: it spares each log's creation the
+	// marker's syncs and each open the marker's read. Nil: the DirStore
+	// claims each log's directory (ClaimDir) and opens it with Open.
+	OpenInStore OpenFunc
 }
 
 var (

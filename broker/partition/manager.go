@@ -433,7 +433,7 @@ func (m *Manager) create(spec Spec) (*Partition, error) {
 	var p *Partition
 	var openErr error
 	if err := m.sideBySide(
-		func() error { p, openErr = openPartition(m, spec, id, log); return nil },
+		func() error { p, openErr = openPartition(m, spec, id, log, nil); return nil }, // the directory is new: nothing in it to restore
 		func() error { return engine.StageFile(m.fs, meta, b) },
 	); err != nil || openErr != nil {
 		if p != nil {

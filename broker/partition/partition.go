@@ -172,9 +172,12 @@ type Partition struct {
 }
 
 // openPartition opens the partition on log, its log id of the store, and
-// restores the producer state from the snapshot and the log after it. The
-// partition owns log from then on, failed or not.
-func openPartition(m *Manager, spec Spec, id engine.LogID, log engine.LogEngine) (*Partition, error) {
+// restores the producer state from the snapshot and the log after it. names
+// is the listing of the partition's directory, where its checkpoints and
+// snapshots are: one listing instead of a look for each (a broker reopens
+// thousands of partitions, most of them without either). The partition
+// owns log from then on, failed or not.
+func openPartition(m *Manager, spec Spec, id engine.LogID, log engine.LogEngine, names []string) (*Partition, error) {
 	fs := m.fs
 	topic, index := spec.Topic, spec.Index
 	dir := m.partitionDir(spec.Key())
@@ -193,7 +196,7 @@ func openPartition(m *Manager, spec Spec, id engine.LogID, log engine.LogEngine)
 		done:      make(chan struct{}),
 	}
 	p.cfg.Store(&cfg)
-	if err := p.restoreProducers(); err != nil {
+	if err := p.restoreProducers(names); err != nil {
 		log.Close()
 		return nil, fmt.Errorf("partition %s-%d: %w", topic, index, err)
 	}
@@ -211,7 +214,7 @@ func openPartition(m *Manager, spec Spec, id engine.LogID, log engine.LogEngine)
 	p.fetchable.init(0)
 	p.starts.init(-1)
 	p.wm.init(p.loadHW(end, m.savedHWs))
-	if err := p.loadEpochs(); err != nil {
+	if err := p.loadEpochs(names); err != nil {
 		log.Close()
 		return nil, fmt.Errorf("partition %s-%d: %w", topic, index, err)
 	}

@@ -34,6 +34,12 @@ func (p *Partition) snapshotOffsets() ([]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", p.dir, err)
 	}
+	return snapshotOffsetsIn(names), nil
+}
+
+// snapshotOffsetsIn is snapshotOffsets of a listing of the partition's
+// directory.
+func snapshotOffsetsIn(names []string) []int64 {
 	var offs []int64
 	for _, n := range names {
 		if !strings.HasPrefix(n, snapshotPrefix) || !strings.HasSuffix(n, snapshotSuffix) {
@@ -47,20 +53,17 @@ func (p *Partition) snapshotOffsets() ([]int64, error) {
 	}
 	slices.Sort(offs)
 	slices.Reverse(offs)
-	return offs, nil
+	return offs
 }
 
 // restoreProducers rebuilds the producer state: the newest snapshot that is
 // not past the log end and reads cleanly, then every batch after it. A
 // snapshot past the log end describes batches a crash took back; it is
 // deleted so it can never be mistaken for the state of batches written
-// later at the same offsets.
-func (p *Partition) restoreProducers() error {
+// later at the same offsets. names is the partition directory's listing.
+func (p *Partition) restoreProducers(names []string) error {
 	start, end := p.log.StartOffset(), p.log.EndOffset()
-	offs, err := p.snapshotOffsets()
-	if err != nil {
-		return err
-	}
+	offs := snapshotOffsetsIn(names)
 	st, from, used := producer.NewState(), start, int64(-1)
 	removed := false
 	for _, off := range offs {

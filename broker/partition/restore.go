@@ -220,11 +220,16 @@ func (m *Manager) restore(f found) (*Partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("partition %s-%d: open log %s of the %s store: %w", spec.Topic, spec.Index, id, m.cfg.Engine, err)
 	}
-	if m.hasLegacyLog(dir) {
+	names, err := m.fs.List(dir)
+	if err != nil {
+		_ = log.Close()
+		return nil, fmt.Errorf("partition %s-%d: list %s: %w", spec.Topic, spec.Index, dir, err)
+	}
+	if slices.Contains(names, legacyLogDir) {
 		// A copy into the store finished; the original is left over.
 		m.deleter.remove(m.fs.PathJoin(dir, legacyLogDir))
 	}
-	return openPartition(m, spec, id, log)
+	return openPartition(m, spec, id, log, names)
 }
 
 // sweepStore deletes the store's logs no partition names: those of

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 
 	"github.com/minikafka/minikafka/broker/batch"
 	"github.com/minikafka/minikafka/engine"
@@ -58,7 +59,11 @@ func (p *Partition) resetLocked(start int64) error {
 // rebuilds the state from the newest one left and the log after it.
 func (p *Partition) rebuildProducers() error {
 	p.rebuilds++
-	if err := p.restoreProducers(); err != nil {
+	names, err := p.fs.List(p.dir)
+	if err != nil {
+		return p.wrap(fmt.Errorf("rebuild producer state after a truncation: list %s: %w", p.dir, err))
+	}
+	if err := p.restoreProducers(names); err != nil {
 		return p.wrap(fmt.Errorf("rebuild producer state after a truncation: %w", err))
 	}
 	return nil
@@ -84,8 +89,17 @@ func (p *Partition) loadHW(end int64, saved map[Key]int64) int64 {
 // loadEpochs reads the leader epoch cache, or rebuilds it from the batches'
 // partition leader epochs when its checkpoint is missing or damaged, and
 // cuts it to the log (a crash may have taken a tail the checkpoint saw).
-func (p *Partition) loadEpochs() error {
-	body, found, err := engine.ReadChecked(p.fs, p.fs.PathJoin(p.dir, epochsCheckpointFile), epochsMagic)
+// names is the partition directory's listing: a checkpoint it does not
+// show is not looked for.
+func (p *Partition) loadEpochs(names []string) error {
+	var (
+		body  []byte
+		found bool
+		err   error
+	)
+	if slices.Contains(names, epochsCheckpointFile) {
+		body, found, err = engine.ReadChecked(p.fs, p.fs.PathJoin(p.dir, epochsCheckpointFile), epochsMagic)
+	}
 	if err == nil && found {
 		if p.epochs, err = replication.UnmarshalEpochCache(body); err == nil {
 			p.epochs.TruncateFromEnd(p.log.EndOffset())

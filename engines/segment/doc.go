@@ -6,7 +6,8 @@
 //
 // # Directory
 //
-//	ENGINE                        engine.ClaimDir's marker: "segment"
+//	ENGINE                        engine.ClaimDir's marker: "segment" (none in a
+//	                              log of a store: the store's marker speaks for it)
 //	00000000000000000000.log      a segment: frames from base offset 0
 //	00000000000000000000.index    its sparse index
 //	00000000000000001234.log      the next segment starts at offset 1234 ...
@@ -329,8 +330,15 @@
 //     there with a sealed index, every later segment removed, and a new
 //     active segment started at the end: the torn bytes stay behind, dead.
 //     A segment with no good frame is removed and replaced by an empty one;
-//  6. syncs the active segment, so what recovery found is durable, and
+//  6. syncs the active segment, so what recovery found is durable (an
+//     active segment with no frame has nothing to make durable), and
 //     restarts the log at log-start if its end is below it.
+//
+// A log's first segment (of a new log, or of one that recovery found with
+// none) is created with its directory entry synced but its file header
+// not: no segment after it can become durable before it, and until a round
+// syncs it the log holds nothing acknowledged, so a header a crash tore is
+// a segment with no good frame, replaced by an empty one.
 //
 // A sealed segment whose index is missing or bad is rebuilt on first read by
 // scanning it up to the next segment's base (never further); a flipped byte

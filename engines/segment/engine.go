@@ -17,9 +17,10 @@ const Name = "segment"
 
 // Driver is the segment engine as the registry and the suites see it.
 var Driver = engine.Driver{
-	Name: Name,
-	Caps: engine.Capabilities{CustomFS: true, Durable: true, Inline: true},
-	Open: func(dir string, opts engine.Options) (engine.LogEngine, error) { return Open(dir, opts) },
+	Name:        Name,
+	Caps:        engine.Capabilities{CustomFS: true, Durable: true, Inline: true},
+	Open:        func(dir string, opts engine.Options) (engine.LogEngine, error) { return Open(dir, opts) },
+	OpenInStore: func(dir string, opts engine.Options) (engine.LogEngine, error) { return OpenInStore(dir, opts) },
 }
 
 func init() { engine.Register(Driver) }
@@ -71,6 +72,10 @@ type Engine struct {
 	cleanOnDisk bool       // the clean-shutdown marker exists
 	changed     bool       // an append, truncation or trim since Open
 
+	// listed holds the names in the directory when recovery began, while
+	// it runs (see mayExist); nil afterwards.
+	listed map[string]bool
+
 	segMu sync.RWMutex
 	segs  []*segment // ascending base offsets; the last is active
 
@@ -102,6 +107,17 @@ func Open(dir string, opts engine.Options) (*Engine, error) {
 	if err := engine.ClaimDir(opts.FS, dir, Name); err != nil {
 		return nil, err
 	}
+	return openIn(dir, opts)
+}
+
+// OpenInStore is Open for a log of a store (engine.DirStore) that has
+// claimed dir already (see engine.Driver.OpenInStore): dir exists, and
+// its marker, if any, is not read.
+func OpenInStore(dir string, opts engine.Options) (*Engine, error) {
+	return openIn(dir, opts.WithDefaults())
+}
+
+func openIn(dir string, opts engine.Options) (*Engine, error) {
 	e := &Engine{
 		fs:            opts.FS,
 		dir:           dir,

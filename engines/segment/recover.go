@@ -24,6 +24,11 @@ func (e *Engine) recover() error {
 	if err != nil {
 		return err
 	}
+	e.listed = make(map[string]bool, len(names))
+	for _, n := range names {
+		e.listed[n] = true
+	}
+	defer func() { e.listed = nil }()
 	start, err := e.readStart()
 	if err != nil {
 		return err
@@ -99,9 +104,24 @@ func (e *Engine) tidy(names []string) ([]int64, error) {
 	return bases, nil
 }
 
+// mayExist reports whether recovery may find the file at path: whether
+// the directory's listing at the start of recovery held it. Recovery
+// opens no file the listing did not show (a failed open of a missing file
+// is the slow path of the filesystem's errors, and a reopen of thousands
+// of idle logs would take mostly that); files it makes itself it knows.
+func (e *Engine) mayExist(path string) bool { return e.listed[e.fs.PathBase(path)] }
+
+// readFile is engine.ReadFileIfExists for recovery (see mayExist).
+func (e *Engine) readFile(path string) ([]byte, bool, error) {
+	if !e.mayExist(path) {
+		return nil, false, nil
+	}
+	return engine.ReadFileIfExists(e.fs, path)
+}
+
 func (e *Engine) readStart() (int64, error) {
 	path := e.fs.PathJoin(e.dir, startFile)
-	b, ok, err := engine.ReadFileIfExists(e.fs, path)
+	b, ok, err := e.readFile(path)
 	if err != nil || !ok {
 		return 0, err
 	}
@@ -117,7 +137,7 @@ func (e *Engine) readStart() (int64, error) {
 // is scanned and sealed segments are trusted (their indexes load on first
 // read).
 func (e *Engine) openClean() (bool, error) {
-	b, ok, err := engine.ReadFileIfExists(e.fs, e.fs.PathJoin(e.dir, cleanFile))
+	b, ok, err := e.readFile(e.fs.PathJoin(e.dir, cleanFile))
 	if err != nil || !ok {
 		return false, err
 	}
@@ -181,6 +201,9 @@ func (e *Engine) recoverTail() error {
 		if i < n-1 {
 			bounds[i] = segs[i+1].base
 		}
+		if !e.mayExist(s.indexPath) {
+			continue
+		}
 		st, err := readIndexFile(e.fs, s.indexPath, s.base)
 		if err != nil || !st.sealed || st.end > bounds[i] {
 			continue
@@ -210,8 +233,15 @@ func (e *Engine) recoverTail() error {
 	}
 	if tail < 0 {
 		last := segs[n-1]
-		if err := last.f.SyncData(); err != nil { // what recovery found is durable from here on
-			return fmt.Errorf("segment %d: sync: %w", last.base, err)
+		// What recovery found is durable from here on. A last segment
+		// without a frame has nothing to lose: if a crash takes its file or
+		// its header, recovery starts it again at the same base (where the
+		// segment before it ends, or at log-start), so an idle log's open
+		// syncs nothing.
+		if last.endPos.Load() > fileHeaderLen {
+			if err := last.f.SyncData(); err != nil {
+				return fmt.Errorf("segment %d: sync: %w", last.base, err)
+			}
 		}
 		last.trustFrom(last.endPos.Load()) // appends from here on are this process's
 		e.active = last
@@ -245,8 +275,10 @@ func (e *Engine) scanTail(s *segment, bound, next int64) (bool, error) {
 		return false, fmt.Errorf("segment %d: stat: %w", s.base, err)
 	}
 	from := indexState{base: s.base, end: s.base}
-	if ck, ok := resumeFromCheckpoint(e.fs, s, f, bound, fi.Size()); ok {
-		from = ck
+	if e.mayExist(s.ckptPath) {
+		if ck, ok := resumeFromCheckpoint(e.fs, s, f, bound, fi.Size()); ok {
+			from = ck
+		}
 	}
 	st, err := scanSegmentFrom(f, from, bound)
 	if err != nil {
@@ -306,7 +338,7 @@ func (e *Engine) cutTail(tail int) error {
 func (e *Engine) applyStart(start int64) error {
 	if len(e.segs) == 0 {
 		e.start.Store(start)
-		return e.startSegmentLocked(start)
+		return e.beginLocked(start)
 	}
 	start = max(start, e.segs[0].base)
 	if e.end.Load() < start {

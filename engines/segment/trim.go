@@ -105,6 +105,31 @@ func (e *Engine) dropLocked(keep int) error {
 	return removeSegments(e.fs, e.dir, drop, true)
 }
 
+// beginLocked starts the first segment of a log that has none (a log just
+// made, or one whose only segment file a crash took) at base, and syncs the
+// directory but not the file. The entry must be durable before any later
+// segment's can be (a crash that kept a later segment but not the first
+// would move the log's start), but the file's header need not be: until a
+// round syncs the segment, the log holds nothing acknowledged, and a crash
+// that tears the header leaves a segment with no good frame, which
+// recovery replaces by an empty one at the same base. A broker that creates
+// a topic of many partitions spares each of them an fsync.
+func (e *Engine) beginLocked(base int64) error {
+	s, err := e.startSegmentFile(base)
+	if err != nil {
+		return err
+	}
+	e.setSegs(append(e.segs, s))
+	e.active = s
+	if err := engine.SyncDir(e.fs, e.dir); err != nil {
+		return err
+	}
+	e.dirDirty = false
+	e.end.Store(base)
+	e.setSynced(base)
+	return nil
+}
+
 // startSegmentLocked creates a durable, empty active segment at base that
 // ends the log.
 func (e *Engine) startSegmentLocked(base int64) error {
