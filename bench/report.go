@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 )
 
 // Report is a markdown document made of sections, each with paragraphs and
@@ -173,18 +172,6 @@ func WriteReport(dir, reportFile string, markdown []byte, resultsFile string, re
 	return WriteFile(filepath.Join(dir, reportFile), markdown)
 }
 
-// Decode reads the JSON of a results file into a new T and has rejudge
-// judge its checks again from the figures, so that a change to the targets
-// shows in a rendered report.
-func Decode[T any](b []byte, rejudge func(*T)) (*T, error) {
-	var r T
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, err
-	}
-	rejudge(&r)
-	return &r, nil
-}
-
 // WriteJSON writes v as indented JSON to path (see WriteFile).
 func WriteJSON(path string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
@@ -263,6 +250,3 @@ func Millis(seconds float64) string {
 	}
 	return fmt.Sprintf("%.3g ms", seconds*1e3)
 }
-
-// Seconds converts a duration to float seconds (the unit Spread carries).
-func Seconds(d time.Duration) float64 { return d.Seconds() }
