@@ -21,9 +21,6 @@ type Run struct {
 
 	Cells      []*Cell     `json:"cells"`
 	Recoveries []*Recovery `json:"recoveries"`
-	// EnginesRef is the engine benchmark's ratios against the raw-disk
-	// loop, copied from results/engines.json when the run started.
-	EnginesRef *EnginesRef `json:"engines_ref,omitempty"`
 	// SyncInterval is the servers' fsync period under sync=interval.
 	SyncInterval time.Duration `json:"sync_interval_ns"`
 	// Interrupted says why the run stopped early, if it did.
@@ -302,20 +299,4 @@ func (r *Run) Recovery(target, sync string) *Recovery {
 		}
 	}
 	return nil
-}
-
-// EnginesRef holds the engine benchmark's checks against the raw-disk loop
-// (results/engines.json), as they were when the run started.
-type EnginesRef struct {
-	Source string     `json:"source"`
-	Date   string     `json:"date"`
-	Commit string     `json:"commit"`
-	Checks []RefCheck `json:"checks"`
-}
-
-// RefCheck is one of the engine benchmark's target checks.
-type RefCheck struct {
-	Name  string  `json:"name"`
-	Value float64 `json:"value"`
-	Unit  string  `json:"unit"`
 }

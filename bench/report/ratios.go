@@ -9,13 +9,12 @@ import (
 
 // Ratios are a run's comparisons: each engine under the broker against
 // kfake (the broker's overhead), segment against the other engines and
-// JetStream, catch-up reads likewise, and the engine benchmark's ratios
-// against the raw-disk loop when the run recorded them.
+// JetStream, and catch-up reads likewise. The engines' ratios against the
+// raw disk are the engines profile's, compared in its own report.
 //
 // The headline ratios gate: those at the reference point (the run's most
 // repeated, steadiest cell; JetStream aside, whose own rate swings too much
-// between repetitions here) and the engine benchmark's against the raw
-// disk.
+// between repetitions here).
 func Ratios(run *matrix.Run) []bench.Ratio {
 	var out bench.Ratios
 	gate := false
@@ -42,14 +41,6 @@ func Ratios(run *matrix.Run) []bench.Ratio {
 		gate = false
 		add(fmt.Sprintf("broker/peer records/s: segment/nats @ %s", w.Key()),
 			div(v.med("segment", w, matrix.RecordsPerSec), v.med("nats", w, matrix.RecordsPerSec)))
-	}
-	gate = true
-	if ref := run.EnginesRef; ref != nil {
-		for _, c := range ref.Checks {
-			// The prefix is the name of the command that measured these
-			// before the engines profile did; kept, so that runs compare.
-			add("enginebench: "+c.Name, c.Value)
-		}
 	}
 	return out.Sorted()
 }

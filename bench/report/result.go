@@ -70,11 +70,6 @@ func Result(run *matrix.Run, charts []Chart) *result.Result {
 	for _, t := range run.Targets {
 		res.Setup = append(res.Setup, fmt.Sprintf("%s: %s", t.Name, t.Note))
 	}
-	if ref := run.EnginesRef; ref != nil {
-		for _, c := range ref.Checks {
-			res.Setup = append(res.Setup, fmt.Sprintf("engines profile (%s, commit %s): %s %.2f%s", ref.Source, ref.Commit, c.Name, c.Value, c.Unit))
-		}
-	}
 	cols := func(fs []figure, over ...string) []workloads.Column {
 		var out []workloads.Column
 		for i, f := range fs {
