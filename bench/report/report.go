@@ -1,6 +1,6 @@
 // Package report renders a matrix run (bench/matrix) as results/<run>/:
-// report.md in bench/result's tables (result.go), results.json (the run
-// itself, which cmd/benchcheck reads) and PNG charts (gonum.org/v1/plot);
+// report.md in bench/result's tables and charts (result.go), results.json
+// (the run itself, which cmd/benchcheck reads);
 // keeps results/README.md as the index of runs; and computes the ratios
 // the regression check compares between runs. No prose is made from the
 // figures.
@@ -30,16 +30,12 @@ func Write(run *matrix.Run, dir string) error {
 	if err := bench.WriteJSON(filepath.Join(dir, ResultsFile), run); err != nil {
 		return err
 	}
-	charts, err := WriteCharts(run, dir)
-	if err != nil {
+	res := Result(run)
+	if err := res.WriteCharts(dir); err != nil {
 		return err
 	}
-	return bench.WriteFile(filepath.Join(dir, ReportFile), Markdown(run, charts))
+	return bench.WriteFile(filepath.Join(dir, ReportFile), res.Markdown())
 }
-
-// Markdown renders the report: the run in bench/result's tables (see
-// Result), with the charts drawn beside it.
-func Markdown(run *matrix.Run, charts []Chart) []byte { return Result(run, charts).Markdown() }
 
 // view is a run being read for its ratios.
 type view struct{ run *matrix.Run }

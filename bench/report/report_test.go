@@ -80,14 +80,14 @@ func sampleRun() *matrix.Run {
 
 func TestMarkdown(t *testing.T) {
 	run := sampleRun()
-	md := string(Markdown(run, []Chart{{File: ChartConcurrency, Title: "T"}}))
+	md := string(Result(run).Markdown())
 	for _, want := range []string{
 		"# Engine comparison: sample (quick profile)",
 		"## 1KiB records, 256 in flight, acks=all, sync=always\n",
 		"## 1KiB records, 256 in flight, acks=all, sync=always: group commit, amplification, CPU and memory",
 		"## 1KiB records, 256 in flight, acks=all, sync=always: tail and catch-up reads",
 		"## Recovery after kill -9, sync=interval", "## Failed measurements", "## Setup",
-		"![T](throughput-concurrency.png)",
+		"](sample-concurrency.png)",              // after the concurrency sweep's last table
 		"| segment | 105k [100k–110k] | 0.42× |", // the median with its range, and × kfake
 		"| pebble | 50k | 0.20× | – | 0.48× |",   // × segment
 		`start: unknown engine "badger"`,         // the reason, in the failures
@@ -108,22 +108,22 @@ func TestWriteAndIndex(t *testing.T) {
 	run := sampleRun()
 	dir := filepath.Join(results, "2026-11-30-quick")
 	require.NoError(t, Write(run, dir))
-	for _, f := range []string{ReportFile, ResultsFile, ChartConcurrency, ChartSize, ChartLatency, ChartAmplification, ChartReads} {
+	for _, f := range []string{ReportFile, ResultsFile, "sample-concurrency.png"} {
 		info, err := os.Stat(filepath.Join(dir, f))
 		require.NoError(t, err, f)
 		assert.Positive(t, info.Size(), f)
 	}
 	single := sampleRun()
-	single.Cells = single.Cells[:1] // one target, one point: one value on each log axis
-	charts, err := WriteCharts(single, t.TempDir())
-	require.NoError(t, err)
-	assert.NotEmpty(t, charts)
+	single.Cells = single.Cells[:1] // one target, one point: one value on the log axis
+	require.NoError(t, Result(single).WriteCharts(t.TempDir()))
 
 	empty := sampleRun()
 	empty.Cells = nil
-	charts, err = WriteCharts(empty, t.TempDir())
+	none := t.TempDir()
+	require.NoError(t, Result(empty).WriteCharts(none))
+	files, err := os.ReadDir(none)
 	require.NoError(t, err)
-	assert.Empty(t, charts, "no figure, no chart")
+	assert.Empty(t, files, "no figure, no chart")
 
 	back, err := Load(filepath.Join(dir, ResultsFile))
 	require.NoError(t, err)

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/minikafka/minikafka/bench/matrix"
@@ -58,9 +59,9 @@ func diskAfterStop(r matrix.Rep) float64 {
 // segment), one of what it cost (group commit, amplification, CPU,
 // memory) and, for the points that read, one of the reads; then the
 // restarts after kill -9 per sync policy.
-func Result(run *matrix.Run, charts []Chart) *result.Result {
+func Result(run *matrix.Run) *result.Result {
 	w := workloads.Workload{Name: run.Name, Title: fmt.Sprintf("Engine comparison: %s (%s profile)", run.Name, run.Profile.Name),
-		Description: describe(run, charts), Reps: run.Profile.Reps}
+		Description: describe(run), Reps: run.Profile.Reps}
 	for _, t := range run.Targets {
 		w.Servers = append(w.Servers, t.Name)
 	}
@@ -106,7 +107,32 @@ func Result(run *matrix.Run, charts []Chart) *result.Result {
 	for _, sync := range []string{"always", "interval"} {
 		recovery(res, run, sync)
 	}
+	sweep(res, run, matrix.SliceConcurrency, workloads.Chart{File: "concurrency", Figures: []string{"records_per_s"},
+		Title: "records/s against records in flight (1 KiB, acks=all, sync=always)"},
+		func(w matrix.Workload) int { return w.InFlight }, func(n int) string { return fmt.Sprint(n) })
+	sweep(res, run, matrix.SliceSize, workloads.Chart{File: "size", Figures: []string{"mb_per_s"},
+		Title: "MB/s against record size (256 in flight, acks=all, sync=always)"},
+		func(w matrix.Workload) int { return w.RecordBytes }, matrix.SizeName)
 	return res
+}
+
+// sweep charts the points of slice in the order of x, after the table of
+// the last point the run holds.
+func sweep(res *result.Result, run *matrix.Run, slice string, ch workloads.Chart, x func(matrix.Workload) int, tick func(int) string) {
+	var pts []matrix.Workload
+	for _, p := range run.Points {
+		if p.In(slice) {
+			pts = append(pts, p.Workload)
+			ch.Cell = p.Key()
+		}
+	}
+	slices.SortFunc(pts, func(a, b matrix.Workload) int { return x(a) - x(b) })
+	for _, w := range pts {
+		ch.Along, ch.Ticks = append(ch.Along, w.Key()), append(ch.Ticks, tick(x(w)))
+	}
+	if len(pts) > 1 {
+		res.Workload.Charts = append(res.Workload.Charts, ch)
+	}
 }
 
 // add makes a cell of the figures fs of point w on every target that ran it.
@@ -164,8 +190,8 @@ func recovery(res *result.Result, run *matrix.Run, sync string) {
 	}
 }
 
-// describe is the report's opening: how the run measured, and the charts.
-func describe(run *matrix.Run, charts []Chart) string {
+// describe is the report's opening: how the run measured.
+func describe(run *matrix.Run) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Every cell starts its server fresh, as a child process on an empty data directory, warms up for %v, then produces for %v "+
 		"in closed loop (franz-go from the benchmark process for the Kafka-protocol servers, nats.go for JetStream) keeping a fixed number of "+
@@ -178,9 +204,6 @@ func describe(run *matrix.Run, charts []Chart) string {
 		run.Profile.WarmUp, run.Profile.Duration, run.Profile.Partitions)
 	if run.Interrupted != "" {
 		fmt.Fprintf(&b, " **The run was interrupted (%s): cells after that point are missing.**", run.Interrupted)
-	}
-	for _, c := range charts {
-		fmt.Fprintf(&b, "\n\n![%s](%s)", c.Title, c.File)
 	}
 	return b.String()
 }
