@@ -3,13 +3,10 @@ package logbench
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
-
-	"github.com/schollz/progressbar/v3"
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/engine"
@@ -46,8 +43,8 @@ type Config struct {
 	// Self is a program that serves ChildCmd (the benchmark's own binary),
 	// for the restart after kill -9; empty skips that workload.
 	Self string `json:"-"`
-	// Progress, if not nil, receives a progress bar.
-	Progress io.Writer `json:"-"`
+	// Bar, if not nil, draws the run's progress.
+	Bar bench.Bar `json:"-"`
 	// Command is the command line, for the report.
 	Command string `json:"-"`
 }
@@ -206,7 +203,14 @@ func Run(c Config) (*Results, error) {
 		res.DeviceNote = err.Error()
 	}
 	res.Background = r.probe()
-	r.bar = r.newBar(subjects)
+	finish := func() {}
+	if c.Bar != nil {
+		steps := 0
+		for _, s := range subjects {
+			steps += r.steps(s)
+		}
+		r.progress, finish = c.Bar("engines", int64(steps*c.Reps))
+	}
 	for _, s := range subjects {
 		res.Subjects = append(res.Subjects, SubjectInfo{Name: s.Name, Note: s.Note, Durable: s.Durable})
 	}
@@ -217,10 +221,7 @@ func Run(c Config) (*Results, error) {
 			}
 		}
 	}
-	if r.bar != nil {
-		_ = r.bar.Finish()
-		fmt.Fprintln(c.Progress)
-	}
+	finish()
 	res.End()
 	return res, nil
 }
@@ -273,25 +274,6 @@ func (c Config) subjects() ([]Subject, error) {
 	}
 	slices.SortStableFunc(out, func(a, b Subject) int { return subjectRank(a.Name) - subjectRank(b.Name) })
 	return out, nil
-}
-
-func (r *runner) newBar(subjects []Subject) *progressbar.ProgressBar {
-	if r.cfg.Progress == nil {
-		return nil
-	}
-	steps := 0
-	for _, s := range subjects {
-		steps += r.steps(s)
-	}
-	return progressbar.NewOptions(steps*r.cfg.Reps,
-		progressbar.OptionSetWriter(r.cfg.Progress),
-		progressbar.OptionSetDescription("engines"),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetElapsedTime(true),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionThrottle(200*time.Millisecond),
-	)
 }
 
 func (r *runner) probe() *Background {

@@ -75,9 +75,7 @@ func (o *enginesPlan) measure(_ context.Context, e *env) error {
 	if cfg.Self, err = os.Executable(); err != nil {
 		return fmt.Errorf("engines: the restarts after kill -9 run this binary: %w", err)
 	}
-	if e.progress {
-		cfg.Progress = e.stderr
-	}
+	cfg.Bar = e.bar(false)
 	res, err := logbench.Run(cfg)
 	if err != nil {
 		return err
