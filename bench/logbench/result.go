@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/result"
@@ -42,33 +41,12 @@ var sampleFigures = map[string]Metric{
 func Load(path string) (*Results, error) { return bench.Load(path, Parse) }
 
 // Parse reads an engines.json written before the profile's results were
-// in the one schema, to render or compare it as one (Result). Files
-// written before the samples were filed in cells (by cmd/enginebench)
-// hold them under each subject, and their date as "date".
+// in the one schema (results/engines.json as committed), to render or
+// compare it as one (Result).
 func Parse(b []byte) (*Results, error) {
 	var r Results
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, err
-	}
-	var legacy struct {
-		Date     time.Time `json:"date"`
-		Subjects []struct {
-			Name    string   `json:"name"`
-			Samples []Sample `json:"samples"`
-		} `json:"subjects"`
-	}
-	if err := json.Unmarshal(b, &legacy); err != nil {
-		return nil, err
-	}
-	if len(r.Cells) == 0 {
-		for _, s := range legacy.Subjects {
-			for _, smp := range s.Samples {
-				r.add(s.Name, smp)
-			}
-		}
-	}
-	if r.Started.IsZero() {
-		r.Started = legacy.Date
 	}
 	return &r, nil
 }
