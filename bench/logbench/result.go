@@ -5,9 +5,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -24,22 +22,6 @@ import (
 // a subject shares one ingested log (ingest, then its reads, reopens,
 // restarts after kill -9, truncations and deletion), which the runner's
 // fresh server per cell does not model.
-
-// Figures of a sample, by result's naming (the unit in the name).
-var sampleFigures = map[string]Metric{
-	"records_per_s":        RecordsPerSecond,
-	"mb_per_s":             metric(func(s Sample) float64 { return BytesPerSecond(s) / 1e6 }),
-	"time_s":               Duration,
-	"p50_s":                P50,
-	"p99_s":                P99,
-	"device_wa":            WriteAmplification,
-	"space_amp":            SpaceAmplification,
-	"disk_bytes":           DiskBytes,
-	"apparent_bytes":       ApparentBytes,
-	"device_read_bytes":    DeviceReadBytes,
-	"device_written_bytes": DeviceWrittenBytes,
-	"freed_bytes":          FreedBytes,
-}
 
 // Load reads an engines.json in logbench's own format (see Parse).
 func Load(path string) (*Results, error) { return bench.Load(path, Parse) }
@@ -60,18 +42,7 @@ func (r *Results) Result() *result.Result {
 	res := &result.Result{Facts: r.Facts, Workload: *r.Workload()}
 	for _, c := range r.Cells {
 		for _, s := range c.Reps {
-			rep := result.Rep{Figures: map[string]float64{}, Error: s.Err}
-			for name, m := range sampleFigures {
-				if v := m(s); !math.IsNaN(v) && !math.IsInf(v, 0) {
-					rep.Figures[name] = v
-				}
-			}
-			if strings.HasPrefix(s.Cache, "cold") {
-				rep.Figures["cold"] = 1 // the read came from the device (see evict)
-			} else if strings.HasPrefix(s.Cache, "warm") {
-				rep.Figures["cold"] = 0
-			}
-			res.Add(c.Workload, c.Target, rep)
+			res.Add(c.Workload, c.Target, result.Rep{Figures: s.Figures(), Error: s.Err})
 		}
 	}
 	c := r.Config

@@ -157,18 +157,6 @@ func (r *Results) Samples(subject, workload string) []Sample {
 	return nil
 }
 
-// Spread summarises a metric of one subject's workload over the
-// repetitions that succeeded.
-func (r *Results) Spread(subject, workload string, m Metric) bench.Spread {
-	return r.Cell(subject, workload).Spread(m)
-}
-
-// Median is the median of a metric, NaN when missing (also for a subject
-// that did not run, so that a ratio to it is NaN).
-func (r *Results) Median(subject, workload string, m Metric) float64 {
-	return r.Spread(subject, workload, m).Median
-}
-
 // add files a sample in its cell.
 func (r *Results) add(subject string, s Sample) {
 	c := r.Cell(subject, s.Workload)
