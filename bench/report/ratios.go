@@ -25,22 +25,22 @@ func Ratios(run *matrix.Run) []bench.Ratio {
 		gate = w == matrix.Reference
 		for _, e := range v.engines() {
 			add(fmt.Sprintf("broker/kfake records/s: %s @ %s", e, w.Key()),
-				div(v.med(e, w, matrix.RecordsPerSec), v.med("kfake", w, matrix.RecordsPerSec)))
+				div(v.med(e, w, "records_per_s"), v.med("kfake", w, "records_per_s")))
 			if e == "segment" {
 				continue
 			}
 			add(fmt.Sprintf("engine/engine records/s: segment/%s @ %s", e, w.Key()),
-				div(v.med("segment", w, matrix.RecordsPerSec), v.med(e, w, matrix.RecordsPerSec)))
+				div(v.med("segment", w, "records_per_s"), v.med(e, w, "records_per_s")))
 			if p.Consume {
 				add(fmt.Sprintf("engine/engine catch-up MB/s: segment/%s @ %s", e, w.Key()),
-					div(v.med("segment", w, matrix.CatchUpMBPerSec), v.med(e, w, matrix.CatchUpMBPerSec)))
+					div(v.med("segment", w, "catch_up_mb_per_s"), v.med(e, w, "catch_up_mb_per_s")))
 			}
 		}
 		// JetStream's own rate swings too much between repetitions here
 		// (see the report's ranges) to gate anything.
 		gate = false
 		add(fmt.Sprintf("broker/peer records/s: segment/nats @ %s", w.Key()),
-			div(v.med("segment", w, matrix.RecordsPerSec), v.med("nats", w, matrix.RecordsPerSec)))
+			div(v.med("segment", w, "records_per_s"), v.med("nats", w, "records_per_s")))
 	}
 	return out.Sorted()
 }

@@ -53,7 +53,7 @@ func (v *view) engines() []string {
 }
 
 // med is a cell's median of fig, NaN when missing.
-func (v *view) med(target string, w matrix.Workload, fig matrix.Figure) float64 {
+func (v *view) med(target string, w matrix.Workload, fig string) float64 {
 	return v.run.Cell(target, w).Median(fig)
 }
 

@@ -16,28 +16,12 @@ import (
 // The run's JSON stays matrix.Run (cmd/benchcheck reads it); this view is
 // only for the report.
 
-// A figure of a repetition, named with its unit as result reads them.
-type figure struct {
-	name string
-	f    matrix.Figure
-}
-
+// The figures of a point's tables (see matrix.Rep.Figures).
 var (
-	produceFigures = []figure{
-		{"records_per_s", matrix.RecordsPerSec}, {"mb_per_s", matrix.MBPerSec},
-		{"ack_p50_s", matrix.P50}, {"ack_p99_s", matrix.P99}, {"ack_p999_s", matrix.P999}, {"ack_max_s", matrix.LatencyMax},
-	}
-	costFigures = []figure{
-		{"records_per_batch", matrix.RecordsPerBatch}, {"fsyncs_per_batch", matrix.FsyncsPerBatch},
-		{"records_per_fsync", matrix.RecordsPerFsync}, {"waiting_writes", matrix.Waiters},
-		{"device_flushes_per_batch", matrix.DeviceFlushesPerBatch}, {"server_wa", matrix.ProcWA}, {"device_wa", matrix.DeviceWA},
-		{"space_amp", matrix.SpaceAmp}, {"disk_bytes", diskAfterStop}, {"cpu_s_per_m_records", matrix.CPUPerMillion},
-		{"peak_rss_bytes", matrix.PeakRSS},
-	}
-	readFigures = []figure{
-		{"tail_records_per_s", matrix.TailRecordsPerSec}, {"tail_e2e_p50_s", matrix.TailE2EP50}, {"tail_e2e_p99_s", matrix.TailE2EP99},
-		{"catch_up_records_per_s", matrix.CatchUpRecordsPerSec}, {"catch_up_mb_per_s", matrix.CatchUpMBPerSec},
-	}
+	produceFigures = []string{"records_per_s", "mb_per_s", "ack_p50_s", "ack_p99_s", "ack_p999_s", "ack_max_s"}
+	costFigures    = []string{"records_per_batch", "fsyncs_per_batch", "records_per_fsync", "waiting_writes", "device_flushes_per_batch",
+		"server_wa", "device_wa", "space_amp", "disk_bytes", "cpu_s_per_m_records", "peak_rss_bytes"}
+	readFigures = []string{"tail_records_per_s", "tail_e2e_p50_s", "tail_e2e_p99_s", "catch_up_records_per_s", "catch_up_mb_per_s"}
 )
 
 // labels are the headers result would not guess.
@@ -45,13 +29,6 @@ var labels = map[string]string{
 	"mb_per_s": "MB/s", "server_wa": "server WA", "device_wa": "device WA", "disk_bytes": "disk after stop",
 	"cpu_s_per_m_records": "CPU s / M records", "peak_rss_bytes": "peak RSS", "tail_e2e_p50_s": "tail end-to-end p50",
 	"tail_e2e_p99_s": "tail end-to-end p99", "catch_up_mb_per_s": "catch-up MB/s", "catch_up_records_per_s": "catch-up records/s",
-}
-
-func diskAfterStop(r matrix.Rep) float64 {
-	if r.Disk.Files == 0 {
-		return math.NaN()
-	}
-	return float64(r.Disk.Allocated)
 }
 
 // Result is run as a workload's result: per point of the matrix a table
@@ -71,13 +48,13 @@ func Result(run *matrix.Run) *result.Result {
 	for _, t := range run.Targets {
 		res.Setup = append(res.Setup, fmt.Sprintf("%s: %s", t.Name, t.Note))
 	}
-	cols := func(fs []figure, over ...string) []workloads.Column {
+	cols := func(fs []string, over ...string) []workloads.Column {
 		var out []workloads.Column
 		for i, f := range fs {
-			out = append(out, workloads.Column{Figure: f.name, Label: labels[f.name]})
+			out = append(out, workloads.Column{Figure: f, Label: labels[f]})
 			if i == 0 {
 				for _, o := range over {
-					out = append(out, workloads.Column{Figure: f.name, Over: o})
+					out = append(out, workloads.Column{Figure: f, Over: o})
 				}
 			}
 		}
@@ -98,10 +75,10 @@ func Result(run *matrix.Run) *result.Result {
 		if one != nil && p.Workload != *one && p.RecordBytes == one.RecordBytes && p.Acks == one.Acks && p.Sync == one.Sync {
 			c = append(c, workloads.Column{Figure: "records_per_s", OverCell: one.Key(), Label: "× @1"})
 		}
-		add(res, run, p.Workload, p.Key(), p.String(), produceFigures, c)
-		add(res, run, p.Workload, p.Key()+"-cost", p.String()+": group commit, amplification, CPU and memory", costFigures, cols(costFigures))
+		add(res, run, p.Workload, p.Key(), p.String(), c)
+		add(res, run, p.Workload, p.Key()+"-cost", p.String()+": group commit, amplification, CPU and memory", cols(costFigures))
 		if p.Consume {
-			add(res, run, p.Workload, p.Key()+"-reads", p.String()+": tail and catch-up reads", readFigures, cols(readFigures))
+			add(res, run, p.Workload, p.Key()+"-reads", p.String()+": tail and catch-up reads", cols(readFigures))
 		}
 	}
 	for _, sync := range []string{"always", "interval"} {
@@ -135,8 +112,8 @@ func sweep(res *result.Result, run *matrix.Run, slice string, ch workloads.Chart
 	}
 }
 
-// add makes a cell of the figures fs of point w on every target that ran it.
-func add(res *result.Result, run *matrix.Run, w matrix.Workload, name, title string, fs []figure, cols []workloads.Column) {
+// add makes a cell of point w on every target that ran it.
+func add(res *result.Result, run *matrix.Run, w matrix.Workload, name, title string, cols []workloads.Column) {
 	wc := workloads.Cell{Name: name, Title: title, Columns: cols}
 	for _, t := range run.Targets {
 		c := run.Cell(t.Name, w)
@@ -147,13 +124,7 @@ func add(res *result.Result, run *matrix.Run, w matrix.Workload, name, title str
 		cell := &result.Cell{Name: name, Server: t.Name}
 		res.Cells = append(res.Cells, cell)
 		for _, r := range c.Reps {
-			rep := result.Rep{Figures: map[string]float64{}, Error: r.Error}
-			for _, f := range fs {
-				if v := f.f(r); !math.IsNaN(v) && !math.IsInf(v, 0) {
-					rep.Figures[f.name] = v
-				}
-			}
-			cell.Reps = append(cell.Reps, rep)
+			cell.Reps = append(cell.Reps, result.Rep{Figures: r.Figures(), Error: r.Error})
 		}
 	}
 	if len(wc.Servers) > 0 {
