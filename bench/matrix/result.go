@@ -138,7 +138,7 @@ func (r Rep) Figures() map[string]float64 {
 // (failed or unmeasured repetitions are left out); a nil cell has none.
 func (c *Cell) Spread(figure string) bench.Spread {
 	if c == nil {
-		return bench.SpreadOf(nil)
+		return bench.SpreadOf(nil) // c.Cell would dereference nil
 	}
 	return c.Cell.Spread(func(r Rep) float64 {
 		if v, ok := r.Figures()[figure]; ok {
