@@ -1,8 +1,6 @@
 package report
 
 import (
-	"fmt"
-
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/matrix"
 )
@@ -18,29 +16,32 @@ import (
 func Ratios(run *matrix.Run) []bench.Ratio {
 	var out bench.Ratios
 	gate := false
-	add := func(name string, v float64) { out.Add(name, v, gate) }
-	v := &view{run: run}
 	for _, p := range run.Points {
 		w := p.Workload
+		// ratio is a's median of fig over b's at w, NaN when either is missing.
+		ratio := func(a, b, fig string) float64 {
+			return bench.Div(run.Cell(a, w).Median(fig), run.Cell(b, w).Median(fig))
+		}
+		add := func(name string, v float64) { out.Add(name+" @ "+w.Key(), v, gate) }
 		gate = w == matrix.Reference
-		for _, e := range v.engines() {
-			add(fmt.Sprintf("broker/kfake records/s: %s @ %s", e, w.Key()),
-				div(v.med(e, w, "records_per_s"), v.med("kfake", w, "records_per_s")))
+		for _, t := range run.Targets {
+			if t.Kind != matrix.KindEngine { // the broker over a durable engine
+				continue
+			}
+			e := t.Name
+			add("broker/kfake records/s: "+e, ratio(e, "kfake", "records_per_s"))
 			if e == "segment" {
 				continue
 			}
-			add(fmt.Sprintf("engine/engine records/s: segment/%s @ %s", e, w.Key()),
-				div(v.med("segment", w, "records_per_s"), v.med(e, w, "records_per_s")))
+			add("engine/engine records/s: segment/"+e, ratio("segment", e, "records_per_s"))
 			if p.Consume {
-				add(fmt.Sprintf("engine/engine catch-up MB/s: segment/%s @ %s", e, w.Key()),
-					div(v.med("segment", w, "catch_up_mb_per_s"), v.med(e, w, "catch_up_mb_per_s")))
+				add("engine/engine catch-up MB/s: segment/"+e, ratio("segment", e, "catch_up_mb_per_s"))
 			}
 		}
 		// JetStream's own rate swings too much between repetitions here
 		// (see the report's ranges) to gate anything.
 		gate = false
-		add(fmt.Sprintf("broker/peer records/s: segment/nats @ %s", w.Key()),
-			div(v.med("segment", w, "records_per_s"), v.med("nats", w, "records_per_s")))
+		add("broker/peer records/s: segment/nats", ratio("segment", "nats", "records_per_s"))
 	}
 	return out.Sorted()
 }

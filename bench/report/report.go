@@ -8,7 +8,6 @@ package report
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 
@@ -35,32 +34,4 @@ func Write(run *matrix.Run, dir string) error {
 		return err
 	}
 	return bench.WriteFile(filepath.Join(dir, ReportFile), res.Markdown())
-}
-
-// view is a run being read for its ratios.
-type view struct{ run *matrix.Run }
-
-// engines are the targets under comparison (the broker over a durable
-// engine), in run order.
-func (v *view) engines() []string {
-	var out []string
-	for _, t := range v.run.Targets {
-		if t.Kind == matrix.KindEngine {
-			out = append(out, t.Name)
-		}
-	}
-	return out
-}
-
-// med is a cell's median of fig, NaN when missing.
-func (v *view) med(target string, w matrix.Workload, fig string) float64 {
-	return v.run.Cell(target, w).Median(fig)
-}
-
-// div is a/b, NaN when either is missing or b is 0.
-func div(a, b float64) float64 {
-	if math.IsNaN(a) || math.IsNaN(b) || b == 0 {
-		return math.NaN()
-	}
-	return a / b
 }
