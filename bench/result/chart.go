@@ -106,6 +106,26 @@ func (r *Result) sweep(ch workloads.Chart) *plot.Plot {
 	return p
 }
 
+// serverColors keep one colour per engine or peer across every chart.
+var serverColors = map[string]color.RGBA{
+	"segment": {R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	"pebble":  {R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
+	"badger":  {R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+	"memory":  {R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff},
+	"kfake":   {R: 0x20, G: 0x20, B: 0x20, A: 0xff},
+	"nats":    {R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+}
+
+// serverColor is srv's colour; i, its place among a chart's servers, picks
+// one for a server that has none of its own.
+func serverColor(srv string, i int) color.RGBA {
+	if c, ok := serverColors[srv]; ok {
+		return c
+	}
+	others := []color.RGBA{{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, {R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}, {R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}}
+	return others[i%len(others)]
+}
+
 // line is a server's line in its own colour (i, its place among the
 // chart's servers, picks one for a server that has none).
 func line(pts plotter.XYs, srv string, i int) *plotter.Line {
@@ -113,7 +133,7 @@ func line(pts plotter.XYs, srv string, i int) *plotter.Line {
 	if err != nil {
 		panic(err) // the points are finite: the callers keep only values > 0
 	}
-	l.Color, l.Width = bench.TargetColor(srv, i), vg.Points(1.5)
+	l.Color, l.Width = serverColor(srv, i), vg.Points(1.5)
 	return l
 }
 
