@@ -129,30 +129,12 @@ type SubjectInfo struct {
 // Cell is one subject under one workload, over the repetitions.
 type Cell = bench.Cell[Sample]
 
-// Subject returns what the subject called name is, or nil.
-func (r *Results) Subject(name string) *SubjectInfo {
-	for i := range r.Subjects {
-		if r.Subjects[i].Name == name {
-			return &r.Subjects[i]
-		}
-	}
-	return nil
-}
-
 // Cell returns the subject's cell under workload, or nil.
 func (r *Results) Cell(subject, workload string) *Cell {
 	for _, c := range r.Cells {
 		if c.Target == subject && c.Workload == workload {
 			return c
 		}
-	}
-	return nil
-}
-
-// Samples returns the subject's samples of workload, failed ones included.
-func (r *Results) Samples(subject, workload string) []Sample {
-	if c := r.Cell(subject, workload); c != nil {
-		return c.Reps
 	}
 	return nil
 }
