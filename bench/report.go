@@ -149,29 +149,6 @@ func WriteFile(path string, data []byte) error {
 	return nil
 }
 
-// Load reads the results file at path with parse, saying which file an
-// error is about.
-func Load[T any](path string, parse func([]byte) (*T, error)) (*T, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
-	}
-	r, err := parse(b)
-	if err != nil {
-		return nil, fmt.Errorf("bench: %s: %w", path, err)
-	}
-	return r, nil
-}
-
-// WriteReport writes a report's markdown and the results it was rendered
-// from, as JSON, into dir.
-func WriteReport(dir, reportFile string, markdown []byte, resultsFile string, results any) error {
-	if err := WriteJSON(filepath.Join(dir, resultsFile), results); err != nil {
-		return err
-	}
-	return WriteFile(filepath.Join(dir, reportFile), markdown)
-}
-
 // WriteJSON writes v as indented JSON to path (see WriteFile).
 func WriteJSON(path string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")

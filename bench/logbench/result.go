@@ -9,7 +9,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/result"
 	"github.com/minikafka/minikafka/bench/workloads"
 )
@@ -22,9 +21,6 @@ import (
 // a subject shares one ingested log (ingest, then its reads, reopens,
 // restarts after kill -9, truncations and deletion), which the runner's
 // fresh server per cell does not model.
-
-// Load reads an engines.json in logbench's own format (see Parse).
-func Load(path string) (*Results, error) { return bench.Load(path, Parse) }
 
 // Parse reads an engines.json written before the profile's results were
 // in the one schema (results/engines.json as committed), to render or

@@ -129,7 +129,10 @@ func (r *Result) Write(dir string) error {
 		return err
 	}
 	md, js := Files(r.Workload.Name)
-	return bench.WriteReport(dir, md, r.Markdown(), js, r)
+	if err := bench.WriteJSON(filepath.Join(dir, js), r); err != nil {
+		return err
+	}
+	return bench.WriteFile(filepath.Join(dir, md), r.Markdown())
 }
 
 // WriteCharts draws every chart that has a value to draw into dir.

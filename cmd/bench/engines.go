@@ -89,11 +89,15 @@ func (o *enginesPlan) measure(_ context.Context, e *env) error {
 // change to the report's layout needs no new measurement; a file in
 // logbench's older format is read as the one schema.
 func (o *enginesPlan) render(path string, e *env) error {
-	res, err := result.Read(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
-		old, lerr := logbench.Load(path)
+		return err
+	}
+	res, err := result.Parse(b)
+	if err != nil {
+		old, lerr := logbench.Parse(b)
 		if lerr != nil {
-			return err
+			return fmt.Errorf("%s: %w", path, err)
 		}
 		res = old.Result()
 	}
