@@ -25,28 +25,16 @@ type Cell[R Rep] struct {
 
 // Spread is a figure over the repetitions: f reads it from one, NaN where
 // that repetition has none (it failed before, or the figure was not
-// measured). See SpreadOf.
-func (c *Cell[R]) Spread(f func(R) float64) Spread { return SpreadOf(c.values(f)) }
-
-// Quantiles is the figure over the repetitions as order statistics (see
-// QuantilesOf); a nil cell has none.
-func (c *Cell[R]) Quantiles(f func(R) float64) Quantiles { return QuantilesOf(c.values(f)) }
-
-// values is f of every repetition, in order; none for a nil cell.
-func (c *Cell[R]) values(f func(R) float64) []float64 {
-	if c == nil {
-		return nil
+// measured). See SpreadOf. A nil cell has none.
+func (c *Cell[R]) Spread(f func(R) float64) Spread {
+	var xs []float64
+	if c != nil {
+		for _, r := range c.Reps {
+			xs = append(xs, f(r))
+		}
 	}
-	xs := make([]float64, len(c.Reps))
-	for i, r := range c.Reps {
-		xs[i] = f(r)
-	}
-	return xs
+	return SpreadOf(xs)
 }
-
-// Median is the figure's median, NaN when no repetition has it (also for
-// a nil cell, so that a ratio to a target that did not run is NaN).
-func (c *Cell[R]) Median(f func(R) float64) float64 { return c.Spread(f).Median }
 
 // Errors lists the failed repetitions, each with its number.
 func (c *Cell[R]) Errors() []string {
@@ -60,14 +48,6 @@ func (c *Cell[R]) Errors() []string {
 		}
 	}
 	return out
-}
-
-// Finished counts the repetitions that did not fail.
-func (c *Cell[R]) Finished() int {
-	if c == nil {
-		return 0
-	}
-	return len(c.Reps) - len(c.Errors())
 }
 
 // SpreadText writes a spread as "median [min–max]", just the median when

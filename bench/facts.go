@@ -53,16 +53,6 @@ func loadOf(loadavg string) float64 {
 	return v
 }
 
-// LoadAverages is the three load averages (1, 5 and 15 minutes) of a
-// /proc/loadavg line, for report text; "unknown" without them.
-func LoadAverages(loadavg string) string {
-	f := strings.Fields(loadavg)
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
-}
-
 // Busy warns when the 1-minute load average exceeded the CPU count at the
 // start or the end of the run: other work shared the machine. "" when it
 // did not.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Quantiles are a figure measured many times in one run (a kill, a topic
@@ -63,17 +65,18 @@ func (q Quantiles) Interval(p, conf float64) (lo, hi float64) {
 		return math.NaN(), math.NaN()
 	}
 	tail := (1 - conf) / 2
+	below := distuv.Binomial{N: float64(n), P: p} // how many samples fall below the quantile
 	l, u := 1, n
 	// P(B ≤ k-1) is the chance that the k-th smallest sample lies above
 	// the quantile, B ~ Binomial(n, p) counting samples below it.
 	for k := n; k >= 1; k-- {
-		if binomialCDF(k-1, n, p) <= tail {
+		if below.CDF(float64(k-1)) <= tail {
 			l = k
 			break
 		}
 	}
 	for k := 1; k <= n; k++ {
-		if 1-binomialCDF(k-1, n, p) <= tail {
+		if 1-below.CDF(float64(k-1)) <= tail {
 			u = k
 			break
 		}
@@ -82,27 +85,6 @@ func (q Quantiles) Interval(p, conf float64) (lo, hi float64) {
 		l, u = u, l
 	}
 	return q.sorted[l-1], q.sorted[u-1]
-}
-
-// binomialCDF is P(B ≤ k) for B ~ Binomial(n, p).
-func binomialCDF(k, n int, p float64) float64 {
-	if k < 0 {
-		return 0
-	}
-	if k >= n {
-		return 1
-	}
-	sum := 0.0
-	for i := 0; i <= k; i++ {
-		lg := lgammaOf(n+1) - lgammaOf(i+1) - lgammaOf(n-i+1)
-		sum += math.Exp(lg + float64(i)*math.Log(p) + float64(n-i)*math.Log1p(-p))
-	}
-	return min(sum, 1)
-}
-
-func lgammaOf(x int) float64 {
-	v, _ := math.Lgamma(float64(x))
-	return v
 }
 
 // Confidence is the level of the intervals Resolve is given by the

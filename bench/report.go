@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 )
 
 // Report is a markdown document made of sections, each with paragraphs and
@@ -150,41 +149,6 @@ func WriteFile(path string, data []byte) error {
 	return nil
 }
 
-// Load reads the results file at path with parse, saying which file an
-// error is about.
-func Load[T any](path string, parse func([]byte) (*T, error)) (*T, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
-	}
-	r, err := parse(b)
-	if err != nil {
-		return nil, fmt.Errorf("bench: %s: %w", path, err)
-	}
-	return r, nil
-}
-
-// WriteReport writes a report's markdown and the results it was rendered
-// from, as JSON, into dir.
-func WriteReport(dir, reportFile string, markdown []byte, resultsFile string, results any) error {
-	if err := WriteJSON(filepath.Join(dir, resultsFile), results); err != nil {
-		return err
-	}
-	return WriteFile(filepath.Join(dir, reportFile), markdown)
-}
-
-// Decode reads the JSON of a results file into a new T and has rejudge
-// judge its checks again from the figures, so that a change to the targets
-// shows in a rendered report.
-func Decode[T any](b []byte, rejudge func(*T)) (*T, error) {
-	var r T
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, err
-	}
-	rejudge(&r)
-	return &r, nil
-}
-
 // WriteJSON writes v as indented JSON to path (see WriteFile).
 func WriteJSON(path string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
@@ -263,6 +227,3 @@ func Millis(seconds float64) string {
 	}
 	return fmt.Sprintf("%.3g ms", seconds*1e3)
 }
-
-// Seconds converts a duration to float seconds (the unit Spread carries).
-func Seconds(d time.Duration) float64 { return d.Seconds() }

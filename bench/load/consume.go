@@ -136,7 +136,7 @@ func consumeLoop(ctx context.Context, cl *kgo.Client, cfg *ConsumeConfig) (Consu
 		fetches.EachRecord(func(r *kgo.Record) {
 			n++
 			res.Bytes += int64(len(r.Key) + len(r.Value))
-			if t, ok := sentAt(r.Value); ok {
+			if t, ok := SentAt(r.Value); ok {
 				e2e.Record(now.Sub(t))
 			}
 			if cfg.Check != nil {

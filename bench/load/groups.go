@@ -120,9 +120,6 @@ func (b *Groups) admin() (*kadm.Client, func(), error) {
 	return adm, cl.Close, nil
 }
 
-// Prepare creates the topic unless it exists.
-func (b *Groups) Prepare(ctx context.Context) error { return b.ensureTopic(ctx, b.Topic) }
-
 func (b *Groups) ensureTopic(ctx context.Context, topic string) error {
 	return EnsureTopic(ctx, b.Client, topic, int32(b.Partitions))
 }

@@ -49,17 +49,17 @@ func TestSplit(t *testing.T) {
 func TestStamp(t *testing.T) {
 	at := time.Unix(1700000000, 123456789)
 	v := make([]byte, 100)
-	stamp(v, at)
-	got, ok := sentAt(v)
+	Stamp(v, at)
+	got, ok := SentAt(v)
 	require.True(t, ok)
 	assert.True(t, at.Equal(got), "got %v", got)
 
 	short := make([]byte, StampBytes-1)
-	stamp(short, at)
-	_, ok = sentAt(short)
+	Stamp(short, at)
+	_, ok = SentAt(short)
 	assert.False(t, ok, "too short to carry a stamp")
 
-	_, ok = sentAt([]byte("not a loadgen record at all"))
+	_, ok = SentAt([]byte("not a loadgen record at all"))
 	assert.False(t, ok, "foreign records carry no stamp")
 }
 
@@ -126,7 +126,7 @@ func testProduceThenConsume(t *testing.T, c Client, codec string) {
 		keys := map[string]int{}
 		cr, err := Consume(ctx, ConsumeConfig{Client: c, Topic: topic, Records: 2000, Check: func(r *kgo.Record) {
 			keys[string(r.Key)]++
-			_, ok := sentAt(r.Value)
+			_, ok := SentAt(r.Value)
 			assert.True(t, ok, "value carries its send time")
 			assert.Len(t, r.Value, 100)
 		}})

@@ -367,7 +367,7 @@ func (p *producer) measure(sendAt time.Time) {
 func (p *producer) produce(ctx context.Context, i int64, sendAt time.Time, done func(size int, err error)) {
 	v := make([]byte, p.cfg.RecordBytes)
 	p.payload.Fill(i, v)
-	stamp(v, sendAt)
+	Stamp(v, sendAt)
 	r := &kgo.Record{Value: v}
 	if p.cfg.Keys > 0 {
 		r.Key = strconv.AppendInt([]byte("key-"), i%int64(p.cfg.Keys), 10)

@@ -14,8 +14,8 @@ const (
 	StampBytes = len(stampMagic) + 8
 )
 
-// stamp writes t into v when v is long enough.
-func stamp(v []byte, t time.Time) {
+// Stamp writes t into v when v is long enough.
+func Stamp(v []byte, t time.Time) {
 	if len(v) < StampBytes {
 		return
 	}
@@ -23,8 +23,8 @@ func stamp(v []byte, t time.Time) {
 	binary.LittleEndian.PutUint64(v[len(stampMagic):], uint64(t.UnixNano()))
 }
 
-// sentAt reads the send time from a stamped value.
-func sentAt(v []byte) (time.Time, bool) {
+// SentAt reads the send time from a stamped value.
+func SentAt(v []byte) (time.Time, bool) {
 	if len(v) < StampBytes || string(v[:len(stampMagic)]) != stampMagic {
 		return time.Time{}, false
 	}

@@ -2,86 +2,50 @@ package logbench
 
 import (
 	"math"
-	"time"
-
-	"github.com/minikafka/minikafka/bench"
+	"strings"
 )
-
-// Metric extracts one number from a sample; NaN when the sample lacks it
-// or failed.
-type Metric func(Sample) float64
-
-// metric makes f a Metric that a failed sample does not have.
-func metric(f func(Sample) float64) Metric {
-	return func(s Sample) float64 {
-		if s.Err != "" {
-			return math.NaN()
-		}
-		return f(s)
-	}
-}
 
 // Failure implements bench.Rep.
 func (s Sample) Failure() string { return s.Err }
 
-// The metrics the report and the targets use.
-var (
-	RecordsPerSecond = metric(func(s Sample) float64 { return div(float64(s.Records), s.Seconds) })
-	BytesPerSecond   = metric(func(s Sample) float64 { return div(float64(s.PayloadBytes), s.Seconds) })
-	Duration         = metric(func(s Sample) float64 { return s.Seconds })
-	P50              = metric(func(s Sample) float64 { return latency(s, func(l bench.Summary) time.Duration { return l.P50 }) })
-	P99              = metric(func(s Sample) float64 { return latency(s, func(l bench.Summary) time.Duration { return l.P99 }) })
-	// WriteAmplification is device bytes written per payload byte.
-	WriteAmplification = metric(func(s Sample) float64 {
-		if s.Device == nil {
-			return math.NaN()
-		}
-		return div(float64(s.Device.WrittenBytes), float64(s.PayloadBytes))
-	})
-	// SpaceAmplification is allocated bytes on disk per payload byte.
-	SpaceAmplification = metric(func(s Sample) float64 {
-		if s.Usage == nil {
-			return math.NaN()
-		}
-		return div(float64(s.Usage.Allocated), float64(s.PayloadBytes))
-	})
-	DiskBytes = metric(func(s Sample) float64 {
-		if s.Usage == nil {
-			return math.NaN()
-		}
-		return float64(s.Usage.Allocated)
-	})
-	ApparentBytes = metric(func(s Sample) float64 {
-		if s.Usage == nil {
-			return math.NaN()
-		}
-		return float64(s.Usage.Apparent)
-	})
-	DeviceWrittenBytes = metric(func(s Sample) float64 {
-		if s.Device == nil {
-			return math.NaN()
-		}
-		return float64(s.Device.WrittenBytes)
-	})
-	FreedBytes      = metric(func(s Sample) float64 { return float64(s.Freed) })
-	DeviceReadBytes = metric(func(s Sample) float64 {
-		if s.Device == nil {
-			return math.NaN()
-		}
-		return float64(s.Device.ReadBytes)
-	})
-)
-
-func div(a, b float64) float64 {
-	if b == 0 {
-		return math.NaN()
+// Figures are the sample's figures by bench/result's names (the unit in
+// the name); one the sample lacks is absent, and a failed sample has
+// none. WA and SA are device bytes written, and bytes allocated after
+// close, per payload byte; cold is 1 when a read came from the device
+// (see evict), 0 when it came warm.
+func (s Sample) Figures() map[string]float64 {
+	f := map[string]float64{}
+	if s.Err != "" {
+		return f
 	}
-	return a / b
-}
-
-func latency(s Sample, f func(bench.Summary) time.Duration) float64 {
-	if s.Latency == nil {
-		return math.NaN()
+	put := func(name string, v float64) {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			f[name] = v
+		}
 	}
-	return f(*s.Latency).Seconds()
+	payload := float64(s.PayloadBytes)
+	put("records_per_s", float64(s.Records)/s.Seconds)
+	put("mb_per_s", payload/s.Seconds/1e6)
+	put("time_s", s.Seconds)
+	put("freed_bytes", float64(s.Freed))
+	if l := s.Latency; l != nil {
+		put("p50_s", l.P50.Seconds())
+		put("p99_s", l.P99.Seconds())
+	}
+	if d := s.Device; d != nil {
+		put("device_wa", float64(d.WrittenBytes)/payload)
+		put("device_written_bytes", float64(d.WrittenBytes))
+		put("device_read_bytes", float64(d.ReadBytes))
+	}
+	if u := s.Usage; u != nil {
+		put("space_amp", float64(u.Allocated)/payload)
+		put("disk_bytes", float64(u.Allocated))
+		put("apparent_bytes", float64(u.Apparent))
+	}
+	if strings.HasPrefix(s.Cache, "cold") {
+		f["cold"] = 1
+	} else if strings.HasPrefix(s.Cache, "warm") {
+		f["cold"] = 0
+	}
+	return f
 }

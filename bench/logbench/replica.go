@@ -55,7 +55,6 @@ func (r *runner) trimOnce(s Subject, dir string, rep int) []Sample {
 	batch := int64(r.cfg.BatchRecords)
 	records := e.EndOffset()
 	for _, pct := range TruncateShares {
-		r.begin(s, TruncateWorkload(pct), rep)
 		cut := records * int64(100-pct) / 100 / batch * batch
 		smp, err := r.truncateAt(e, cut, records)
 		r.done()
@@ -66,7 +65,6 @@ func (r *runner) trimOnce(s Subject, dir string, rep int) []Sample {
 		smp.Workload, smp.Rep = TruncateWorkload(pct), rep
 		out = append(out, smp)
 	}
-	r.begin(s, WorkloadDeleteHalf, rep)
 	defer r.done()
 	before, err := bench.DirUsage(dir)
 	if err != nil {
@@ -125,7 +123,6 @@ func timed(op func() error) Sample {
 // follower receives them: fetches of fetchBatches batches, each batch
 // appended at the offset it came with, one sync per fetch.
 func (r *runner) catchUpOnce(s Subject, rep int) Sample {
-	r.begin(s, WorkloadCatchUp, rep)
 	defer r.done()
 	dir := r.scratch(s.Name, WorkloadCatchUp, rep)
 	defer r.remove(dir)

@@ -3,13 +3,10 @@ package logbench
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
-
-	"github.com/schollz/progressbar/v3"
 
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/engine"
@@ -46,8 +43,8 @@ type Config struct {
 	// Self is a program that serves ChildCmd (the benchmark's own binary),
 	// for the restart after kill -9; empty skips that workload.
 	Self string `json:"-"`
-	// Progress, if not nil, receives a progress bar.
-	Progress io.Writer `json:"-"`
+	// Bar, if not nil, draws the run's progress.
+	Bar bench.Bar `json:"-"`
 	// Command is the command line, for the report.
 	Command string `json:"-"`
 }
@@ -132,16 +129,6 @@ type SubjectInfo struct {
 // Cell is one subject under one workload, over the repetitions.
 type Cell = bench.Cell[Sample]
 
-// Subject returns what the subject called name is, or nil.
-func (r *Results) Subject(name string) *SubjectInfo {
-	for i := range r.Subjects {
-		if r.Subjects[i].Name == name {
-			return &r.Subjects[i]
-		}
-	}
-	return nil
-}
-
 // Cell returns the subject's cell under workload, or nil.
 func (r *Results) Cell(subject, workload string) *Cell {
 	for _, c := range r.Cells {
@@ -150,26 +137,6 @@ func (r *Results) Cell(subject, workload string) *Cell {
 		}
 	}
 	return nil
-}
-
-// Samples returns the subject's samples of workload, failed ones included.
-func (r *Results) Samples(subject, workload string) []Sample {
-	if c := r.Cell(subject, workload); c != nil {
-		return c.Reps
-	}
-	return nil
-}
-
-// Spread summarises a metric of one subject's workload over the
-// repetitions that succeeded.
-func (r *Results) Spread(subject, workload string, m Metric) bench.Spread {
-	return r.Cell(subject, workload).Spread(m)
-}
-
-// Median is the median of a metric, NaN when missing (also for a subject
-// that did not run, so that a ratio to it is NaN).
-func (r *Results) Median(subject, workload string, m Metric) float64 {
-	return r.Spread(subject, workload, m).Median
 }
 
 // add files a sample in its cell.
@@ -206,7 +173,14 @@ func Run(c Config) (*Results, error) {
 		res.DeviceNote = err.Error()
 	}
 	res.Background = r.probe()
-	r.bar = r.newBar(subjects)
+	finish := func() {}
+	if c.Bar != nil {
+		steps := 0
+		for _, s := range subjects {
+			steps += r.steps(s)
+		}
+		r.progress, finish = c.Bar("engines", int64(steps*c.Reps))
+	}
 	for _, s := range subjects {
 		res.Subjects = append(res.Subjects, SubjectInfo{Name: s.Name, Note: s.Note, Durable: s.Durable})
 	}
@@ -217,10 +191,7 @@ func Run(c Config) (*Results, error) {
 			}
 		}
 	}
-	if r.bar != nil {
-		_ = r.bar.Finish()
-		fmt.Fprintln(c.Progress)
-	}
+	finish()
 	res.End()
 	return res, nil
 }
@@ -273,25 +244,6 @@ func (c Config) subjects() ([]Subject, error) {
 	}
 	slices.SortStableFunc(out, func(a, b Subject) int { return subjectRank(a.Name) - subjectRank(b.Name) })
 	return out, nil
-}
-
-func (r *runner) newBar(subjects []Subject) *progressbar.ProgressBar {
-	if r.cfg.Progress == nil {
-		return nil
-	}
-	steps := 0
-	for _, s := range subjects {
-		steps += r.steps(s)
-	}
-	return progressbar.NewOptions(steps*r.cfg.Reps,
-		progressbar.OptionSetWriter(r.cfg.Progress),
-		progressbar.OptionSetDescription("engines"),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetElapsedTime(true),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionThrottle(200*time.Millisecond),
-	)
 }
 
 func (r *runner) probe() *Background {

@@ -6,8 +6,6 @@ import (
 	"os"
 	"runtime"
 
-	"github.com/schollz/progressbar/v3"
-
 	"github.com/minikafka/minikafka/bench"
 )
 
@@ -21,7 +19,9 @@ type runner struct {
 	root    string
 	payload *bench.Payload
 	disk    *bench.Disk // nil when the device counters cannot be read
-	bar     *progressbar.ProgressBar
+	// progress is set to finished, the figures measured so far.
+	progress func(int64)
+	finished int64
 }
 
 // steps is how many figures one repetition of s produces.
@@ -55,16 +55,10 @@ func (r *runner) replicaWorkloads(s Subject) []string {
 	return out
 }
 
-// begin shows the workload about to run; done counts it.
-func (r *runner) begin(s Subject, workload string, rep int) {
-	if r.bar != nil {
-		r.bar.Describe(fmt.Sprintf("rep %d/%d %-13s %-11s", rep, r.cfg.Reps, s.Name, workload))
-	}
-}
-
+// done counts a figure measured.
 func (r *runner) done() {
-	if r.bar != nil {
-		_ = r.bar.Add(1)
+	if r.finished++; r.progress != nil {
+		r.progress(r.finished)
 	}
 }
 
@@ -120,7 +114,6 @@ func failed(workload string, rep int, err error) Sample {
 
 func (r *runner) appendOnce(s Subject, writers, rep int) Sample {
 	name := AppendWorkload(writers)
-	r.begin(s, name, rep)
 	defer r.done()
 	dir := r.scratch(s.Name, name, rep)
 	defer r.remove(dir)
@@ -161,12 +154,10 @@ func readBacks(s Subject) []string {
 func (r *runner) ingestAndRead(s Subject, rep int) []Sample {
 	dir := r.scratch(s.Name, WorkloadIngest, rep)
 	defer r.remove(dir)
-	r.begin(s, WorkloadIngest, rep)
 	in, smp := r.ingestOnce(s, dir, rep)
 	r.done()
 	out := []Sample{smp}
 	for _, wl := range readBacks(s) {
-		r.begin(s, wl, rep)
 		var got Sample
 		switch {
 		case smp.Err != "":
@@ -194,8 +185,6 @@ func (r *runner) ingestAndRead(s Subject, rep int) []Sample {
 	}
 	if r.cfg.Self != "" {
 		for _, cold := range []bool{false, true} {
-			wl := map[bool]string{false: WorkloadKill, true: WorkloadKillCold}[cold]
-			r.begin(s, wl, rep)
 			out = append(out, r.killOnce(s, dir, rep, cold))
 			r.done()
 		}

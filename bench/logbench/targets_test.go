@@ -150,22 +150,3 @@ func TestReportWarnsWhenBusy(t *testing.T) {
 		})
 	}
 }
-
-func TestParseReadsCmdEnginebenchFiles(t *testing.T) {
-	old := `{"date":"2026-11-30T18:13:48Z","commit":"c","config":{"reps":1},"subjects":[
-		{"name":"raw","durable":true,"samples":[{"workload":"ingest","rep":1,"records":100,"payload_bytes":1000,"seconds":1}]},
-		{"name":"segment","durable":true,"samples":[{"workload":"ingest","rep":1,"records":98,"payload_bytes":980,"seconds":1}]}],
-		"targets":[{"name":"segment bulk ingest vs raw","value":0.98}]}`
-	r, err := logbench.Parse([]byte(old))
-	require.NoError(t, err)
-	assert.Equal(t, 2026, r.Started.Year())
-	assert.Equal(t, 98.0, r.Median("segment", logbench.WorkloadIngest, logbench.RecordsPerSecond))
-	gates := map[string]float64{}
-	for _, x := range r.Result().Ratios() {
-		if x.Gate {
-			gates[x.Name] = x.Value
-		}
-	}
-	assert.Len(t, gates, 1, "the targets against raw that have a figure")
-	assert.InDelta(t, 0.98, gates["ingest: records_per_s over raw, segment"], 1e-9)
-}

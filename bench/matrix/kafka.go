@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -43,9 +42,9 @@ func (k Kafka) Prepare(ctx context.Context, s *Server, partitions int32) error {
 	return load.EnsureTopic(ctx, k.client(s), Topic, partitions)
 }
 
-func (k Kafka) produceConfig(s *Server, spec Spec, hooks *ackHooks) load.ProduceConfig {
+func (k Kafka) produceConfig(s *Server, spec Spec, hooks ...kgo.Hook) load.ProduceConfig {
 	opts := []kgo.Opt{
-		kgo.WithHooks(hooks),
+		kgo.WithHooks(hooks...),
 		// A phase that ends (a dead server, the run cancelled) fails what
 		// is in flight instead of waiting out the delivery timeout.
 		kgo.AllowIdempotentProduceCancellation(),
@@ -67,18 +66,18 @@ func (k Kafka) produceConfig(s *Server, spec Spec, hooks *ackHooks) load.Produce
 
 // Produce runs the closed-loop producer.
 func (k Kafka) Produce(ctx context.Context, s *Server, spec Spec) (Produced, error) {
-	hooks := &ackHooks{trackOffsets: spec.TrackAcked}
-	res, err := load.Produce(ctx, k.produceConfig(s, spec, hooks))
-	p := Produced{ProduceResult: res, Batches: hooks.batches.Load()}
-	if spec.TrackAcked {
-		p.Acked = hooks.acked()
+	if !spec.TrackAcked {
+		res, err := load.Produce(ctx, k.produceConfig(s, spec))
+		return Produced{ProduceResult: res}, err
 	}
-	return p, err
+	hooks := &ackHooks{}
+	res, err := load.Produce(ctx, k.produceConfig(s, spec, hooks))
+	return Produced{ProduceResult: res, Acked: hooks.acked()}, err
 }
 
 // Tail produces while a consumer reads from the log end.
 func (k Kafka) Tail(ctx context.Context, s *Server, spec Spec) (load.EndToEndResult, error) {
-	p := k.produceConfig(s, spec, &ackHooks{})
+	p := k.produceConfig(s, spec)
 	return load.EndToEnd(ctx, p, load.ConsumeConfig{Client: k.client(s), Idle: k.Idle})
 }
 
@@ -133,28 +132,17 @@ func (k Kafka) FirstRecord(ctx context.Context, s *Server) error {
 	}
 }
 
-// ackHooks counts acknowledged batches and tracks, per partition, the
-// highest acknowledged offset.
+// ackHooks tracks, per partition, the highest acknowledged offset (a
+// lock per record: only for the phases that need it).
 type ackHooks struct {
-	// trackOffsets turns on the per-record offset tracking (a lock per
-	// record: only for the phases that need it).
-	trackOffsets bool
-	batches      atomic.Int64
-	mu           sync.Mutex
-	high         map[int32]int64
+	mu   sync.Mutex
+	high map[int32]int64
 }
 
-var (
-	_ kgo.HookProduceBatchWritten     = (*ackHooks)(nil)
-	_ kgo.HookProduceRecordUnbuffered = (*ackHooks)(nil)
-)
-
-func (h *ackHooks) OnProduceBatchWritten(_ kgo.BrokerMetadata, _ string, _ int32, _ kgo.ProduceBatchMetrics) {
-	h.batches.Add(1)
-}
+var _ kgo.HookProduceRecordUnbuffered = (*ackHooks)(nil)
 
 func (h *ackHooks) OnProduceRecordUnbuffered(r *kgo.Record, err error) {
-	if err != nil || !h.trackOffsets {
+	if err != nil {
 		return
 	}
 	h.mu.Lock()

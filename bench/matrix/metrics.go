@@ -1,14 +1,14 @@
 package matrix
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // The broker's metrics the matrix reads (see broker/syncmetrics.go): the
@@ -16,9 +16,8 @@ import (
 // segment or pebble's WAL, a synced badger commit), and the appends they
 // covered, whose mean per round is the group-commit size.
 const (
-	metricFsyncs      = "minikafka_sync_rounds_total"
-	metricWaitersSum  = "minikafka_group_commit_batch_size_sum"
-	metricWaitersSeen = "minikafka_group_commit_batch_size_count"
+	metricFsyncs  = "minikafka_sync_rounds_total"
+	metricWaiters = "minikafka_group_commit_batch_size"
 )
 
 // BrokerCounters are cumulative counters scraped from a broker's /metrics.
@@ -46,55 +45,27 @@ func ScrapeBroker(ctx context.Context, url string) (BrokerCounters, error) {
 	if resp.StatusCode != http.StatusOK {
 		return BrokerCounters{}, fmt.Errorf("metrics: %s: %s", url, resp.Status)
 	}
-	sums, err := parseMetrics(resp.Body, metricFsyncs, metricWaitersSum, metricWaitersSeen)
-	if err != nil {
-		return BrokerCounters{}, err
-	}
-	c := BrokerCounters{Fsyncs: -1, WaitersSum: sums[metricWaitersSum], WaitersCount: sums[metricWaitersSeen]}
-	if v, ok := sums[metricFsyncs]; ok {
-		c.Fsyncs = int64(v)
-	}
-	return c, nil
+	return parseCounters(resp.Body)
 }
 
-// parseMetrics sums, over all label sets, the samples of the named metrics
-// in the Prometheus text format; names absent from the text are absent
-// from the map.
-func parseMetrics(r io.Reader, names ...string) (map[string]float64, error) {
-	want := map[string]bool{}
-	for _, n := range names {
-		want[n] = true
+// parseCounters reads the counters from the Prometheus text format,
+// summed over their label sets.
+func parseCounters(r io.Reader) (BrokerCounters, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return BrokerCounters{}, fmt.Errorf("metrics: %w", err)
 	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
+	c := BrokerCounters{Fsyncs: -1}
+	if f := fams[metricFsyncs]; f != nil {
+		c.Fsyncs = 0
+		for _, m := range f.GetMetric() {
+			c.Fsyncs += int64(m.GetCounter().GetValue())
 		}
-		name, rest := line, ""
-		if i := strings.IndexAny(line, "{ "); i >= 0 {
-			name, rest = line[:i], line[i:]
-		}
-		if !want[name] {
-			continue
-		}
-		if j := strings.LastIndexByte(rest, '}'); j >= 0 {
-			rest = rest[j+1:]
-		}
-		fields := strings.Fields(rest)
-		if len(fields) == 0 {
-			return nil, fmt.Errorf("metrics: no value in %q", line)
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			return nil, fmt.Errorf("metrics: %q: %w", line, err)
-		}
-		out[name] += v
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
+	for _, m := range fams[metricWaiters].GetMetric() {
+		c.WaitersSum += m.GetHistogram().GetSampleSum()
+		c.WaitersCount += float64(m.GetHistogram().GetSampleCount())
 	}
-	return out, nil
+	return c, nil
 }

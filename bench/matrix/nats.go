@@ -57,7 +57,7 @@ func (n NATS) Produce(ctx context.Context, s *Server, spec Spec) (Produced, erro
 	var p Produced
 	if o.Produce != nil {
 		p.ProduceResult = *o.Produce
-		p.Batches = o.Produce.Records
+		p.Batches = o.Produce.Records // a message each
 	}
 	return p, err
 }

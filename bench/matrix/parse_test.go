@@ -8,27 +8,30 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestParseMetrics(t *testing.T) {
+func TestParseCounters(t *testing.T) {
 	text := `# HELP minikafka_sync_duration_seconds Time each sync round took.
 # TYPE minikafka_sync_duration_seconds histogram
 minikafka_sync_duration_seconds_bucket{engine="segment",le="5e-05"} 3
+minikafka_sync_duration_seconds_bucket{engine="segment",le="+Inf"} 120
 minikafka_sync_duration_seconds_sum{engine="segment"} 0.25
 minikafka_sync_duration_seconds_count{engine="segment"} 120
 # TYPE minikafka_sync_rounds_total counter
 minikafka_sync_rounds_total{engine="segment"} 120
+minikafka_sync_rounds_total{engine="pebble"} 5
+# TYPE minikafka_group_commit_batch_size histogram
+minikafka_group_commit_batch_size_bucket{engine="segment",le="+Inf"} 100
 minikafka_group_commit_batch_size_sum{engine="segment"} 300
 minikafka_group_commit_batch_size_count{engine="segment"} 100
-minikafka_requests_total{api="Produce"} 7
-minikafka_requests_total{api="Fetch"} 5
 `
-	got, err := parseMetrics(strings.NewReader(text), metricFsyncs, metricWaitersSum, metricWaitersSeen, "minikafka_requests_total", "absent")
+	got, err := parseCounters(strings.NewReader(text))
 	require.NoError(t, err)
-	assert.Equal(t, map[string]float64{
-		metricFsyncs: 120, metricWaitersSum: 300, metricWaitersSeen: 100,
-		"minikafka_requests_total": 12,
-	}, got, "label sets are summed; absent metrics are absent")
+	assert.Equal(t, BrokerCounters{Fsyncs: 125, WaitersSum: 300, WaitersCount: 100}, got, "label sets are summed")
 
-	_, err = parseMetrics(strings.NewReader(metricFsyncs+" nope\n"), metricFsyncs)
+	got, err = parseCounters(strings.NewReader("# TYPE other counter\nother 1\n"))
+	require.NoError(t, err)
+	assert.Equal(t, BrokerCounters{Fsyncs: -1}, got, "no sync rounds exported: none counted")
+
+	_, err = parseCounters(strings.NewReader(metricFsyncs + " nope\n"))
 	assert.Error(t, err)
 }
 

@@ -21,9 +21,6 @@ type Run struct {
 
 	Cells      []*Cell     `json:"cells"`
 	Recoveries []*Recovery `json:"recoveries"`
-	// EnginesRef is the engine benchmark's ratios against the raw-disk
-	// loop, copied from results/engines.json when the run started.
-	EnginesRef *EnginesRef `json:"engines_ref,omitempty"`
 	// SyncInterval is the servers' fsync period under sync=interval.
 	SyncInterval time.Duration `json:"sync_interval_ns"`
 	// Interrupted says why the run stopped early, if it did.
@@ -93,140 +90,66 @@ func (r Rep) OK() bool { return r.Produce.Records > 0 && r.Produce.Errors == 0 }
 // Failure implements bench.Rep.
 func (r Rep) Failure() string { return r.Error }
 
-// Figure reads one number from a repetition; NaN means not measured.
-type Figure func(Rep) float64
-
-// Figures the report and the ratios use.
-var (
-	RecordsPerSec Figure = func(r Rep) float64 { return okOr(r, r.Produce.RecordsPerSec) }
-	MBPerSec      Figure = func(r Rep) float64 { return okOr(r, r.Produce.MBPerSec) }
-	P50           Figure = func(r Rep) float64 { return okOr(r, r.Produce.Latency.P50.Seconds()) }
-	P99           Figure = func(r Rep) float64 { return okOr(r, r.Produce.Latency.P99.Seconds()) }
-	P999          Figure = func(r Rep) float64 { return okOr(r, r.Produce.Latency.P999.Seconds()) }
-	LatencyMax    Figure = func(r Rep) float64 { return okOr(r, r.Produce.Latency.Max.Seconds()) }
-	// FsyncsPerBatch: fsyncs over acknowledged batches.
-	FsyncsPerBatch Figure = func(r Rep) float64 {
-		if r.Fsyncs < 0 || r.Batches <= 0 {
-			return math.NaN()
+// Figures are the repetition's figures by bench/result's names (the unit
+// in the name); one it did not measure is absent. Those of the produce
+// phase and of what it cost need the phase finished (OK); WA is bytes
+// written (by the device, or by the server process) per payload byte, space
+// amp the data directory after a clean stop per payload byte in the log.
+func (r Rep) Figures() map[string]float64 {
+	f := map[string]float64{}
+	put := func(name string, v float64, measured bool) {
+		if measured && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			f[name] = v
 		}
-		return okOr(r, float64(r.Fsyncs)/float64(r.Batches))
 	}
-	// RecordsPerFsync: acknowledged records over fsyncs, the group-commit
-	// factor.
-	RecordsPerFsync Figure = func(r Rep) float64 {
-		if r.Fsyncs <= 0 {
-			return math.NaN()
-		}
-		return okOr(r, float64(r.Produce.Records)/float64(r.Fsyncs))
+	p, ok := r.Produce, r.OK()
+	put("records_per_s", p.RecordsPerSec, ok)
+	put("mb_per_s", p.MBPerSec, ok)
+	put("ack_p50_s", p.Latency.P50.Seconds(), ok)
+	put("ack_p99_s", p.Latency.P99.Seconds(), ok)
+	put("ack_p999_s", p.Latency.P999.Seconds(), ok)
+	put("ack_max_s", p.Latency.Max.Seconds(), ok)
+	put("records_per_batch", float64(p.Records)/float64(r.Batches), ok && r.Batches > 0)
+	put("fsyncs_per_batch", float64(r.Fsyncs)/float64(r.Batches), ok && r.Fsyncs >= 0 && r.Batches > 0)
+	put("records_per_fsync", float64(p.Records)/float64(r.Fsyncs), ok && r.Fsyncs > 0)
+	put("waiting_writes", r.CommitWaiters, ok && r.CommitWaiters >= 0)
+	// The device's flushes count every process on it: noisy.
+	put("device_flushes_per_batch", float64(r.Device.FlushOps)/float64(r.Batches), ok && r.Batches > 0)
+	put("server_wa", float64(r.ProcWritten)/float64(p.Bytes), ok && p.Bytes > 0 && r.ProcWritten > 0)
+	put("device_wa", float64(r.Device.WrittenBytes)/float64(p.Bytes), ok && p.Bytes > 0 && r.Device.WrittenBytes > 0)
+	put("space_amp", float64(r.Disk.Allocated)/float64(r.LogPayload), ok && r.Disk.Files > 0 && r.LogPayload > 0)
+	put("disk_bytes", float64(r.Disk.Allocated), r.Disk.Files > 0)
+	put("cpu_s_per_m_records", r.CPUSeconds/float64(p.Records)*1e6, ok && r.CPUSeconds >= 0 && p.Records > 0)
+	put("peak_rss_bytes", float64(r.PeakRSS), ok && r.PeakRSS > 0)
+	if t := r.Tail; t != nil {
+		e := t.Consume.EndToEnd
+		put("tail_records_per_s", t.Consume.RecordsPerSec, t.Consume.Records > 0)
+		put("tail_e2e_p50_s", e.P50.Seconds(), e.Count > 0)
+		put("tail_e2e_p99_s", e.P99.Seconds(), e.Count > 0)
 	}
-	// RecordsPerBatch: how many records the client packed per batch.
-	RecordsPerBatch Figure = func(r Rep) float64 {
-		if r.Batches <= 0 {
-			return math.NaN()
-		}
-		return okOr(r, float64(r.Produce.Records)/float64(r.Batches))
+	if c := r.CatchUp; c != nil {
+		put("catch_up_records_per_s", c.RecordsPerSec, c.Records > 0)
+		put("catch_up_mb_per_s", c.MBPerSec, c.Records > 0)
 	}
-	Waiters Figure = func(r Rep) float64 {
-		if r.CommitWaiters < 0 {
-			return math.NaN()
-		}
-		return okOr(r, r.CommitWaiters)
-	}
-	// DeviceFlushesPerBatch: the device's cache flushes per acknowledged
-	// batch, for targets that report no fsync count (noisy: every process
-	// on the device counts).
-	DeviceFlushesPerBatch Figure = func(r Rep) float64 {
-		if r.Batches <= 0 {
-			return math.NaN()
-		}
-		return okOr(r, float64(r.Device.FlushOps)/float64(r.Batches))
-	}
-	// DeviceWA: bytes the device wrote per payload byte.
-	DeviceWA Figure = func(r Rep) float64 { return perPayload(r, r.Device.WrittenBytes) }
-	// ProcWA: bytes the server process wrote per payload byte.
-	ProcWA Figure = func(r Rep) float64 {
-		if r.ProcWritten < 0 {
-			return math.NaN()
-		}
-		return perPayload(r, r.ProcWritten)
-	}
-	// SpaceAmp: bytes allocated on disk per payload byte in the log.
-	SpaceAmp Figure = func(r Rep) float64 {
-		if r.Disk.Files == 0 || r.LogPayload <= 0 {
-			return math.NaN()
-		}
-		return okOr(r, float64(r.Disk.Allocated)/float64(r.LogPayload))
-	}
-	// CPUPerMillion: server CPU seconds per million records produced.
-	CPUPerMillion Figure = func(r Rep) float64 {
-		if r.CPUSeconds < 0 || r.Produce.Records == 0 {
-			return math.NaN()
-		}
-		return okOr(r, r.CPUSeconds/float64(r.Produce.Records)*1e6)
-	}
-	PeakRSS Figure = func(r Rep) float64 {
-		if r.PeakRSS <= 0 {
-			return math.NaN()
-		}
-		return okOr(r, float64(r.PeakRSS))
-	}
-	CatchUpRecordsPerSec Figure = func(r Rep) float64 {
-		if r.CatchUp == nil || r.CatchUp.Records == 0 {
-			return math.NaN()
-		}
-		return r.CatchUp.RecordsPerSec
-	}
-	CatchUpMBPerSec Figure = func(r Rep) float64 {
-		if r.CatchUp == nil || r.CatchUp.Records == 0 {
-			return math.NaN()
-		}
-		return r.CatchUp.MBPerSec
-	}
-	TailRecordsPerSec Figure = func(r Rep) float64 {
-		if r.Tail == nil || r.Tail.Consume.Records == 0 {
-			return math.NaN()
-		}
-		return r.Tail.Consume.RecordsPerSec
-	}
-	TailE2EP50 Figure = func(r Rep) float64 {
-		if r.Tail == nil || r.Tail.Consume.EndToEnd.Count == 0 {
-			return math.NaN()
-		}
-		return r.Tail.Consume.EndToEnd.P50.Seconds()
-	}
-	TailE2EP99 Figure = func(r Rep) float64 {
-		if r.Tail == nil || r.Tail.Consume.EndToEnd.Count == 0 {
-			return math.NaN()
-		}
-		return r.Tail.Consume.EndToEnd.P99.Seconds()
-	}
-)
-
-func okOr(r Rep, v float64) float64 {
-	if !r.OK() {
-		return math.NaN()
-	}
-	return v
+	return f
 }
 
-func perPayload(r Rep, written int64) float64 {
-	if !r.OK() || r.Produce.Bytes <= 0 || written <= 0 {
-		return math.NaN()
-	}
-	return float64(written) / float64(r.Produce.Bytes)
-}
-
-// Spread is a figure over the cell's repetitions (failed or unmeasured
-// repetitions are left out); a nil cell has none.
-func (c *Cell) Spread(f Figure) bench.Spread {
+// Spread is a figure (see Rep.Figures) over the cell's repetitions
+// (failed or unmeasured repetitions are left out); a nil cell has none.
+func (c *Cell) Spread(figure string) bench.Spread {
 	if c == nil {
-		return bench.SpreadOf(nil)
+		return bench.SpreadOf(nil) // c.Cell would dereference nil
 	}
-	return c.Cell.Spread(f)
+	return c.Cell.Spread(func(r Rep) float64 {
+		if v, ok := r.Figures()[figure]; ok {
+			return v
+		}
+		return math.NaN()
+	})
 }
 
 // Median is the figure's median, NaN when nothing was measured.
-func (c *Cell) Median(f Figure) float64 { return c.Spread(f).Median }
+func (c *Cell) Median(figure string) float64 { return c.Spread(figure).Median }
 
 // OKReps counts the repetitions whose produce phase finished.
 func (c *Cell) OKReps() int {
@@ -302,20 +225,4 @@ func (r *Run) Recovery(target, sync string) *Recovery {
 		}
 	}
 	return nil
-}
-
-// EnginesRef holds the engine benchmark's checks against the raw-disk loop
-// (results/engines.json), as they were when the run started.
-type EnginesRef struct {
-	Source string     `json:"source"`
-	Date   string     `json:"date"`
-	Commit string     `json:"commit"`
-	Checks []RefCheck `json:"checks"`
-}
-
-// RefCheck is one of the engine benchmark's target checks.
-type RefCheck struct {
-	Name  string  `json:"name"`
-	Value float64 `json:"value"`
-	Unit  string  `json:"unit"`
 }

@@ -51,8 +51,6 @@ type Config struct {
 	Command      string
 	Setup        []string
 	SyncInterval time.Duration
-	// EnginesRef is recorded as is (see LoadEnginesRef).
-	EnginesRef *EnginesRef
 	// SkipRecovery leaves out the kill -9 recovery figures.
 	SkipRecovery bool
 	// DeliveryTimeout and Idle bound a phase whose server stopped
@@ -87,7 +85,7 @@ func Measure(ctx context.Context, cfg Config) (*Run, error) {
 	}
 	r := &runner{cfg: cfg}
 	r.run = &Run{Name: cfg.Name, Profile: cfg.Profile, Facts: bench.Begin(cfg.Dir, cfg.Command), Points: cfg.Points,
-		EnginesRef: cfg.EnginesRef, SyncInterval: cfg.SyncInterval}
+		SyncInterval: cfg.SyncInterval}
 	r.run.Setup = cfg.Setup
 	if d, err := bench.DiskFor(cfg.Dir); err == nil {
 		r.disk = d

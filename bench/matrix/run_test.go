@@ -139,7 +139,7 @@ func TestMeasureKeepsFinishedCells(t *testing.T) {
 		assert.Positive(t, r.CatchUp.Records)
 		assert.False(t, r.CatchUpCold, "a server that keeps nothing is read warm")
 	}
-	assert.True(t, good.Spread(RecordsPerSec).OK())
+	assert.True(t, good.Spread("records_per_s").OK())
 
 	bad := run.Cell("nosuch", w)
 	require.Len(t, bad.Reps, 2)
@@ -147,7 +147,7 @@ func TestMeasureKeepsFinishedCells(t *testing.T) {
 		assert.Contains(t, r.Error, "start:")
 		assert.Contains(t, r.Error, `unknown engine "nosuch"`, "the broker's own words say why")
 	}
-	assert.False(t, bad.Spread(RecordsPerSec).OK())
+	assert.False(t, bad.Spread("records_per_s").OK())
 
 	dies := run.Cell("dies", w)
 	require.Len(t, dies.Reps, 2)

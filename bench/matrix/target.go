@@ -65,8 +65,6 @@ func (s Spec) Records() int64 {
 // Produced is what a produce phase measured.
 type Produced struct {
 	load.ProduceResult
-	// Batches acknowledged (see Rep.Batches).
-	Batches int64
 	// Acked is, per partition, the offset just past the highest
 	// acknowledged record; nil when the driver does not track it.
 	Acked map[int32]int64

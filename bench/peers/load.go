@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -48,8 +47,8 @@ func natsLoad(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	producing := c.mode == peer.Produce || c.mode == peer.Tail
-	if c.addr == "" || (producing && (c.recordBytes < stampBytes || c.inFlight < 1)) {
-		return fmt.Errorf("nats-load: want -addr, and to produce -record-size ≥ %d and -in-flight ≥ 1", stampBytes)
+	if c.addr == "" || (producing && (c.recordBytes < load.StampBytes || c.inFlight < 1)) {
+		return fmt.Errorf("nats-load: want -addr, and to produce -record-size ≥ %d and -in-flight ≥ 1", load.StampBytes)
 	}
 	c.inFlight = max(c.inFlight, 1)
 	nc, err := nats.Connect("nats://"+c.addr, nats.Timeout(10*time.Second), nats.MaxReconnects(0))
@@ -132,25 +131,6 @@ func (c *loadConfig) tail(ctx context.Context, js jetstream.JetStream) (load.End
 	got := <-done
 	r.Consume = got.res
 	return r, errors.Join(err, got.err)
-}
-
-// The stamp is bench/load's: "MKLG" and the send time in Unix nanoseconds,
-// little-endian, at the start of the payload.
-const (
-	stampMagic = "MKLG"
-	stampBytes = len(stampMagic) + 8
-)
-
-func stamp(v []byte, t time.Time) {
-	copy(v, stampMagic)
-	binary.LittleEndian.PutUint64(v[len(stampMagic):], uint64(t.UnixNano()))
-}
-
-func sentAt(v []byte) (time.Time, bool) {
-	if len(v) < stampBytes || string(v[:len(stampMagic)]) != stampMagic {
-		return time.Time{}, false
-	}
-	return time.Unix(0, int64(binary.LittleEndian.Uint64(v[len(stampMagic):]))), true
 }
 
 // newPayload is bench/load's payload pool, so both loads send the same

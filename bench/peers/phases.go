@@ -62,7 +62,7 @@ func (c *loadConfig) produce(ctx context.Context, js jetstream.JetStream) (load.
 		v := make([]byte, c.recordBytes)
 		payload.Fill(i, v)
 		at := time.Now()
-		stamp(v, at)
+		load.Stamp(v, at)
 		f, err := js.PublishAsync(subject, v, jetstream.WithStallWait(deliveryTimeout))
 		if err != nil {
 			pubErrs++
@@ -122,7 +122,7 @@ func (c *loadConfig) consume(ctx context.Context, js jetstream.JetStream, policy
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		now := time.Now()
 		data := m.Data()
-		if t, ok := sentAt(data); ok {
+		if t, ok := load.SentAt(data); ok {
 			cnt.e2e.Record(now.Sub(t))
 		}
 		cnt.bytes.Add(int64(len(data)))

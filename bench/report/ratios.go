@@ -1,55 +1,47 @@
 package report
 
 import (
-	"fmt"
-
 	"github.com/minikafka/minikafka/bench"
 	"github.com/minikafka/minikafka/bench/matrix"
 )
 
 // Ratios are a run's comparisons: each engine under the broker against
 // kfake (the broker's overhead), segment against the other engines and
-// JetStream, catch-up reads likewise, and the engine benchmark's ratios
-// against the raw-disk loop when the run recorded them.
+// JetStream, and catch-up reads likewise. The engines' ratios against the
+// raw disk are the engines profile's, compared in its own report.
 //
 // The headline ratios gate: those at the reference point (the run's most
 // repeated, steadiest cell; JetStream aside, whose own rate swings too much
-// between repetitions here) and the engine benchmark's against the raw
-// disk.
+// between repetitions here).
 func Ratios(run *matrix.Run) []bench.Ratio {
 	var out bench.Ratios
 	gate := false
-	add := func(name string, v float64) { out.Add(name, v, gate) }
-	v := &view{run: run}
 	for _, p := range run.Points {
 		w := p.Workload
+		// ratio is a's median of fig over b's at w, NaN when either is missing.
+		ratio := func(a, b, fig string) float64 {
+			return bench.Div(run.Cell(a, w).Median(fig), run.Cell(b, w).Median(fig))
+		}
+		add := func(name string, v float64) { out.Add(name+" @ "+w.Key(), v, gate) }
 		gate = w == matrix.Reference
-		for _, e := range v.engines() {
-			add(fmt.Sprintf("broker/kfake records/s: %s @ %s", e, w.Key()),
-				div(v.med(e, w, matrix.RecordsPerSec), v.med("kfake", w, matrix.RecordsPerSec)))
+		for _, t := range run.Targets {
+			if t.Kind != matrix.KindEngine { // the broker over a durable engine
+				continue
+			}
+			e := t.Name
+			add("broker/kfake records/s: "+e, ratio(e, "kfake", "records_per_s"))
 			if e == "segment" {
 				continue
 			}
-			add(fmt.Sprintf("engine/engine records/s: segment/%s @ %s", e, w.Key()),
-				div(v.med("segment", w, matrix.RecordsPerSec), v.med(e, w, matrix.RecordsPerSec)))
+			add("engine/engine records/s: segment/"+e, ratio("segment", e, "records_per_s"))
 			if p.Consume {
-				add(fmt.Sprintf("engine/engine catch-up MB/s: segment/%s @ %s", e, w.Key()),
-					div(v.med("segment", w, matrix.CatchUpMBPerSec), v.med(e, w, matrix.CatchUpMBPerSec)))
+				add("engine/engine catch-up MB/s: segment/"+e, ratio("segment", e, "catch_up_mb_per_s"))
 			}
 		}
 		// JetStream's own rate swings too much between repetitions here
 		// (see the report's ranges) to gate anything.
 		gate = false
-		add(fmt.Sprintf("broker/peer records/s: segment/nats @ %s", w.Key()),
-			div(v.med("segment", w, matrix.RecordsPerSec), v.med("nats", w, matrix.RecordsPerSec)))
-	}
-	gate = true
-	if ref := run.EnginesRef; ref != nil {
-		for _, c := range ref.Checks {
-			// The prefix is the name of the command that measured these
-			// before the engines profile did; kept, so that runs compare.
-			add("enginebench: "+c.Name, c.Value)
-		}
+		add("broker/peer records/s: segment/nats", ratio("segment", "nats", "records_per_s"))
 	}
 	return out.Sorted()
 }

@@ -1,6 +1,6 @@
 // Package report renders a matrix run (bench/matrix) as results/<run>/:
-// report.md in bench/result's tables (result.go), results.json (the run
-// itself, which cmd/benchcheck reads) and PNG charts (gonum.org/v1/plot);
+// report.md in bench/result's tables and charts (result.go), results.json
+// (the run itself, which cmd/benchcheck reads);
 // keeps results/README.md as the index of runs; and computes the ratios
 // the regression check compares between runs. No prose is made from the
 // figures.
@@ -8,7 +8,6 @@ package report
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 
@@ -30,41 +29,9 @@ func Write(run *matrix.Run, dir string) error {
 	if err := bench.WriteJSON(filepath.Join(dir, ResultsFile), run); err != nil {
 		return err
 	}
-	charts, err := WriteCharts(run, dir)
-	if err != nil {
+	res := Result(run)
+	if err := res.WriteCharts(dir); err != nil {
 		return err
 	}
-	return bench.WriteFile(filepath.Join(dir, ReportFile), Markdown(run, charts))
-}
-
-// Markdown renders the report: the run in bench/result's tables (see
-// Result), with the charts drawn beside it.
-func Markdown(run *matrix.Run, charts []Chart) []byte { return Result(run, charts).Markdown() }
-
-// view is a run being read for its ratios.
-type view struct{ run *matrix.Run }
-
-// engines are the targets under comparison (the broker over a durable
-// engine), in run order.
-func (v *view) engines() []string {
-	var out []string
-	for _, t := range v.run.Targets {
-		if t.Kind == matrix.KindEngine {
-			out = append(out, t.Name)
-		}
-	}
-	return out
-}
-
-// med is a cell's median of fig, NaN when missing.
-func (v *view) med(target string, w matrix.Workload, fig matrix.Figure) float64 {
-	return v.run.Cell(target, w).Median(fig)
-}
-
-// div is a/b, NaN when either is missing or b is 0.
-func div(a, b float64) float64 {
-	if math.IsNaN(a) || math.IsNaN(b) || b == 0 {
-		return math.NaN()
-	}
-	return a / b
+	return bench.WriteFile(filepath.Join(dir, ReportFile), res.Markdown())
 }

@@ -57,7 +57,6 @@ func sampleRun() *matrix.Run {
 			{Target: "segment", Sync: "interval", Bytes: 1 << 20, Records: 64, Lost: 5, Warm: 0.2, Cold: 0.3},
 			{Target: "pebble", Sync: "always", Error: "restart after kill -9: boom"},
 		},
-		EnginesRef: &matrix.EnginesRef{Source: "results/engines.json", Checks: []matrix.RefCheck{{Name: "segment vs raw", Value: 0.9, Unit: "×"}}},
 	}
 	add := func(target, kind string, w matrix.Workload, reps ...matrix.Rep) {
 		r.Cells = append(r.Cells, &matrix.Cell{Cell: bench.Cell[matrix.Rep]{Target: target, Reps: reps}, Kind: kind, Workload: w})
@@ -81,21 +80,20 @@ func sampleRun() *matrix.Run {
 
 func TestMarkdown(t *testing.T) {
 	run := sampleRun()
-	md := string(Markdown(run, []Chart{{File: ChartConcurrency, Title: "T"}}))
+	md := string(Result(run).Markdown())
 	for _, want := range []string{
 		"# Engine comparison: sample (quick profile)",
 		"## 1KiB records, 256 in flight, acks=all, sync=always\n",
 		"## 1KiB records, 256 in flight, acks=all, sync=always: group commit, amplification, CPU and memory",
 		"## 1KiB records, 256 in flight, acks=all, sync=always: tail and catch-up reads",
 		"## Recovery after kill -9, sync=interval", "## Failed measurements", "## Setup",
-		"![T](throughput-concurrency.png)",
+		"](sample-concurrency.png)",              // after the concurrency sweep's last table
 		"| segment | 105k [100k–110k] | 0.42× |", // the median with its range, and × kfake
 		"| pebble | 50k | 0.20× | – | 0.48× |",   // × segment
 		`start: unknown engine "badger"`,         // the reason, in the failures
 		"recovery-always on pebble, rep 1: restart after kill -9: boom",
 		"| segment | 5 | 64 |",           // lost, acked under sync=interval
 		"The machine was busy",           // load 5.0 on 2 CPUs
-		"segment vs raw 0.90×",           // the engine benchmark's ratio, in the setup
 		"| segment | 1 | 0.1 | 10 | 2 |", // 16 producers: the broker's group commit
 	} {
 		assert.Contains(t, md, want)
@@ -110,22 +108,22 @@ func TestWriteAndIndex(t *testing.T) {
 	run := sampleRun()
 	dir := filepath.Join(results, "2026-11-30-quick")
 	require.NoError(t, Write(run, dir))
-	for _, f := range []string{ReportFile, ResultsFile, ChartConcurrency, ChartSize, ChartLatency, ChartAmplification, ChartReads} {
+	for _, f := range []string{ReportFile, ResultsFile, "sample-concurrency.png"} {
 		info, err := os.Stat(filepath.Join(dir, f))
 		require.NoError(t, err, f)
 		assert.Positive(t, info.Size(), f)
 	}
 	single := sampleRun()
-	single.Cells = single.Cells[:1] // one target, one point: one value on each log axis
-	charts, err := WriteCharts(single, t.TempDir())
-	require.NoError(t, err)
-	assert.NotEmpty(t, charts)
+	single.Cells = single.Cells[:1] // one target, one point: one value on the log axis
+	require.NoError(t, Result(single).WriteCharts(t.TempDir()))
 
 	empty := sampleRun()
 	empty.Cells = nil
-	charts, err = WriteCharts(empty, t.TempDir())
+	none := t.TempDir()
+	require.NoError(t, Result(empty).WriteCharts(none))
+	files, err := os.ReadDir(none)
 	require.NoError(t, err)
-	assert.Empty(t, charts, "no figure, no chart")
+	assert.Empty(t, files, "no figure, no chart")
 
 	back, err := Load(filepath.Join(dir, ResultsFile))
 	require.NoError(t, err)
@@ -156,14 +154,12 @@ func TestRatiosAndCompare(t *testing.T) {
 	key := matrix.Reference.Key()
 	assert.InDelta(t, 105000.0/250000, names["broker/kfake records/s: segment @ "+key], 1e-9)
 	assert.InDelta(t, 2.1, names["engine/engine records/s: segment/pebble @ "+key], 1e-9)
-	assert.InDelta(t, 0.9, names["enginebench: segment vs raw"], 1e-9)
 	for n := range names {
 		assert.NotContains(t, n, "badger", "no figure, no ratio")
 	}
 
 	worse := sampleRun()
 	worse.Cells[1].Reps = []matrix.Rep{rep(60000, 400, 400)} // segment at 256: 105k -> 60k
-	worse.EnginesRef = nil
 	changes, drops := bench.Compare(base, Ratios(worse), 0.15, false)
 	assert.Positive(t, drops)
 	status := map[string]string{}
@@ -171,10 +167,9 @@ func TestRatiosAndCompare(t *testing.T) {
 		status[c.Name] = c.Status
 	}
 	assert.Equal(t, bench.StatusDrop, status["engine/engine records/s: segment/pebble @ "+key])
-	assert.Equal(t, bench.StatusMissing, status["enginebench: segment vs raw"])
 	assert.Equal(t, bench.StatusOK, status["broker/kfake records/s: segment @ 1KiB-1-acks=all-sync=always"])
 	for _, r := range base {
-		want := (strings.Contains(r.Name, key) && !strings.Contains(r.Name, "nats")) || strings.HasPrefix(r.Name, "enginebench:")
+		want := (strings.Contains(r.Name, key) && !strings.Contains(r.Name, "nats"))
 		assert.Equal(t, want, r.Gate, r.Name)
 	}
 

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/minikafka/minikafka/bench/matrix"
@@ -15,28 +16,12 @@ import (
 // The run's JSON stays matrix.Run (cmd/benchcheck reads it); this view is
 // only for the report.
 
-// A figure of a repetition, named with its unit as result reads them.
-type figure struct {
-	name string
-	f    matrix.Figure
-}
-
+// The figures of a point's tables (see matrix.Rep.Figures).
 var (
-	produceFigures = []figure{
-		{"records_per_s", matrix.RecordsPerSec}, {"mb_per_s", matrix.MBPerSec},
-		{"ack_p50_s", matrix.P50}, {"ack_p99_s", matrix.P99}, {"ack_p999_s", matrix.P999}, {"ack_max_s", matrix.LatencyMax},
-	}
-	costFigures = []figure{
-		{"records_per_batch", matrix.RecordsPerBatch}, {"fsyncs_per_batch", matrix.FsyncsPerBatch},
-		{"records_per_fsync", matrix.RecordsPerFsync}, {"waiting_writes", matrix.Waiters},
-		{"device_flushes_per_batch", matrix.DeviceFlushesPerBatch}, {"server_wa", matrix.ProcWA}, {"device_wa", matrix.DeviceWA},
-		{"space_amp", matrix.SpaceAmp}, {"disk_bytes", diskAfterStop}, {"cpu_s_per_m_records", matrix.CPUPerMillion},
-		{"peak_rss_bytes", matrix.PeakRSS},
-	}
-	readFigures = []figure{
-		{"tail_records_per_s", matrix.TailRecordsPerSec}, {"tail_e2e_p50_s", matrix.TailE2EP50}, {"tail_e2e_p99_s", matrix.TailE2EP99},
-		{"catch_up_records_per_s", matrix.CatchUpRecordsPerSec}, {"catch_up_mb_per_s", matrix.CatchUpMBPerSec},
-	}
+	produceFigures = []string{"records_per_s", "mb_per_s", "ack_p50_s", "ack_p99_s", "ack_p999_s", "ack_max_s"}
+	costFigures    = []string{"records_per_batch", "fsyncs_per_batch", "records_per_fsync", "waiting_writes", "device_flushes_per_batch",
+		"server_wa", "device_wa", "space_amp", "disk_bytes", "cpu_s_per_m_records", "peak_rss_bytes"}
+	readFigures = []string{"tail_records_per_s", "tail_e2e_p50_s", "tail_e2e_p99_s", "catch_up_records_per_s", "catch_up_mb_per_s"}
 )
 
 // labels are the headers result would not guess.
@@ -46,21 +31,14 @@ var labels = map[string]string{
 	"tail_e2e_p99_s": "tail end-to-end p99", "catch_up_mb_per_s": "catch-up MB/s", "catch_up_records_per_s": "catch-up records/s",
 }
 
-func diskAfterStop(r matrix.Rep) float64 {
-	if r.Disk.Files == 0 {
-		return math.NaN()
-	}
-	return float64(r.Disk.Allocated)
-}
-
 // Result is run as a workload's result: per point of the matrix a table
 // of throughput and latency (with the ratios to kfake, JetStream and
 // segment), one of what it cost (group commit, amplification, CPU,
 // memory) and, for the points that read, one of the reads; then the
 // restarts after kill -9 per sync policy.
-func Result(run *matrix.Run, charts []Chart) *result.Result {
+func Result(run *matrix.Run) *result.Result {
 	w := workloads.Workload{Name: run.Name, Title: fmt.Sprintf("Engine comparison: %s (%s profile)", run.Name, run.Profile.Name),
-		Description: describe(run, charts), Reps: run.Profile.Reps}
+		Description: describe(run), Reps: run.Profile.Reps}
 	for _, t := range run.Targets {
 		w.Servers = append(w.Servers, t.Name)
 	}
@@ -70,18 +48,13 @@ func Result(run *matrix.Run, charts []Chart) *result.Result {
 	for _, t := range run.Targets {
 		res.Setup = append(res.Setup, fmt.Sprintf("%s: %s", t.Name, t.Note))
 	}
-	if ref := run.EnginesRef; ref != nil {
-		for _, c := range ref.Checks {
-			res.Setup = append(res.Setup, fmt.Sprintf("engines profile (%s, commit %s): %s %.2f%s", ref.Source, ref.Commit, c.Name, c.Value, c.Unit))
-		}
-	}
-	cols := func(fs []figure, over ...string) []workloads.Column {
+	cols := func(fs []string, over ...string) []workloads.Column {
 		var out []workloads.Column
 		for i, f := range fs {
-			out = append(out, workloads.Column{Figure: f.name, Label: labels[f.name]})
+			out = append(out, workloads.Column{Figure: f, Label: labels[f]})
 			if i == 0 {
 				for _, o := range over {
-					out = append(out, workloads.Column{Figure: f.name, Over: o})
+					out = append(out, workloads.Column{Figure: f, Over: o})
 				}
 			}
 		}
@@ -102,20 +75,45 @@ func Result(run *matrix.Run, charts []Chart) *result.Result {
 		if one != nil && p.Workload != *one && p.RecordBytes == one.RecordBytes && p.Acks == one.Acks && p.Sync == one.Sync {
 			c = append(c, workloads.Column{Figure: "records_per_s", OverCell: one.Key(), Label: "× @1"})
 		}
-		add(res, run, p.Workload, p.Key(), p.String(), produceFigures, c)
-		add(res, run, p.Workload, p.Key()+"-cost", p.String()+": group commit, amplification, CPU and memory", costFigures, cols(costFigures))
+		add(res, run, p.Workload, p.Key(), p.String(), c)
+		add(res, run, p.Workload, p.Key()+"-cost", p.String()+": group commit, amplification, CPU and memory", cols(costFigures))
 		if p.Consume {
-			add(res, run, p.Workload, p.Key()+"-reads", p.String()+": tail and catch-up reads", readFigures, cols(readFigures))
+			add(res, run, p.Workload, p.Key()+"-reads", p.String()+": tail and catch-up reads", cols(readFigures))
 		}
 	}
 	for _, sync := range []string{"always", "interval"} {
 		recovery(res, run, sync)
 	}
+	sweep(res, run, matrix.SliceConcurrency, workloads.Chart{File: "concurrency", Figures: []string{"records_per_s"},
+		Title: "records/s against records in flight (1 KiB, acks=all, sync=always)"},
+		func(w matrix.Workload) int { return w.InFlight }, func(n int) string { return fmt.Sprint(n) })
+	sweep(res, run, matrix.SliceSize, workloads.Chart{File: "size", Figures: []string{"mb_per_s"},
+		Title: "MB/s against record size (256 in flight, acks=all, sync=always)"},
+		func(w matrix.Workload) int { return w.RecordBytes }, matrix.SizeName)
 	return res
 }
 
-// add makes a cell of the figures fs of point w on every target that ran it.
-func add(res *result.Result, run *matrix.Run, w matrix.Workload, name, title string, fs []figure, cols []workloads.Column) {
+// sweep charts the points of slice in the order of x, after the table of
+// the last point the run holds.
+func sweep(res *result.Result, run *matrix.Run, slice string, ch workloads.Chart, x func(matrix.Workload) int, tick func(int) string) {
+	var pts []matrix.Workload
+	for _, p := range run.Points {
+		if p.In(slice) {
+			pts = append(pts, p.Workload)
+			ch.Cell = p.Key()
+		}
+	}
+	slices.SortFunc(pts, func(a, b matrix.Workload) int { return x(a) - x(b) })
+	for _, w := range pts {
+		ch.Along, ch.Ticks = append(ch.Along, w.Key()), append(ch.Ticks, tick(x(w)))
+	}
+	if len(pts) > 1 {
+		res.Workload.Charts = append(res.Workload.Charts, ch)
+	}
+}
+
+// add makes a cell of point w on every target that ran it.
+func add(res *result.Result, run *matrix.Run, w matrix.Workload, name, title string, cols []workloads.Column) {
 	wc := workloads.Cell{Name: name, Title: title, Columns: cols}
 	for _, t := range run.Targets {
 		c := run.Cell(t.Name, w)
@@ -126,13 +124,7 @@ func add(res *result.Result, run *matrix.Run, w matrix.Workload, name, title str
 		cell := &result.Cell{Name: name, Server: t.Name}
 		res.Cells = append(res.Cells, cell)
 		for _, r := range c.Reps {
-			rep := result.Rep{Figures: map[string]float64{}, Error: r.Error}
-			for _, f := range fs {
-				if v := f.f(r); !math.IsNaN(v) && !math.IsInf(v, 0) {
-					rep.Figures[f.name] = v
-				}
-			}
-			cell.Reps = append(cell.Reps, rep)
+			cell.Reps = append(cell.Reps, result.Rep{Figures: r.Figures(), Error: r.Error})
 		}
 	}
 	if len(wc.Servers) > 0 {
@@ -169,8 +161,8 @@ func recovery(res *result.Result, run *matrix.Run, sync string) {
 	}
 }
 
-// describe is the report's opening: how the run measured, and the charts.
-func describe(run *matrix.Run, charts []Chart) string {
+// describe is the report's opening: how the run measured.
+func describe(run *matrix.Run) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Every cell starts its server fresh, as a child process on an empty data directory, warms up for %v, then produces for %v "+
 		"in closed loop (franz-go from the benchmark process for the Kafka-protocol servers, nats.go for JetStream) keeping a fixed number of "+
@@ -183,9 +175,6 @@ func describe(run *matrix.Run, charts []Chart) string {
 		run.Profile.WarmUp, run.Profile.Duration, run.Profile.Partitions)
 	if run.Interrupted != "" {
 		fmt.Fprintf(&b, " **The run was interrupted (%s): cells after that point are missing.**", run.Interrupted)
-	}
-	for _, c := range charts {
-		fmt.Fprintf(&b, "\n\n![%s](%s)", c.Title, c.File)
 	}
 	return b.String()
 }

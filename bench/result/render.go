@@ -111,8 +111,12 @@ func Files(workload string) (report, results string) { return workload + ".md", 
 
 // drawable reports whether a chart has a value to draw.
 func (r *Result) drawable(ch workloads.Chart) bool {
+	cells := []string{ch.Cell}
+	if len(ch.Along) > 0 {
+		cells = ch.Along
+	}
 	for _, c := range r.Cells {
-		if c.Name == ch.Cell && slices.ContainsFunc(c.Values(ch.Figures[0]), func(v float64) bool { return v > 0 }) {
+		if slices.Contains(cells, c.Name) && slices.ContainsFunc(c.Values(ch.Figures[0]), func(v float64) bool { return v > 0 }) {
 			return true
 		}
 	}
@@ -121,16 +125,26 @@ func (r *Result) drawable(ch workloads.Chart) bool {
 
 // Write writes the report, its charts and its JSON into dir.
 func (r *Result) Write(dir string) error {
-	for _, ch := range r.Workload.Charts {
-		if !r.drawable(ch) {
-			continue
-		}
-		if _, err := r.writeChart(dir, ch); err != nil {
-			return err
-		}
+	if err := r.WriteCharts(dir); err != nil {
+		return err
 	}
 	md, js := Files(r.Workload.Name)
-	return bench.WriteReport(dir, md, r.Markdown(), js, r)
+	if err := bench.WriteJSON(filepath.Join(dir, js), r); err != nil {
+		return err
+	}
+	return bench.WriteFile(filepath.Join(dir, md), r.Markdown())
+}
+
+// WriteCharts draws every chart that has a value to draw into dir.
+func (r *Result) WriteCharts(dir string) error {
+	for _, ch := range r.Workload.Charts {
+		if r.drawable(ch) {
+			if err := r.writeChart(dir, ch); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Path is where Write puts the report in dir.

@@ -272,7 +272,8 @@ func (st *steps) ingest(prefix string, in *workloads.Ingest) error {
 	if s.Err != "" {
 		return errors.New(s.Err)
 	}
-	st.set(prefix, map[string]float64{"bytes_per_s": logbench.BytesPerSecond(s), "records_per_s": logbench.RecordsPerSecond(s)})
+	f := s.Figures()
+	st.set(prefix, map[string]float64{"bytes_per_s": f["mb_per_s"] * 1e6, "records_per_s": f["records_per_s"]})
 	return nil
 }
 

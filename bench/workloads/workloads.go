@@ -90,13 +90,17 @@ type Workload struct {
 // Chart is a picture of figures of a cell: the share of its repetitions
 // within a value (an empirical distribution, log value axis), a line per
 // server and figure, the first figure solid, the others dashed; a target
-// on the first figure draws its bound. It is written to NAME-FILE.png
-// beside the report.
+// on the first figure draws its bound. With Along it is a sweep instead:
+// the median of the first figure in each of those cells, in order, a line
+// per server (log value axis), the cells' ticks labelled by Ticks. It is
+// written to NAME-FILE.png beside the report, after the table of Cell.
 type Chart struct {
 	File    string   `yaml:"file" json:"file"`
 	Title   string   `yaml:"title" json:"title"`
 	Cell    string   `yaml:"cell" json:"cell"`
 	Figures []string `yaml:"figures" json:"figures"`
+	Along   []string `yaml:"along,omitempty" json:"along,omitempty"`
+	Ticks   []string `yaml:"ticks,omitempty" json:"ticks,omitempty"`
 }
 
 // Quick says how -quick shrinks the workload.

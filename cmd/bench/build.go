@@ -25,9 +25,6 @@ func requireVersion(gomod, module string) string {
 	return ""
 }
 
-// buildBroker builds ./cmd/broker into a temporary directory.
-func buildBroker(ctx context.Context, e *env) (string, error) { return buildBrokerAt(ctx, e, "") }
-
 // buildBrokerAt builds cmd/broker into the bench's binary directory, at
 // git ref when not "" (see harness.BuildBroker).
 func buildBrokerAt(ctx context.Context, e *env, ref string) (string, error) {

@@ -75,9 +75,7 @@ func (o *enginesPlan) measure(_ context.Context, e *env) error {
 	if cfg.Self, err = os.Executable(); err != nil {
 		return fmt.Errorf("engines: the restarts after kill -9 run this binary: %w", err)
 	}
-	if e.progress {
-		cfg.Progress = e.stderr
-	}
+	cfg.Bar = e.bar(false)
 	res, err := logbench.Run(cfg)
 	if err != nil {
 		return err
@@ -91,11 +89,15 @@ func (o *enginesPlan) measure(_ context.Context, e *env) error {
 // change to the report's layout needs no new measurement; a file in
 // logbench's older format is read as the one schema.
 func (o *enginesPlan) render(path string, e *env) error {
-	res, err := result.Read(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
-		old, lerr := logbench.Load(path)
+		return err
+	}
+	res, err := result.Parse(b)
+	if err != nil {
+		old, lerr := logbench.Parse(b)
 		if lerr != nil {
-			return err
+			return fmt.Errorf("%s: %w", path, err)
 		}
 		res = old.Result()
 	}

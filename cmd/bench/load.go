@@ -15,6 +15,7 @@ package main
 // percentiles instead of silently slowing the producer down.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,7 +24,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/minikafka/minikafka/bench"
@@ -43,22 +43,7 @@ var loadCommands = map[string]loadCommand{
 	"e2e":     {"produce and consume at once: ack latency and end-to-end latency (produce to consume)", runE2E},
 }
 
-// parseLoad parses a load command's flags; it takes no positional
-// arguments.
-func parseLoad(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return usageErr("unexpected arguments %q", fs.Args())
-	}
-	return nil
-}
-
-// common are the flags of every workload command.
+// common are the flags of every load command.
 type common struct {
 	brokers    string
 	topic      string
@@ -67,20 +52,74 @@ type common struct {
 	progress   bool
 }
 
-func (c *common) register(fs *flag.FlagSet) {
+// parse parses a load command's flags, the common ones and those add
+// registers (it takes no positional arguments), and returns the client
+// of -brokers.
+func (c *common) parse(name string, stderr io.Writer, args []string, add func(fs *flag.FlagSet)) (load.Client, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	fs.StringVar(&c.brokers, "brokers", "localhost:9092", "comma-separated seed brokers")
 	fs.StringVar(&c.topic, "topic", "load", "topic")
 	fs.IntVar(&c.partitions, "partitions", 8, "create the topic with this many partitions if it does not exist (0: do not create)")
 	fs.StringVar(&c.jsonOut, "json", "", "also write the result as JSON to this file (- for stdout)")
 	fs.BoolVar(&c.progress, "progress", progress.IsTerminal(os.Stderr), "show a progress bar on stderr")
-}
-
-func (c *common) client() (load.Client, error) {
+	add(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return load.Client{}, err
+		}
+		return load.Client{}, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return load.Client{}, usageErr("unexpected arguments %q", fs.Args())
+	}
 	b := bench.SplitList(c.brokers)
 	if len(b) == 0 {
 		return load.Client{}, usageErr("-brokers is empty")
 	}
 	return load.Client{Brokers: b}, nil
+}
+
+// ensureTopic creates the topic unless -partitions is 0.
+func (c *common) ensureTopic(ctx context.Context, cl load.Client) error {
+	if c.partitions <= 0 {
+		return nil
+	}
+	return load.EnsureTopic(ctx, cl, c.topic, int32(c.partitions))
+}
+
+// bar returns a progress callback drawing a bar of total records (or a
+// spinner when total is unknown) and a finish func; both are no-ops
+// without -progress.
+func (c *common) bar(stderr io.Writer, what string, total int64) (func(int64), func()) {
+	if !c.progress {
+		return bench.NoBar(what, total)
+	}
+	return progress.NewBar(stderr, false)(what, total)
+}
+
+// writeJSON writes the command's config and result to -json ("-" is
+// stdout).
+func (c *common) writeJSON(stdout io.Writer, config, result any) error {
+	v := struct {
+		Config any `json:"config"`
+		Result any `json:"result"`
+	}{config, result}
+	var err error
+	switch c.jsonOut {
+	case "":
+		return nil
+	case "-":
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(v)
+	default:
+		err = bench.WriteJSON(c.jsonOut, v)
+	}
+	if err != nil {
+		return fmt.Errorf("write json: %w", err)
+	}
+	return nil
 }
 
 // produceFlags fill a load.ProduceConfig.
@@ -100,29 +139,6 @@ func produceFlags(fs *flag.FlagSet, p *load.ProduceConfig) {
 	fs.DurationVar(&p.DeliveryTimeout, "delivery-timeout", 30*time.Second, "fail a record not acknowledged in this long (at least 1s)")
 }
 
-// bar returns a progress callback drawing a bar of total records (or a
-// spinner when total is unknown) and a finish func; both are no-ops when
-// disabled.
-func bar(enabled bool, w io.Writer, what string, total int64) (func(int64), func()) {
-	if !enabled {
-		return bench.NoBar(what, total)
-	}
-	return progress.NewBar(w, false)(what, total)
-}
-
-// writeJSON writes v to path ("-" is stdout).
-func writeJSON(stdout io.Writer, path string, v any) error {
-	if path == "" {
-		return nil
-	}
-	if path == "-" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	}
-	return bench.WriteJSON(path, v)
-}
-
 func printProduce(w io.Writer, r load.ProduceResult) {
 	fmt.Fprintf(w, "produce: %d records in %.2fs = %s records/s, %.1f MB/s; errors %d\n",
 		r.Records, r.Elapsed, bench.Rate(r.RecordsPerSec), r.MBPerSec, r.Errors)
@@ -133,6 +149,14 @@ func printProduce(w io.Writer, r load.ProduceResult) {
 	if r.FirstError != "" {
 		fmt.Fprintf(w, "  first error: %s\n", r.FirstError)
 	}
+}
+
+// produceErr is the error of a produce whose records failed.
+func produceErr(r load.ProduceResult) error {
+	if r.Errors > 0 {
+		return fmt.Errorf("%d records failed: %s", r.Errors, r.FirstError)
+	}
+	return nil
 }
 
 // printConsume prints a consumer's result; e2e says the records were
@@ -146,59 +170,30 @@ func printConsume(w io.Writer, r load.ConsumeResult, e2e bool) {
 }
 
 func latencyLine(s bench.Summary) string {
-	parts := []string{
-		"p50 " + s.P50.Round(time.Microsecond).String(),
-		"p99 " + s.P99.Round(time.Microsecond).String(),
-		"p99.9 " + s.P999.Round(time.Microsecond).String(),
-		"max " + s.Max.Round(time.Microsecond).String(),
-	}
-	return strings.Join(parts, "  ")
-}
-
-// ensureTopic creates the topic unless -partitions is 0.
-func ensureTopic(ctx context.Context, c *common, cl load.Client) error {
-	if c.partitions <= 0 {
-		return nil
-	}
-	return load.EnsureTopic(ctx, cl, c.topic, int32(c.partitions))
+	return fmt.Sprintf("p50 %v  p99 %v  p99.9 %v  max %v", s.P50.Round(time.Microsecond), s.P99.Round(time.Microsecond),
+		s.P999.Round(time.Microsecond), s.Max.Round(time.Microsecond))
 }
 
 func runProduce(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	var c common
 	var p load.ProduceConfig
-	fs := flag.NewFlagSet("produce", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c.register(fs)
-	produceFlags(fs, &p)
-	if err := parseLoad(fs, args); err != nil {
-		return err
-	}
-	cl, err := c.client()
+	cl, err := c.parse("produce", stderr, args, func(fs *flag.FlagSet) { produceFlags(fs, &p) })
 	if err != nil {
 		return err
 	}
-	if err := ensureTopic(ctx, &c, cl); err != nil {
+	if err := c.ensureTopic(ctx, cl); err != nil {
 		return err
 	}
 	p.Client, p.Topic = cl, c.topic
 	var finish func()
-	p.Progress, finish = bar(c.progress, stderr, "produce", p.Records)
+	p.Progress, finish = c.bar(stderr, "produce", p.Records)
 	res, err := load.Produce(ctx, p)
 	finish()
 	if err != nil {
 		return err
 	}
 	printProduce(stdout, res)
-	if err := writeJSON(stdout, c.jsonOut, struct {
-		Config load.ProduceConfig `json:"config"`
-		Result load.ProduceResult `json:"result"`
-	}{p, res}); err != nil {
-		return fmt.Errorf("write json: %w", err)
-	}
-	if res.Errors > 0 {
-		return fmt.Errorf("%d records failed: %s", res.Errors, res.FirstError)
-	}
-	return nil
+	return cmp.Or(c.writeJSON(stdout, p, res), produceErr(res))
 }
 
 func int32Flag(dst *int32) func(string) error {
@@ -215,87 +210,60 @@ func int32Flag(dst *int32) func(string) error {
 func runConsume(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	var c common
 	var cc load.ConsumeConfig
-	fs := flag.NewFlagSet("consume", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c.register(fs)
-	fs.Int64Var(&cc.Records, "records", 1_000_000, "stop after this many records (0: -duration or interrupt)")
-	fs.DurationVar(&cc.Duration, "duration", 0, "stop after this long")
-	fs.DurationVar(&cc.Idle, "idle", 0, "give up when no record arrives for this long (0: 30s)")
-	from := fs.String("from", "start", "where to begin: start or end")
-	fs.Func("fetch-max-bytes", "fetch response limit (default: franz-go's)", int32Flag(&cc.FetchMaxBytes))
-	fs.Func("fetch-max-partition-bytes", "per-partition fetch limit (default: franz-go's)", int32Flag(&cc.FetchMaxPartitionBytes))
-	if err := parseLoad(fs, args); err != nil {
-		return err
-	}
-	cl, err := c.client()
+	var from string
+	cl, err := c.parse("consume", stderr, args, func(fs *flag.FlagSet) {
+		fs.Int64Var(&cc.Records, "records", 1_000_000, "stop after this many records (0: -duration or interrupt)")
+		fs.DurationVar(&cc.Duration, "duration", 0, "stop after this long")
+		fs.DurationVar(&cc.Idle, "idle", 0, "give up when no record arrives for this long (0: 30s)")
+		fs.StringVar(&from, "from", "start", "where to begin: start or end")
+		fs.Func("fetch-max-bytes", "fetch response limit (default: franz-go's)", int32Flag(&cc.FetchMaxBytes))
+		fs.Func("fetch-max-partition-bytes", "per-partition fetch limit (default: franz-go's)", int32Flag(&cc.FetchMaxPartitionBytes))
+	})
 	if err != nil {
 		return err
 	}
 	cc.Client, cc.Topic = cl, c.topic
-	switch *from {
+	switch from {
 	case "start":
 	case "end":
 		if cc.From, err = load.EndOffsets(ctx, cl, c.topic); err != nil {
 			return err
 		}
 	default:
-		return usageErr("-from %q: want start or end", *from)
+		return usageErr("-from %q: want start or end", from)
 	}
 	var finish func()
-	cc.Progress, finish = bar(c.progress, stderr, "consume", cc.Records)
+	cc.Progress, finish = c.bar(stderr, "consume", cc.Records)
 	res, err := load.Consume(ctx, cc)
 	finish()
-	printConsume(stdout, res, *from == "end")
-	if jerr := writeJSON(stdout, c.jsonOut, struct {
-		Config load.ConsumeConfig `json:"config"`
-		Result load.ConsumeResult `json:"result"`
-	}{cc, res}); jerr != nil {
-		return fmt.Errorf("write json: %w", jerr)
-	}
-	return err
+	printConsume(stdout, res, from == "end")
+	return cmp.Or(c.writeJSON(stdout, cc, res), err)
 }
 
 func runE2E(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	var c common
 	var p load.ProduceConfig
 	var cc load.ConsumeConfig
-	fs := flag.NewFlagSet("e2e", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c.register(fs)
-	produceFlags(fs, &p)
-	fs.DurationVar(&cc.Idle, "idle", 0, "give up when the consumer gets nothing for this long (0: 30s)")
-	if err := parseLoad(fs, args); err != nil {
+	cl, err := c.parse("e2e", stderr, args, func(fs *flag.FlagSet) {
+		produceFlags(fs, &p)
+		fs.DurationVar(&cc.Idle, "idle", 0, "give up when the consumer gets nothing for this long (0: 30s)")
+	})
+	if err != nil {
 		return err
 	}
 	if p.RecordBytes < load.StampBytes {
 		return usageErr("-record-size must be at least %d to carry the send time", load.StampBytes)
 	}
-	cl, err := c.client()
-	if err != nil {
-		return err
-	}
-	if err := ensureTopic(ctx, &c, cl); err != nil {
+	if err := c.ensureTopic(ctx, cl); err != nil {
 		return err
 	}
 	p.Client, p.Topic = cl, c.topic
 	cc.Client = cl
 	var finish func()
-	p.Progress, finish = bar(c.progress, stderr, "e2e", p.Records)
+	p.Progress, finish = c.bar(stderr, "e2e", p.Records)
 	res, err := load.EndToEnd(ctx, p, cc)
 	finish()
 	printProduce(stdout, res.Produce)
 	printConsume(stdout, res.Consume, true)
-	if jerr := writeJSON(stdout, c.jsonOut, struct {
-		Config load.ProduceConfig  `json:"config"`
-		Result load.EndToEndResult `json:"result"`
-	}{p, res}); jerr != nil {
-		return fmt.Errorf("write json: %w", jerr)
-	}
-	if err != nil {
-		return err
-	}
-	if res.Produce.Errors > 0 {
-		return fmt.Errorf("%d records failed: %s", res.Produce.Errors, res.Produce.FirstError)
-	}
-	return nil
+	return cmp.Or(c.writeJSON(stdout, p, res), err, produceErr(res.Produce))
 }

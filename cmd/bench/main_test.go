@@ -223,7 +223,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(md), "| kfake |")
 	assert.Contains(t, string(md), "1KiB-1-acks=all-sync=always on segment, rep 1: start:", "the failed target's cells are listed")
-	_, err = os.Stat(filepath.Join(out, "e2e", report.ChartConcurrency))
+	_, err = os.Stat(filepath.Join(out, "e2e", "e2e-concurrency.png"))
 	assert.NoError(t, err)
 	idx, err := os.ReadFile(filepath.Join(out, report.IndexFile))
 	require.NoError(t, err)

@@ -48,7 +48,6 @@ type matrixPlan struct {
 	warmUp     time.Duration
 	recovery   int64
 	noRecovery bool
-	enginesRef string
 }
 
 func matrixFlags(fs *flag.FlagSet, p matrix.Profile) plan {
@@ -62,7 +61,6 @@ func matrixFlags(fs *flag.FlagSet, p matrix.Profile) plan {
 	fs.DurationVar(&o.warmUp, "warm-up", -1, "warm-up per cell (-1: the profile's)")
 	fs.Int64Var(&o.recovery, "recovery-bytes", 0, "payload before the recovery kill -9 (0: the profile's)")
 	fs.BoolVar(&o.noRecovery, "no-recovery", false, "skip the kill -9 recovery figures")
-	fs.StringVar(&o.enginesRef, "engines-ref", "results/engines.json", "the engines profile's results, whose ratios against the raw disk the run records (missing: none)")
 	return o
 }
 
@@ -108,9 +106,6 @@ func (o *matrixPlan) measure(ctx context.Context, e *env) error {
 		Targets: buildTargets(names, bins, prof.Partitions, logs),
 		Setup:   setupLines(names, bins, prof.Partitions), SkipRecovery: o.noRecovery, Log: e.stderr,
 		SyncInterval: engine.DefaultSyncInterval, Bar: e.bar(true),
-	}
-	if cfg.EnginesRef, err = matrix.LoadEnginesRef(o.enginesRef); err != nil {
-		fmt.Fprintln(e.stderr, err)
 	}
 	fmt.Fprintf(e.stderr, "run %s, profile %s: %s\n", cfg.Name, prof.Name, prof.DescribePlan())
 	run, err := matrix.Measure(ctx, cfg)

@@ -195,7 +195,7 @@ func (e *env) brokerProcesses(ctx context.Context, bin string) (dir string, logs
 		return "", nil, "", err
 	}
 	if bin == "" {
-		if bin, err = buildBroker(ctx, e); err != nil {
+		if bin, err = buildBrokerAt(ctx, e, ""); err != nil {
 			return "", nil, "", err
 		}
 	}
@@ -221,19 +221,6 @@ func (e *env) bar(bytes bool) bench.Bar {
 		return bench.NoBar
 	}
 	return progress.NewBar(e.stderr, bytes)
-}
-
-// publish writes a one-file profile's report and JSON into -out with
-// write, and prints its checks.
-func (e *env) publish(write func(dir string) error, checks []bench.Check, file string) error {
-	if err := write(e.out); err != nil {
-		return err
-	}
-	for _, c := range checks {
-		fmt.Fprintln(e.stderr, c)
-	}
-	fmt.Fprintf(e.stderr, "wrote %s\n", filepath.Join(e.out, file))
-	return nil
 }
 
 // binDir is a temporary directory for built programs, removed at the end.

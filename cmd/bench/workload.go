@@ -189,7 +189,15 @@ func (p *workloadPlan) render(path string, e *env) error {
 	return publishResult(res, e)
 }
 
+// publishResult writes a result's report, charts and JSON into -out, and
+// prints its checks.
 func publishResult(res *result.Result, e *env) error {
-	md, _ := result.Files(res.Workload.Name)
-	return e.publish(res.Write, res.Checks, md)
+	if err := res.Write(e.out); err != nil {
+		return err
+	}
+	for _, c := range res.Checks {
+		fmt.Fprintln(e.stderr, c)
+	}
+	fmt.Fprintf(e.stderr, "wrote %s\n", res.Path(e.out))
+	return nil
 }

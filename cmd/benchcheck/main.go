@@ -1,9 +1,8 @@
 // Command benchcheck is the benchmark regression check: it compares the
 // ratios of a new cmd/bench run (each engine under the broker against
-// kfake, segment against the other engines and JetStream, catch-up reads,
-// and the engine benchmark's segment-against-raw-disk ratios the run
-// recorded from results/engines.json) with the last committed run of the
-// same profile, and fails when one dropped by more than the tolerance.
+// kfake, segment against the other engines and JetStream, catch-up reads)
+// with the last committed run of the same profile, and fails when one
+// dropped by more than the tolerance.
 //
 //	go run ./cmd/benchcheck                              # newest run in results/ against the last committed one
 //	go run ./cmd/benchcheck -new results/R/results.json -base results/S/results.json
@@ -22,8 +21,7 @@
 // machine at the same time, so a slower machine does not fail the check,
 // while one engine getting slower relative to the others does. The
 // headline ratios gate (those at the reference point, 1 KiB and 256 in
-// flight with acks=all and sync=always, and the engine benchmark's against
-// the raw disk); the others are listed with their change, and fail the
+// flight with acks=all and sync=always); the others are listed with their change, and fail the
 // check only with -all: cells of a few seconds on a shared machine move by
 // more than 15 % on their own.
 //
@@ -99,7 +97,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.results, "results", "results", "results directory")
 	fs.Float64Var(&o.tolerance, "tolerance", 0.15, "largest accepted drop of a ratio (0.15: 15 %)")
 	fs.BoolVar(&o.anyProf, "any-profile", false, "accept a base run of another profile")
-	fs.BoolVar(&o.all, "all", false, "fail on a drop of any ratio, not only the headline ones (the reference point, the engine benchmark's)")
+	fs.BoolVar(&o.all, "all", false, "fail on a drop of any ratio, not only the headline ones (the reference point's)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
