@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -174,6 +175,26 @@ func TestBrokerKfakeOnly(t *testing.T) {
 	md2, err := os.ReadFile(filepath.Join(again, "broker.md"))
 	require.NoError(t, err)
 	assert.Equal(t, string(md), string(md2))
+
+	// The columns come from today's workload file: a run recorded without
+	// them renders with them.
+	raw, err := os.ReadFile(filepath.Join(out, "broker.json"))
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	for _, c := range doc["workload"].(map[string]any)["cells"].([]any) {
+		c.(map[string]any)["columns"] = []any{}
+	}
+	raw, err = json.Marshal(doc)
+	require.NoError(t, err)
+	stripped := filepath.Join(t.TempDir(), "broker.json")
+	require.NoError(t, os.WriteFile(stripped, raw, 0o644))
+	third := t.TempDir()
+	require.Equal(t, 0, run(ctx, []string{"-profile", "broker", "-render", stripped, "-out", third},
+		&strings.Builder{}, &stderr), stderr.String())
+	md3, err := os.ReadFile(filepath.Join(third, "broker.md"))
+	require.NoError(t, err)
+	assert.Equal(t, string(md), string(md3))
 }
 
 // TestWorkloadFile runs a workload that is only a file: a new benchmark

@@ -181,10 +181,23 @@ func (p *workloadPlan) setup(w *workloads.Workload, brokerBin string) []string {
 	return lines
 }
 
+// render writes the report of an earlier run again. A cell's columns and
+// description follow today's workload file, so that a column added there
+// shows figures the run already recorded; what ran (servers, cells,
+// targets, as the run's flags chose them) and the figures are the run's.
 func (p *workloadPlan) render(path string, e *env) error {
 	res, err := result.Read(path)
 	if err != nil {
 		return err
+	}
+	if res.Workload.Name == p.w.Name {
+		for i, c := range res.Workload.Cells {
+			for _, now := range p.w.Cells {
+				if now.Name == c.Name {
+					res.Workload.Cells[i].Columns, res.Workload.Cells[i].Description = now.Columns, now.Description
+				}
+			}
+		}
 	}
 	return publishResult(res, e)
 }
