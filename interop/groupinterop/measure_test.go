@@ -20,7 +20,7 @@ func TestChurn(t *testing.T) {
 	s := interoptest.Broker("memory").Start(t, 1)
 	b := &load.Groups{Client: load.Client{Brokers: []string{s.Addr}}, Topic: "churn", Partitions: 12, Poll: 10 * time.Millisecond}
 	ctx := interoptest.Context(t)
-	require.NoError(t, b.Prepare(ctx))
+	require.NoError(t, load.EnsureTopic(ctx, b.Client, b.Topic, int32(b.Partitions)))
 	res, err := b.Churn(ctx, 3, kgo.CooperativeStickyBalancer())
 	require.NoError(t, err)
 	t.Logf("cooperative-sticky: %d partitions moved, settled again in %v: %v -> %v", res.Moved, res.Settle, res.Before, res.After)
@@ -37,7 +37,7 @@ func TestSettle(t *testing.T) {
 	s := interoptest.Broker("memory").Start(t, 1)
 	b := &load.Groups{Client: load.Client{Brokers: []string{s.Addr}}, Topic: "settle", Partitions: 12, Poll: 5 * time.Millisecond}
 	ctx := interoptest.Context(t)
-	require.NoError(t, b.Prepare(ctx))
+	require.NoError(t, load.EnsureTopic(ctx, b.Client, b.Topic, int32(b.Partitions)))
 	d, err := b.Settle(ctx, 10)
 	require.NoError(t, err)
 	t.Logf("10 members settled %v after the last JoinGroup", d)
