@@ -114,33 +114,25 @@ func (e *Engine) dropLocked(keep int) error {
 // that tears the header leaves a segment with no good frame, which
 // recovery replaces by an empty one at the same base. A broker that creates
 // a topic of many partitions spares each of them an fsync.
-func (e *Engine) beginLocked(base int64) error {
-	s, err := e.startSegmentFile(base)
-	if err != nil {
-		return err
-	}
-	e.setSegs(append(e.segs, s))
-	e.active = s
-	if err := engine.SyncDir(e.fs, e.dir); err != nil {
-		return err
-	}
-	e.dirDirty = false
-	e.end.Store(base)
-	e.setSynced(base)
-	return nil
-}
+func (e *Engine) beginLocked(base int64) error { return e.newActiveLocked(base, false) }
 
 // startSegmentLocked creates a durable, empty active segment at base that
 // ends the log.
-func (e *Engine) startSegmentLocked(base int64) error {
+func (e *Engine) startSegmentLocked(base int64) error { return e.newActiveLocked(base, true) }
+
+// newActiveLocked makes a new empty segment at base the active one and
+// the log's end, its directory entry synced, its file too when syncFile.
+func (e *Engine) newActiveLocked(base int64, syncFile bool) error {
 	s, err := e.startSegmentFile(base)
 	if err != nil {
 		return err
 	}
 	e.setSegs(append(e.segs, s))
 	e.active = s
-	if err := s.f.SyncData(); err != nil {
-		return fmt.Errorf("segment %d: sync: %w", base, err)
+	if syncFile {
+		if err := s.f.SyncData(); err != nil {
+			return fmt.Errorf("segment %d: sync: %w", base, err)
+		}
 	}
 	if err := engine.SyncDir(e.fs, e.dir); err != nil {
 		return err
