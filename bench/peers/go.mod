@@ -26,6 +26,7 @@ require (
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
+	gonum.org/v1/gonum v0.16.0 // indirect
 )
 
 replace github.com/minikafka/minikafka => ../..
