@@ -233,7 +233,8 @@ func (s *segment) start(offset, budget int64) (frameBase, pos, firstEnd int64) {
 // Read then costs one read call. Past it, a frame's header is read alone (so
 // a frame that does not fit costs 20 bytes), and a frame that fits is read
 // together with the rest of the budget and the next header. The bytes go
-// into mem (see arena).
+// into mem (see arena). A read that continues a stream through the segment
+// asks the kernel to read ahead of it (see readahead.go).
 func (s *segment) read(mem *arena, offset int64, maxBytes int, out []engine.Batch, size int) ([]engine.Batch, int, int64, bool, error) {
 	if err := s.ready(); err != nil {
 		return out, size, offset, false, err
@@ -242,6 +243,7 @@ func (s *segment) read(mem *arena, offset int64, maxBytes int, out []engine.Batc
 	firstEnd += frameHeaderLen
 	end := s.end.Load()
 	r := frameReader{readAt: s.readAt, base: s.base, limit: s.endPos.Load(), mem: mem}
+	defer func(start int64) { s.readahead(start, r.bufPos+int64(len(r.buf))) }(pos)
 	// A bad frame after good ones ends the read with the good ones: the
 	// next read starts at the bad one and reports it.
 	bad := func(err error) ([]engine.Batch, int, int64, bool, error) {

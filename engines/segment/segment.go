@@ -54,6 +54,12 @@ type segment struct {
 	checkFrom atomic.Int64
 	checkTo   atomic.Int64
 
+	// A sequential reader's progress (see readahead.go): lastRead is the
+	// file position where the last read call stopped, advised where the
+	// last readahead hint ended.
+	lastRead atomic.Int64
+	advised  atomic.Int64
+
 	builder indexBuilder // the appender's; guarded by the engine's mu
 	ckpt    checkpointer // guarded by the engine's flushMu
 
@@ -81,6 +87,7 @@ func newSegment(fs vfs.FS, dir string, base int64) *segment {
 	s.end.Store(base)
 	s.checkFrom.Store(fileHeaderLen)
 	s.checkTo.Store(math.MaxInt64)
+	s.lastRead.Store(fileHeaderLen) // a read from the first frame starts a stream
 	return s
 }
 

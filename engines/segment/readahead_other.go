@@ -1,0 +1,8 @@
+//go:build !linux
+
+package segment
+
+import "github.com/cockroachdb/pebble/v2/vfs"
+
+// willNeed does nothing here: readahead hints are Linux's posix_fadvise.
+func willNeed(vfs.File, int64, int64) (bool, error) { return false, nil }
