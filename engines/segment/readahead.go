@@ -5,10 +5,8 @@ package segment
 // the next window when the reader reaches a mark in the current one: a
 // single reader of a cold file keeps about one request at the device. A
 // device that serves several requests at once (an SSD, a virtual disk)
-// then gives a fraction of what it can: on the virtual disk of the issue-24
-// measurements (read_ahead_kb 8 MiB, 4 MiB requests) a cold read(2) scan of
-// a GiB ran at 0.5-0.9 GB/s with about one request in flight, and with the
-// hints below at 1.4-2.6 GB/s with four to six.
+// then gives a fraction of what it can; the hints below keep several
+// requests in flight (the merge of this file's branch has the figures).
 //
 // A reader that goes through a segment in order, far from its end, asks the
 // kernel (posix_fadvise WILLNEED) for the file's next readaheadBytes as it
