@@ -204,7 +204,7 @@ func checkSpace(dir string) error {
 	if err := unix.Statfs(dir, &st); err != nil {
 		return fmt.Errorf("free space of %s: %w", dir, err)
 	}
-	free := int64(st.Bavail) * st.Bsize
+	free := int64(st.Bavail) * int64(st.Bsize) // Bsize is uint32 on darwin
 	if free < minFreeBytes {
 		return fmt.Errorf("disk full: %s has %s free, a cell needs at least %s", dir, bench.Bytes(free), bench.Bytes(minFreeBytes))
 	}
