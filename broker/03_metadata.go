@@ -33,6 +33,9 @@ import (
 //     for by ID (v10+) that does not exist gets UNKNOWN_TOPIC_ID.
 //   - Authorized operations (v8+) are not computed: INT32_MIN, as Kafka
 //     answers when they are not requested.
+//   - On a broker that has not been registered and unfenced since it
+//     started, held until it is (the session timeout at most; whenReady):
+//     what it replayed may name its last incarnation's endpoint.
 //
 // Version notes:
 //   - v1: controller, internal flag, null means all; v2: cluster id;
@@ -40,7 +43,7 @@ import (
 //     v8: authorized operations; v9: flexible; v10: topic ids; v11: no
 //     cluster authorized operations; v12: topics by id with null names.
 
-func init() { register(3, 0, 12, handleMetadata) }
+func init() { register(3, 0, 12, whenReady(handleMetadata)) }
 
 const noAuthorizedOps = -2147483648
 

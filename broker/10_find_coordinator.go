@@ -22,12 +22,13 @@ import (
 //     transactional id's __transaction_state partition (txns.go), found the
 //     same way; the first request creates that topic.
 //   - Any other type: INVALID_REQUEST.
+//   - Held, as Metadata is, until this broker is registered and unfenced.
 //
 // Version notes:
 //   - v1: KeyType, ErrorMessage, ThrottleMillis; v3: flexible. v4+ (batched
 //     keys) is not advertised.
 
-func init() { register(10, 0, 3, handleFindCoordinator) }
+func init() { register(10, 0, 3, whenReady(handleFindCoordinator)) }
 
 // findCoordinatorWait bounds how long FindCoordinator waits for a
 // coordinator to appear before answering COORDINATOR_NOT_AVAILABLE.

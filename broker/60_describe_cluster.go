@@ -15,11 +15,12 @@ import (
 //     UNSUPPORTED_ENDPOINT_TYPE, as a Kafka broker answers (controllers
 //     are reached through the brokers here).
 //   - Authorized operations are not computed: INT32_MIN.
+//   - Held, as Metadata is, until this broker is registered and unfenced.
 //
 // Version notes:
 //   - v1: EndpointType; v2: IncludeFencedBrokers, IsFenced.
 
-func init() { register(60, 0, 2, handleDescribeCluster) }
+func init() { register(60, 0, 2, whenReady(handleDescribeCluster)) }
 
 func handleDescribeCluster(r *request) reply {
 	req := r.body.(*kmsg.DescribeClusterRequest)

@@ -178,3 +178,24 @@ func decode(frame []byte, l listener) (header, *api, kmsg.Request, error) {
 	}
 	return h, a, body, nil
 }
+
+// whenReady holds h's requests, on a broker not yet registered and
+// unfenced, until it is (see Server.awaitReady); then, and on a ready
+// broker at once, h serves them. For the requests that tell a client
+// where brokers, leaders and coordinators are: h must not fail the
+// connection (reply.err).
+func whenReady(h handler) handler {
+	return func(r *request) reply {
+		if r.s.ready() {
+			return h(r)
+		}
+		return later(func(ctx context.Context) kmsg.Response {
+			r.s.awaitReady(ctx)
+			rep := h(r)
+			if rep.wait != nil {
+				return rep.wait(ctx)
+			}
+			return rep.resp
+		})
+	}
+}

@@ -162,6 +162,35 @@ func (s *Server) WaitReady(ctx context.Context) error {
 	}
 }
 
+// ready reports whether this broker has been registered and unfenced.
+func (s *Server) ready() bool {
+	select {
+	case <-s.life.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// awaitReady returns once this broker is registered and unfenced, after
+// the broker session timeout at the latest, or when ctx or the server
+// ends. Until then the image it replayed at start may name the last
+// incarnation's endpoint and leaderships: a client sent to a dead address
+// waits out its metadata refresh interval (franz-go's is 5 s). Kafka's
+// brokers likewise take client requests only once caught up with their
+// own registration. A broker that does not get there in time (no quorum)
+// answers from what it has.
+func (s *Server) awaitReady(ctx context.Context) {
+	t := s.cfg.Clock.NewTimer(s.cfg.Cluster.SessionTimeout)
+	defer t.Stop()
+	select {
+	case <-s.life.ready:
+	case <-t.C():
+	case <-ctx.Done():
+	case <-s.quit:
+	}
+}
+
 // Failed returns a channel that gets the error that stops this broker from
 // ever serving (another live process has its node id; the controller is of
 // another cluster; its data directory failed). The program should exit.
