@@ -91,8 +91,14 @@ func TestTxnLateWriteRefused(t *testing.T) {
 	require.NoError(t, err)
 	pid, epoch := d["late-1"].ProducerID, d["late-1"].ProducerEpoch
 	require.NoError(t, pr.EndTransaction(ctx, kgo.TryCommit))
-	d, err = adm.DescribeTransactions(ctx, "late-1")
-	require.NoError(t, err)
+	// EndTxn answers once the decision is durable; the markers follow. A
+	// write arriving before the marker lands is still inside the open
+	// transaction at the partition (as in Kafka), so wait for the markers:
+	// the late write must then be refused.
+	require.Eventually(t, func() bool {
+		d, err = adm.DescribeTransactions(ctx, "late-1")
+		return err == nil && d["late-1"].State == "CompleteCommit"
+	}, 10*time.Second, 5*time.Millisecond, "the markers written")
 	assert.Equal(t, epoch+1, d["late-1"].ProducerEpoch, "the end bumped the epoch")
 
 	late := kmsg.NewPtrProduceRequest()
