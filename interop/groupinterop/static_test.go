@@ -2,6 +2,7 @@ package groupinterop
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,18 +25,36 @@ func TestStaticMemberRestartKeepsPartitions(t *testing.T) {
 			s := tg.Start(t, 1)
 			createTopic(t, s.Addr, "t", partitions)
 			var assigned atomic.Int64 // assignments seen by the members that stay
+			var mu sync.Mutex
+			owned := map[string]map[int32]bool{} // partitions each instance's client holds
 			start := func(instance string, count bool) *kgo.Client {
+				change := func(add bool) func(context.Context, *kgo.Client, map[string][]int32) {
+					return func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
+						mu.Lock()
+						defer mu.Unlock()
+						if owned[instance] == nil {
+							owned[instance] = map[int32]bool{}
+						}
+						for _, p := range ps["t"] {
+							if add {
+								owned[instance][p] = true
+							} else {
+								delete(owned[instance], p)
+							}
+						}
+						if add && count {
+							assigned.Add(1)
+						}
+					}
+				}
 				opts := []kgo.Opt{
 					kgo.SeedBrokers(s.Addr), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("t"),
 					// A session long enough that the restarting member is never
 					// taken for dead, however slow the machine.
 					kgo.InstanceID(instance), kgo.SessionTimeout(10 * time.Second),
 					kgo.HeartbeatInterval(heartbeatInterval), kgo.FetchMaxWait(200 * time.Millisecond),
-				}
-				if count {
-					opts = append(opts, kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
-						assigned.Add(1)
-					}))
+					kgo.OnPartitionsAssigned(change(true)),
+					kgo.OnPartitionsRevoked(change(false)), kgo.OnPartitionsLost(change(false)),
 				}
 				cl, err := kgo.NewClient(opts...)
 				require.NoError(t, err)
@@ -46,10 +65,28 @@ func TestStaticMemberRestartKeepsPartitions(t *testing.T) {
 				t.Cleanup(cl.Close)
 				return cl
 			}
+			holds := func(instance string, want []int32) bool {
+				mu.Lock()
+				defer mu.Unlock()
+				if len(owned[instance]) != len(want) {
+					return false
+				}
+				for _, p := range want {
+					if !owned[instance][p] {
+						return false
+					}
+				}
+				return true
+			}
 			start("a", true)
 			b := start("b", false)
 			start("c", true)
 			before := byInstance(t, s.Addr)
+			// The broker's view settles before the clients have run their
+			// callbacks: count only once a and c hold what the group gave them.
+			require.Eventually(t, func() bool {
+				return holds("a", before["a"]) && holds("c", before["c"])
+			}, 30*time.Second, 20*time.Millisecond)
 			settled := assigned.Load()
 
 			b.Close()
