@@ -100,15 +100,20 @@ func (s Settings) Register(m *Metadata, clusterID string, r RegisterBroker, aliv
 	// ISR as a fenced broker does. One that acknowledges only what it has
 	// synced, back on the disk it had, lost nothing it was counted in sync
 	// for, and stays (stronger than Kafka, which acknowledges from page
-	// cache).
+	// cache). So does one back on its disk in the ELR of a partition it is
+	// the only replica of: no other copy can hold more than it kept, and
+	// without it the partition would wait for an unclean election forever.
 	sameDisk := ok && old.LogDir == r.LogDir
 	kept := sameDisk && (r.CleanShutdown || r.DurableAcks)
-	unclean := ok && !kept && !s.mut.has(MutationUncleanShutdownInELR)
+	var dropELR func(Partition) bool
+	if ok && !kept && !s.mut.has(MutationUncleanShutdownInELR) {
+		dropELR = func(p Partition) bool { return !sameDisk || !slices.Equal(p.Replicas, []int32{r.ID}) }
+	}
 	var recs []Record
 	if ok && !old.Fenced {
-		recs = s.fence(m, r.ID, unclean)
-	} else if unclean {
-		recs = s.leave(m, r.ID, m.isActive, false, true)
+		recs = s.fence(m, r.ID, dropELR)
+	} else if dropELR != nil {
+		recs = s.leave(m, r.ID, m.isActive, false, dropELR)
 	}
 	rr := r
 	return append(recs, Record{RegisterBroker: &rr}), nil
@@ -116,10 +121,11 @@ func (s Settings) Register(m *Metadata, clusterID string, r RegisterBroker, aliv
 
 // Fence fences broker id: it leaves every ISR (into the ELR where KIP-966
 // says so), and the partitions it led elect another leader or go offline.
-func (s Settings) Fence(m *Metadata, id int32) []Record { return s.Dynamic(m).fence(m, id, false) }
+func (s Settings) Fence(m *Metadata, id int32) []Record { return s.Dynamic(m).fence(m, id, nil) }
 
-// fence is Fence, taking the broker out of every ELR too when dropELR.
-func (s Settings) fence(m *Metadata, id int32, dropELR bool) []Record {
+// fence is Fence, taking the broker out of the ELR of the partitions
+// dropELR (when not nil) reports.
+func (s Settings) fence(m *Metadata, id int32, dropELR func(Partition) bool) []Record {
 	b, ok := m.Broker(id)
 	if !ok || b.Fenced {
 		return nil
@@ -141,25 +147,27 @@ func (s Settings) Shutdown(m *Metadata, id int32) []Record {
 	}
 	recs := []Record{{ShutdownBroker: &BrokerRef{ID: id, Epoch: b.Epoch}}}
 	active := func(r int32) bool { return r != id && m.isActive(r) }
-	return append(recs, s.leave(m, id, active, true, false)...)
+	return append(recs, s.leave(m, id, active, true, nil)...)
 }
 
 // leave removes id from every ISR it is in and re-elects the partitions it
-// led; with dropELR it also leaves every ELR. keepSole keeps it as leader
-// (and in the ISR) of partitions nobody else can lead.
-func (s Settings) leave(m *Metadata, id int32, active func(int32) bool, keepSole, dropELR bool) []Record {
+// led; it also leaves the ELR of the partitions dropELR (when not nil)
+// reports. keepSole keeps it as leader (and in the ISR) of partitions
+// nobody else can lead.
+func (s Settings) leave(m *Metadata, id int32, active func(int32) bool, keepSole bool, dropELR func(Partition) bool) []Record {
 	var recs []Record
 	for _, t := range m.Topics() {
 		for i, p := range t.Partitions {
 			inISR := slices.Contains(p.ISR, id)
-			if !inISR && !(dropELR && slices.Contains(p.ELR, id)) {
+			drop := dropELR != nil && dropELR(p)
+			if !inISR && !(drop && slices.Contains(p.ELR, id)) {
 				continue
 			}
 			n := p.Clone()
 			if inISR {
 				n = withISR(p, without(p.ISR, id), s.MinISR(t), s.elr())
 			}
-			if dropELR {
+			if drop {
 				n.ELR = without(n.ELR, id)
 			}
 			if inISR && (p.Leader == id || p.Leader == NoLeader) {

@@ -23,7 +23,7 @@ import (
 //
 //	bootstrap cluster=<id>
 //	settings min-isr=<n> unclean=<bool> default-rf=<n> [mutate=<name>]  (mutate: testdata/mutations only)
-//	register id=<n> [inc=<incarnation, default 1>] [rack=<r>] [alive] [clean] [durable] [cluster=<id>]
+//	register id=<n> [inc=<incarnation, default 1>] [rack=<r>] [disk=<log dir>] [alive] [clean] [durable] [cluster=<id>]
 //	unfence id=<n> | fence id=<n> | shutdown id=<n> | rebalance
 //	create-topic name=<t> [partitions=<n>] [rf=<n>] [assign=1,2;2,3] [config=k=v,...]
 //	add-partitions name=<t> total=<n>
@@ -114,7 +114,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			cl = args["cluster"]
 		}
 		recs, err = s.Register(h.m, cl, RegisterBroker{
-			ID: id, Incarnation: incarnation(id, inc), Host: "host" + args["id"], Port: 9092, Rack: args["rack"],
+			ID: id, Incarnation: incarnation(id, inc), Host: "host" + args["id"], Port: 9092, Rack: args["rack"], LogDir: uuid.NewSHA1(uuid.Nil, []byte(args["disk"])),
 			CleanShutdown: has("clean"), DurableAcks: has("durable"),
 		}, has("alive"))
 	case "unfence":

@@ -29,15 +29,19 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// serveChild runs a broker with sync=always until SIGTERM.
+// serveChild runs a broker with the spec's sync policy until SIGTERM.
 func serveChild(spec string) int {
-	var engineName, dir, addr string
-	if _, err := fmt.Sscanf(spec, "%s %s %s", &engineName, &dir, &addr); err != nil {
+	var engineName, dir, addr, sync string
+	if _, err := fmt.Sscanf(spec, "%s %s %s %s", &engineName, &dir, &addr, &sync); err != nil {
 		fmt.Fprintln(os.Stderr, "bad child spec:", spec, err)
 		return 2
 	}
 	cfg := broker.Config{Engine: engineName, Dir: dir, Addr: addr, AdvertisedAddr: addr, AutoCreate: true}
-	cfg.EngineOptions.Sync = engine.SyncAlways
+	var err error
+	if cfg.EngineOptions.Sync, err = engine.ParseSyncPolicy(sync); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
 	s, err := broker.New(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -56,12 +60,13 @@ func serveChild(spec string) int {
 	return 0
 }
 
-// startChild starts the test binary as a broker on dir and addr.
-func startChild(t *testing.T, engineName, dir, addr string) *harness.Child {
+// startChild starts the test binary as a broker on dir and addr, syncing
+// as sync says (always, interval, never).
+func startChild(t *testing.T, engineName, dir, addr, sync string) *harness.Child {
 	t.Helper()
 	self, err := os.Executable()
 	require.NoError(t, err)
-	t.Setenv(childEnv, fmt.Sprintf("%s %s %s", engineName, dir, addr))
+	t.Setenv(childEnv, fmt.Sprintf("%s %s %s %s", engineName, dir, addr, sync))
 	c, err := harness.StartChild(context.Background(), harness.ChildConfig{
 		Path: self, Args: []string{"-test.run=^$"}, Addr: addr, Log: testLog{t}, Ready: 60 * time.Second,
 	})
@@ -83,7 +88,8 @@ func (l testLog) Write(p []byte) (int, error) {
 // process's memory, and the retried batches of the interrupted requests are
 // recognised from the recovered producer state, not stored twice. (A killed
 // process keeps what reached the OS page cache; losing the page cache is a
-// power loss, which engine/crashtest covers.)
+// power loss, which engine/crashtest covers.) So under sync=interval too:
+// the broker, the only replica of its partitions, leads them again.
 func TestKill9LosesNothingAcknowledged(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts broker processes")
@@ -94,15 +100,16 @@ func TestKill9LosesNothingAcknowledged(t *testing.T) {
 		if !d.Caps.Durable {
 			continue
 		}
-		t.Run(name, func(t *testing.T) { testKill9(t, name) })
+		t.Run(name, func(t *testing.T) { testKill9(t, name, "always") })
 	}
+	t.Run(broker.DefaultEngine+"/sync=interval", func(t *testing.T) { testKill9(t, broker.DefaultEngine, "interval") })
 }
 
-func testKill9(t *testing.T, engineName string) {
+func testKill9(t *testing.T, engineName, sync string) {
 	dir := t.TempDir()
 	addr, err := harness.FreeAddr()
 	require.NoError(t, err)
-	child := startChild(t, engineName, dir, addr)
+	child := startChild(t, engineName, dir, addr, sync)
 	defer func() { _ = child.Stop() }()
 	const topic = "kill9"
 	createTopic(t, addr, topic, 3)
@@ -119,7 +126,7 @@ func testKill9(t *testing.T, engineName string) {
 
 	want, errs, before := produceThrough(t, ctx, cl, recs, func() {
 		require.NoError(t, child.Kill(), "kill -9")
-		child = startChild(t, engineName, dir, addr)
+		child = startChild(t, engineName, dir, addr, sync)
 	})
 	t.Logf("%d records acknowledged when the broker was killed", before)
 	assert.Empty(t, errs, "the producer retries through the crash")

@@ -17,6 +17,10 @@ import (
 // truncateFullyAndStartAt clears it too); elected, it takes a retry of such
 // a batch as new. A copy below the start a replica of the partition was so
 // reset to is not held against the copy above it.
+//
+// Nor is a copy a power loss took with every copy unsynced (sync=interval,
+// never): the producer's retry of it is stored again, and a read of the
+// lost copy may still have been in flight.
 type duplicates struct {
 	seen    map[tp]map[string]int64 // value -> offset, from reads
 	dropped map[tp]int64            // the highest start a replica was reset to
@@ -27,7 +31,9 @@ func (d *duplicates) init() { d.seen, d.dropped = map[tp]map[string]int64{}, map
 // stateDropped is a replica of k reset to start at start.
 func (d *duplicates) stateDropped(k tp, start int64) { d.dropped[k] = max(d.dropped[k], start) }
 
-func (d *duplicates) read(s *Sim, k tp, recs []batchcodec.Record) {
+// read checks what a consumer read; lost says whether a value at an
+// offset of k was lost with every copy unsynced (offsetHistory.wasLost).
+func (d *duplicates) read(s *Sim, k tp, recs []batchcodec.Record, lost func(k tp, off int64, v []byte) bool) {
 	m := d.seen[k]
 	if m == nil {
 		m = map[string]int64{}
@@ -37,6 +43,11 @@ func (d *duplicates) read(s *Sim, k tp, recs []batchcodec.Record) {
 		if off, ok := m[string(r.Value)]; ok && off != r.Offset {
 			if first := min(off, r.Offset); first < d.dropped[k] {
 				s.stats.Faults["duplicate-after-log-reset"]++
+				m[string(r.Value)] = r.Offset
+				continue
+			}
+			if lost(k, off, r.Value) || lost(k, r.Offset, r.Value) {
+				s.stats.Faults["duplicate-of-lost-unsynced"]++
 				m[string(r.Value)] = r.Offset
 				continue
 			}

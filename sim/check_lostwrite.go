@@ -75,6 +75,16 @@ func (l *lostWrites) powerLoss(s *Sim, b int32, synced func(k tp, base, end int6
 	return lost
 }
 
+// excuse is the batch at base of k lost with every copy unsynced before
+// its acknowledgement arrived.
+func (l *lostWrites) excuse(s *Sim, k tp, base int64) {
+	for _, a := range l.batches[k] {
+		if a.base == base && !a.kept {
+			a.excused, a.lostAt = true, s.now
+		}
+	}
+}
+
 func (l *lostWrites) elected(s *Sim, r view) {
 	epoch := r.epoch
 	for _, a := range l.batches[r.tp] {

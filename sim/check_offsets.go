@@ -73,11 +73,17 @@ func (h *offsetHistory) forget(k tp, from int64) {
 	}
 }
 
+// wasLost reports whether v was committed at off of k and lost there with
+// every copy unsynced.
+func (h *offsetHistory) wasLost(k tp, off int64, v []byte) bool {
+	return slices.ContainsFunc(h.lost[k][off], func(l []byte) bool { return slices.Equal(l, v) })
+}
+
 func (h *offsetHistory) read(s *Sim, c *consumerClient, k tp, recs []batchcodec.Record) {
 	vm := h.values[k]
 	for _, r := range recs {
 		prev, ok := vm[r.Offset]
-		if slices.ContainsFunc(h.lost[k][r.Offset], func(v []byte) bool { return slices.Equal(v, r.Value) }) && !slices.Equal(prev, r.Value) {
+		if h.wasLost(k, r.Offset, r.Value) && !slices.Equal(prev, r.Value) {
 			continue
 		}
 		if !ok {

@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/minikafka/minikafka/broker/batch/batchcodec"
 	"github.com/minikafka/minikafka/cluster"
@@ -116,7 +117,9 @@ func (c *checks) served(r *replica, offset int64, resp consumeResp) {
 	c.hws.served(c.s, r.view(), offset, resp)
 }
 
-func (c *checks) acked(p *producerClient, k tp, base, last int64, epoch int32, values [][]byte) {
+// acked is an acknowledgement received; held is what holders said when
+// the leader sent it.
+func (c *checks) acked(p *producerClient, k tp, base, last int64, epoch int32, values [][]byte, held []holder) {
 	if p.acks == -1 {
 		c.s.stats.AckedAll++
 		c.order.acked(c.s, k, p.firstSent, c.s.now, base, last, fmt.Sprintf("producer %d", p.id))
@@ -124,20 +127,33 @@ func (c *checks) acked(p *producerClient, k tp, base, last int64, epoch int32, v
 		c.s.stats.AckedOne++
 		return
 	}
-	c.lost.acked(c.s, p.id, k, base, epoch, values, c.holders(k, base, last, values[0]))
+	holders, lost := c.stillHeld(k, base, last, values[0], held)
+	c.lost.acked(c.s, p.id, k, base, epoch, values, holders)
+	if lost {
+		c.lost.excuse(c.s, k, base)
+		c.s.stats.Faults["acked-lost-unsynced"]++
+		c.s.tracef("acknowledged batches of %s from offset %d lost with every copy unsynced before the answer came", k, base)
+		c.forget(k, base)
+	}
 	if c.isrChecked() {
 		c.isr.acked(c.s, k, c.lost.batches[k], c.s.isrMember)
 	}
 }
 
+// holder is a broker whose log held a batch unsynced, in incarnation gen.
+type holder struct {
+	id  int32
+	gen int
+}
+
 // holders are the live brokers whose log holds the batch at base
 // unsynced, under a sync policy that acknowledges from memory; nil when
 // the policy is always or a copy is synced already.
-func (c *checks) holders(k tp, base, last int64, first []byte) []int32 {
+func (c *checks) holders(k tp, base, last int64, first []byte) []holder {
 	if c.s.opts.Sync == engine.SyncAlways {
 		return nil
 	}
-	holders := []int32{}
+	holders := []holder{}
 	for _, b := range c.s.brokers {
 		r := b.replicas[k]
 		if !b.up || r == nil {
@@ -149,9 +165,29 @@ func (c *checks) holders(k tp, base, last int64, first []byte) []int32 {
 		if c.holdsSynced(b, k, base, last+1, first) {
 			return nil
 		}
-		holders = append(holders, b.id)
+		holders = append(holders, holder{b.id, b.gen})
 	}
 	return holders
+}
+
+// stillHeld is held (holders when the leader answered) when the answer
+// arrives: a holder that has lost power since no longer holds the batch,
+// unless it synced it before. It reports lost when none is left.
+func (c *checks) stillHeld(k tp, base, last int64, first []byte, held []holder) ([]int32, bool) {
+	if held == nil {
+		return nil, false
+	}
+	ids := []int32{}
+	for _, h := range held {
+		b := c.s.brokers[h.id-1]
+		switch {
+		case b.gen == h.gen:
+			ids = append(ids, h.id)
+		case c.holdsSynced(b, k, base, last+1, first):
+			return nil, false
+		}
+	}
+	return ids, len(held) > 0 && len(ids) == 0
 }
 
 // holdsSynced reports whether broker b's log of k holds durably the batch
@@ -182,18 +218,52 @@ func (l durableLog) holds(s *Sim, broker int32, k tp, base, end int64, first []b
 // partitions from there may be written again.
 func (c *checks) powerLoss(b *broker) {
 	held := func(k tp, base, end int64, first []byte) bool { return c.holdsSynced(b, k, base, end, first) }
-	for k, off := range c.lost.powerLoss(c.s, b.id, held) {
+	lost := c.lost.powerLoss(c.s, b.id, held)
+	for _, k := range sortedTPs(lost) {
 		c.s.stats.Faults["acked-lost-unsynced"]++
-		c.s.tracef("acknowledged batches of %s from offset %d lost with every copy unsynced", k, off)
-		c.offsets.forget(k, off)
-		for _, br := range c.s.brokers {
-			if r := br.replicas[k]; r != nil && br.up {
-				r.hw = min(r.hw, off) // what commits there next is recorded anew
-			}
-		}
-		c.order.forget(k, off)
-		c.hws.lostFrom(k, off)
+		c.s.tracef("acknowledged batches of %s from offset %d lost with every copy unsynced", k, lost[k])
+		c.forget(k, lost[k])
 	}
+	// A partition b is the only replica of loses its unsynced tail with b,
+	// acknowledged or not (a coordinator's writes, acks=1), and b leads it
+	// again (cluster.Settings.Register): what was committed above b's
+	// synced end may be written again with other records.
+	img := b.store.Image()
+	for _, r := range sortedReplicas(b.replicas) {
+		if c.s.opts.Sync == engine.SyncAlways || !soleReplica(img, r.tp, b.id) {
+			continue
+		}
+		l, ok := b.disk.partitionLog(r.p.LogID())
+		if !ok || l.synced >= r.p.EndOffset() {
+			continue
+		}
+		c.s.stats.Faults["sole-replica-lost-unsynced"]++
+		c.s.tracef("%s from offset %d lost with its only replica, unsynced", r.tp, l.synced)
+		c.forget(r.tp, l.synced)
+	}
+}
+
+// forget is k's history from off lost with every copy unsynced: the
+// checkers that remember what was committed there forget it.
+func (c *checks) forget(k tp, off int64) {
+	c.offsets.forget(k, off)
+	for _, br := range c.s.brokers {
+		if r := br.replicas[k]; r != nil && br.up {
+			r.hw = min(r.hw, off) // what commits there next is recorded anew
+		}
+	}
+	c.order.forget(k, off)
+	c.hws.lostFrom(k, off)
+}
+
+// soleReplica reports whether broker id is the only replica of k in img.
+func soleReplica(img *cluster.Metadata, k tp, id int32) bool {
+	t, ok := img.TopicByID(k.topic)
+	if !ok || int(k.part) >= len(t.Partitions) {
+		return false
+	}
+	p := t.Partitions[k.part]
+	return slices.Equal(p.Replicas, []int32{id}) && len(p.AddingReplicas) == 0
 }
 
 func (c *checks) polled(cl *consumerClient, k tp, pos int64, batches [][]byte) {
@@ -208,7 +278,7 @@ func (c *checks) polled(cl *consumerClient, k tp, pos int64, batches [][]byte) {
 	c.polls.polled(c.s, cl.id, k, pos, each)
 	c.skips.polled(c.s, cl.id, k, pos, recs)
 	c.offsets.read(c.s, cl, k, recs)
-	c.dups.read(c.s, k, recs)
+	c.dups.read(c.s, k, recs, c.offsets.wasLost)
 	var next int64 = pos
 	for _, r := range recs {
 		if r.Offset >= next {

@@ -125,17 +125,33 @@ func TestCheckDuplicate(t *testing.T) {
 	require.Equal(t, "duplicate", reported(s))
 
 	s = testSim()
-	s.checks.dups.read(s, k1, []batchtest.Record{{Offset: 0, Value: []byte("a")}, {Offset: 3, Value: []byte("a")}})
+	wasLost := s.checks.offsets.wasLost
+	s.checks.dups.read(s, k1, []batchtest.Record{{Offset: 0, Value: []byte("a")}, {Offset: 3, Value: []byte("a")}}, wasLost)
 	require.Equal(t, "duplicate", reported(s))
 
 	// A replica reset to start at 2 lost the producer state of what lay
 	// below: a copy below 2 and one above are excused, two above it are not.
 	s = testSim()
 	s.checks.dups.stateDropped(k1, 2)
-	s.checks.dups.read(s, k1, []batchtest.Record{{Offset: 1, Value: []byte("a")}, {Offset: 3, Value: []byte("a")}})
+	wasLost = s.checks.offsets.wasLost
+	s.checks.dups.read(s, k1, []batchtest.Record{{Offset: 1, Value: []byte("a")}, {Offset: 3, Value: []byte("a")}}, wasLost)
 	require.Empty(t, reported(s))
 	require.Equal(t, 1, s.stats.Faults["duplicate-after-log-reset"])
-	s.checks.dups.read(s, k1, []batchtest.Record{{Offset: 4, Value: []byte("b")}, {Offset: 5, Value: []byte("b")}})
+	s.checks.dups.read(s, k1, []batchtest.Record{{Offset: 4, Value: []byte("b")}, {Offset: 5, Value: []byte("b")}}, wasLost)
+	require.Equal(t, "duplicate", reported(s))
+
+	// The history of k1 from 1 lost with every copy unsynced (sync=never):
+	// "c", committed at 1, stored again at 4 by its retry, is excused; "a",
+	// at 0, was not lost, and a second copy of it is a duplicate.
+	s = testSim()
+	wasLost = s.checks.offsets.wasLost
+	s.checks.offsets.committed(s, view{broker: 1, tp: k1, log: logOf(t, "a", "c")}, 0, 2)
+	s.checks.dups.read(s, k1, []batchtest.Record{{Offset: 0, Value: []byte("a")}, {Offset: 1, Value: []byte("c")}}, wasLost)
+	s.checks.offsets.forget(k1, 1)
+	s.checks.dups.read(s, k1, []batchtest.Record{{Offset: 4, Value: []byte("c")}}, wasLost)
+	require.Empty(t, reported(s))
+	require.Equal(t, 1, s.stats.Faults["duplicate-of-lost-unsynced"])
+	s.checks.dups.read(s, k1, []batchtest.Record{{Offset: 5, Value: []byte("a")}}, wasLost)
 	require.Equal(t, "duplicate", reported(s))
 }
 

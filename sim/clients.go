@@ -123,7 +123,7 @@ func (p *producerClient) step() {
 		case !ok:
 			p.wake(20)
 		case r.err == nil:
-			s.checks.acked(p, k, r.base, r.last, r.epoch, p.values)
+			s.checks.acked(p, k, r.base, r.last, r.epoch, p.values, r.holders)
 			p.high = max(p.high, r.last+1)
 			p.sent++
 			p.seq += int32(len(p.values))

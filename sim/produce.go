@@ -38,7 +38,8 @@ type produceReq struct {
 type produceResp struct {
 	err        error
 	base, last int64
-	epoch      int32 // the acknowledging leader's epoch, for the checkers (not on the wire)
+	epoch      int32    // the acknowledging leader's epoch, for the checkers (not on the wire)
+	holders    []holder // checks.holders when the leader answered, for the checkers
 }
 
 type waiter struct {
@@ -99,7 +100,9 @@ func (r *replica) resolveWaiters() {
 		done, err := w.ack.Poll()
 		switch {
 		case done && err == nil:
-			w.reply(produceResp{base: w.base, last: w.last, epoch: w.epoch})
+			first, _ := valueAt(r.b.s, r.view(), w.base)
+			holders := r.b.s.checks.holders(r.tp, w.base, w.last, first)
+			w.reply(produceResp{base: w.base, last: w.last, epoch: w.epoch, holders: holders})
 		case done:
 			w.reply(produceResp{err: kafkaErr(err)})
 		case r.b.s.now >= w.deadline:
