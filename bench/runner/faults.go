@@ -87,7 +87,7 @@ func (st *steps) hit(c *harness.Cluster, how string, victims []int32) error {
 	case hitStop:
 		return c.Stop(victims[0])
 	case hitFreeze:
-		return signal(c, victims[0], syscall.SIGSTOP)
+		return signal(c, victims[0], sigStop)
 	case hitIsolate, hitCut:
 		if st.lab == nil {
 			return fmt.Errorf("%s needs topology.netns", how)
@@ -131,7 +131,7 @@ func signal(c *harness.Cluster, id int32, sig syscall.Signal) error {
 	if ch == nil {
 		return fmt.Errorf("broker %d never started", id)
 	}
-	if err := syscall.Kill(ch.Pid(), sig); err != nil {
+	if err := kill(ch.Pid(), sig); err != nil {
 		return fmt.Errorf("broker %d: %v: %w", id, sig, err)
 	}
 	return nil
@@ -175,7 +175,7 @@ func (st *steps) heal(ctx context.Context, prefix string) error {
 		}
 		return nil
 	case hitFreeze:
-		return signal(c, id, syscall.SIGCONT)
+		return signal(c, id, sigCont)
 	case hitIsolate:
 		return st.lab.Rejoin(int(id))
 	case hitCut:

@@ -26,7 +26,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -207,15 +206,6 @@ func (s *summary) add(r sim.Result) {
 		s.failures = append(s.failures, r)
 		fmt.Fprintf(os.Stderr, "\n%s", sim.FormatFailure(r, 0))
 	}
-}
-
-// cpuTime is the user and system time this process has used.
-func cpuTime() time.Duration {
-	var u syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
-		return 0
-	}
-	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
 func (s summary) text() string {
