@@ -84,7 +84,7 @@ func Quick() Config {
 // AllSubjects lists every subject that can be measured: the registered
 // engines and the baselines, in report order.
 func AllSubjects() []string {
-	names := append(engine.Names(), RawName, RawOverwriteName, BadgerTxnName)
+	names := append(engine.Names(), RawName, RawOverwriteName, SegmentRetainedName, BadgerTxnName)
 	slices.SortStableFunc(names, func(a, b string) int { return subjectRank(a) - subjectRank(b) })
 	return names
 }
@@ -92,7 +92,7 @@ func AllSubjects() []string {
 // subjectRank orders the report: the disk's limit first, then the engines
 // the targets compare, then the rest.
 func subjectRank(name string) int {
-	if i := slices.Index([]string{RawName, RawOverwriteName, "segment", "pebble", "badger", BadgerTxnName, "memory"}, name); i >= 0 {
+	if i := slices.Index([]string{RawName, RawOverwriteName, "segment", SegmentRetainedName, "pebble", "badger", BadgerTxnName, "memory"}, name); i >= 0 {
 		return i
 	}
 	return 100
@@ -230,6 +230,8 @@ func (c Config) subjects() ([]Subject, error) {
 			out = append(out, RawOverwriteSubject())
 		case BadgerTxnName:
 			out = append(out, BadgerTxnSubject())
+		case SegmentRetainedName:
+			out = append(out, SegmentRetainedSubject(engine.DefaultSegmentBytes))
 		default:
 			s, err := EngineSubject(n)
 			if err != nil {

@@ -105,6 +105,9 @@ type engineLog struct {
 	e    engine.LogEngine
 	mu   sync.Mutex
 	next int64
+	// retain, when positive, trims the log to about its last retain bytes
+	// as it is written (SegmentRetainedSubject).
+	retain, written, markBytes, markOffset int64
 }
 
 func (l *engineLog) append(data []byte, records int32) (end int64, err error) {
@@ -115,6 +118,9 @@ func (l *engineLog) append(data []byte, records int32) (end int64, err error) {
 		return 0, fmt.Errorf("append at %d: %w", l.next, err)
 	}
 	l.next = b.NextOffset()
+	if err := l.retainAfter(len(data)); err != nil {
+		return 0, err
+	}
 	return l.next, nil
 }
 

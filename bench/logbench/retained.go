@@ -1,0 +1,126 @@
+package logbench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/minikafka/minikafka/engine"
+)
+
+// SegmentRetainedName names segment measured in retention's steady state.
+const SegmentRetainedName = "segment-retained"
+
+// SegmentRetainedSubject is the segment engine with default options in the
+// state a log under retention lives in: retention drops its oldest segment
+// as it writes one more, so every segment it starts is the spare, a file
+// whose blocks were written before (see the engine's Recycling). Opening it
+// writes two segments of filler and trims them (outside the measurement,
+// as raw-overwrite's zeroing is), so that the active segment is recycled
+// and a spare is waiting; while it is written, every SegmentBytes written
+// drops what lies a segment back. It keeps only about two segments, so,
+// like raw-overwrite, it is not read back. segmentBytes is the roll size
+// (the engine's default in the benchmark).
+func SegmentRetainedSubject(segmentBytes int64) Subject {
+	open := func(dir string) (*engineLog, error) {
+		e, err := engine.Open("segment", dir, engine.Options{Sync: engine.SyncAlways, SegmentBytes: segmentBytes})
+		if err != nil {
+			return nil, err
+		}
+		l := &engineLog{e: e, next: e.EndOffset()}
+		if err := l.prefill(dir, segmentBytes); err != nil {
+			e.Close()
+			return nil, err
+		}
+		l.retain = segmentBytes
+		return l, nil
+	}
+	return Subject{
+		Name:       SegmentRetainedName,
+		Note:       "segment, sync=always, default options, in retention's steady state: segments recycled; not read back",
+		Durable:    true,
+		Overwrites: true,
+		Writer:     func(dir string) (Writer, error) { return open(dir) },
+		Ingester:   func(dir string) (Ingester, error) { return open(dir) },
+	}
+}
+
+// Retention's bookkeeping in engineLog (retain > 0): the bytes appended
+// (each batch counted with a frame's overhead, so that marks come a little
+// more often than rolls and a spare is always ready), and the offset and
+// byte count of the last mark.
+const retainFrameBytes = 64
+
+// retainAfter runs under l.mu after an append of n bytes: every retain
+// bytes it drops the segments wholly below the previous mark, about a
+// segment back, which become the spare.
+func (l *engineLog) retainAfter(n int) error {
+	l.written += int64(n + retainFrameBytes)
+	if l.retain == 0 || l.written-l.markBytes < l.retain {
+		return nil
+	}
+	drop := l.markOffset
+	l.markOffset, l.markBytes = l.next, l.written
+	if err := l.e.DeleteBefore(drop); err != nil {
+		return fmt.Errorf("retention: delete before %d: %w", drop, err)
+	}
+	return nil
+}
+
+// prefill writes filler until the log has rolled twice, dropping what
+// lies before each new segment: the first roll starts a fresh file and
+// leaves the first one as the spare, the second starts the spare renamed
+// and leaves the second as the next spare.
+func (l *engineLog) prefill(dir string, segmentBytes int64) error {
+	const fillerRecords = 1024
+	filler := make([]byte, min(1<<20, segmentBytes/16))
+	deadline := time.Now().Add(5 * time.Minute)
+	files, err := segmentFiles(dir)
+	if err != nil {
+		return err
+	}
+	for rolls := 0; rolls < 2; {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("prefill: no roll after %d bytes", l.written)
+		}
+		end, err := l.append(filler, fillerRecords)
+		if err != nil {
+			return err
+		}
+		n, err := segmentFiles(dir)
+		if err != nil {
+			return err
+		}
+		if n <= files {
+			continue
+		}
+		rolls++
+		base := end - fillerRecords // the new segment starts with this batch
+		if err := l.e.Sync(context.Background(), end); err != nil {
+			return err
+		}
+		if err := l.e.DeleteBefore(base); err != nil {
+			return fmt.Errorf("prefill: delete before %d: %w", base, err)
+		}
+		if files, err = segmentFiles(dir); err != nil {
+			return err
+		}
+	}
+	l.markOffset, l.markBytes = l.next, l.written
+	return nil
+}
+
+// segmentFiles counts the segment files of the log in dir.
+func segmentFiles(dir string) (int, error) {
+	var n int
+	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(d.Name(), ".log") {
+			n++
+		}
+		return err
+	})
+	return n, err
+}
