@@ -172,7 +172,8 @@ func (c *checks) holders(k tp, base, last int64, first []byte) []holder {
 
 // stillHeld is held (holders when the leader answered) when the answer
 // arrives: a holder that has lost power since no longer holds the batch,
-// unless it synced it before. It reports lost when none is left.
+// unless it synced it before; a broker that holds it now (a follower that
+// fetched it since) does. It reports lost when none is left.
 func (c *checks) stillHeld(k tp, base, last int64, first []byte, held []holder) ([]int32, bool) {
 	if held == nil {
 		return nil, false
@@ -185,6 +186,15 @@ func (c *checks) stillHeld(k tp, base, last int64, first []byte, held []holder) 
 			ids = append(ids, h.id)
 		case c.holdsSynced(b, k, base, last+1, first):
 			return nil, false
+		}
+	}
+	now := c.holders(k, base, last, first)
+	if now == nil {
+		return nil, false // a copy is synced now
+	}
+	for _, h := range now {
+		if !slices.Contains(ids, h.id) {
+			ids = append(ids, h.id)
 		}
 	}
 	return ids, len(held) > 0 && len(ids) == 0
