@@ -169,7 +169,9 @@ const (
 	// SyncAlways: Sync returns only after an fsync that covers the batch.
 	SyncAlways SyncPolicy = iota
 	// SyncInterval: Sync returns at once; a background flusher fsyncs every
-	// Options.SyncInterval. A crash loses at most about one interval.
+	// Options.SyncInterval. A crash loses at most about one interval. An
+	// engine may hold that interval in process memory (badger does), so a
+	// process crash, not only a power loss, can take it.
 	SyncInterval
 	// SyncNever: Sync returns at once; data reaches the disk when the OS
 	// writes it back, or at Close. An engine may hold a bounded amount of
