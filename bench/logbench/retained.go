@@ -20,8 +20,8 @@ const SegmentRetainedName = "segment-retained"
 // whose blocks were written before (see the engine's Recycling). Opening it
 // writes two segments of filler and trims them (outside the measurement,
 // as raw-overwrite's zeroing is), so that the active segment is recycled
-// and a spare is waiting; while it is written, every SegmentBytes written
-// drops what lies a segment back. It keeps only about two segments, so,
+// and a spare is waiting; while it is written, every quarter segment
+// written drops every sealed segment. It keeps only its active segment, so,
 // like raw-overwrite, it is not read back. segmentBytes is the roll size
 // (the engine's default in the benchmark).
 func SegmentRetainedSubject(segmentBytes int64) Subject {
@@ -49,23 +49,24 @@ func SegmentRetainedSubject(segmentBytes int64) Subject {
 }
 
 // Retention's bookkeeping in engineLog (retain > 0): the bytes appended
-// (each batch counted with a frame's overhead, so that marks come a little
-// more often than rolls and a spare is always ready), and the offset and
-// byte count of the last mark.
+// (each batch counted with a frame's overhead) and the byte count at the
+// last trim. Trimming every quarter segment to the log's end drops each
+// sealed segment within a quarter segment of the roll that sealed it, so
+// the spare is back long before the next roll needs it. (Retention that
+// keeps more history drops the same segments later; what the active
+// segment's writes cost is the same.)
 const retainFrameBytes = 64
 
-// retainAfter runs under l.mu after an append of n bytes: every retain
-// bytes it drops the segments wholly below the previous mark, about a
-// segment back, which become the spare.
+// retainAfter runs under l.mu after an append of n bytes: every quarter of
+// retain bytes it drops every sealed segment, which becomes the spare.
 func (l *engineLog) retainAfter(n int) error {
 	l.written += int64(n + retainFrameBytes)
-	if l.retain == 0 || l.written-l.markBytes < l.retain {
+	if l.retain == 0 || l.written-l.markBytes < l.retain/4 {
 		return nil
 	}
-	drop := l.markOffset
-	l.markOffset, l.markBytes = l.next, l.written
-	if err := l.e.DeleteBefore(drop); err != nil {
-		return fmt.Errorf("retention: delete before %d: %w", drop, err)
+	l.markBytes = l.written
+	if err := l.e.DeleteBefore(l.next); err != nil {
+		return fmt.Errorf("retention: delete before %d: %w", l.next, err)
 	}
 	return nil
 }
@@ -109,7 +110,7 @@ func (l *engineLog) prefill(dir string, segmentBytes int64) error {
 			return err
 		}
 	}
-	l.markOffset, l.markBytes = l.next, l.written
+	l.markBytes = l.written
 	return nil
 }
 

@@ -105,9 +105,9 @@ type engineLog struct {
 	e    engine.LogEngine
 	mu   sync.Mutex
 	next int64
-	// retain, when positive, trims the log to about its last retain bytes
-	// as it is written (SegmentRetainedSubject).
-	retain, written, markBytes, markOffset int64
+	// retain, when positive, is the roll size of a log trimmed as it is
+	// written (SegmentRetainedSubject).
+	retain, written, markBytes int64
 }
 
 func (l *engineLog) append(data []byte, records int32) (end int64, err error) {
