@@ -48,17 +48,17 @@ func SegmentRetainedSubject(segmentBytes int64) Subject {
 	}
 }
 
-// Retention's bookkeeping in engineLog (retain > 0): the bytes appended
-// (each batch counted with a frame's overhead) and the byte count at the
-// last trim. Trimming every quarter segment to the log's end drops each
-// sealed segment within a quarter segment of the roll that sealed it, so
-// the spare is back long before the next roll needs it. (Retention that
-// keeps more history drops the same segments later; what the active
-// segment's writes cost is the same.)
+// retainFrameBytes is what engineLog.written counts for each batch beyond
+// its data: about a frame's overhead, so that the count runs ahead of the
+// file and never behind.
 const retainFrameBytes = 64
 
 // retainAfter runs under l.mu after an append of n bytes: every quarter of
 // retain bytes it drops every sealed segment, which becomes the spare.
+// That drops each sealed segment within a quarter segment of the roll that
+// sealed it, long before the next roll needs the spare. (Retention that
+// keeps more history drops the same segments later; what the active
+// segment's writes cost is the same.)
 func (l *engineLog) retainAfter(n int) error {
 	l.written += int64(n + retainFrameBytes)
 	if l.retain == 0 || l.written-l.markBytes < l.retain/4 {

@@ -106,7 +106,8 @@ type engineLog struct {
 	mu   sync.Mutex
 	next int64
 	// retain, when positive, is the roll size of a log trimmed as it is
-	// written (SegmentRetainedSubject).
+	// written (SegmentRetainedSubject); written counts the bytes appended,
+	// markBytes what written was at the last trim.
 	retain, written, markBytes int64
 }
 
