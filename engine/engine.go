@@ -118,7 +118,10 @@ type LogEngine interface {
 	// Sync waits until every batch below offset end is durable under the
 	// engine's SyncPolicy: with SyncAlways it returns after an fsync that covers
 	// them (shared with every other waiter: group commit); with SyncInterval and
-	// SyncNever it returns at once. It returns ctx.Err() if ctx ends first, and
+	// SyncNever once they would survive a crash of this process (the OS holds
+	// them, or the engine made them durable), without waiting for an fsync of
+	// their own. A broker acknowledges after Sync, so a kill -9 loses nothing
+	// acknowledged under any policy. It returns ctx.Err() if ctx ends first, and
 	// the flusher's error if an fsync failed (that error is sticky). An end past
 	// EndOffset is treated as EndOffset.
 	Sync(ctx context.Context, end int64) error
@@ -168,15 +171,13 @@ type SyncPolicy int
 const (
 	// SyncAlways: Sync returns only after an fsync that covers the batch.
 	SyncAlways SyncPolicy = iota
-	// SyncInterval: Sync returns at once; a background flusher fsyncs every
-	// Options.SyncInterval. A crash loses at most about one interval. An
-	// engine may hold that interval in process memory (badger does), so a
-	// process crash, not only a power loss, can take it.
+	// SyncInterval: Sync returns once the data is out of the process's
+	// hands; a background flusher fsyncs every Options.SyncInterval. A power
+	// loss loses at most about one interval; a process crash nothing Sync
+	// covered.
 	SyncInterval
-	// SyncNever: Sync returns at once; data reaches the disk when the OS
-	// writes it back, or at Close. An engine may hold a bounded amount of
-	// unsynced data in process memory under this policy (badger does), so a
-	// process crash, not only a power loss, can take it.
+	// SyncNever: as SyncInterval, but data reaches the disk when the OS
+	// writes it back, or at Close.
 	SyncNever
 )
 

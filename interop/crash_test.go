@@ -88,8 +88,10 @@ func (l testLog) Write(p []byte) (int, error) {
 // process's memory, and the retried batches of the interrupted requests are
 // recognised from the recovered producer state, not stored twice. (A killed
 // process keeps what reached the OS page cache; losing the page cache is a
-// power loss, which engine/crashtest covers.) So under sync=interval too:
-// the broker, the only replica of its partitions, leads them again.
+// power loss, which engine/crashtest covers.) So under sync=interval and
+// never too, on every durable engine: the broker, the only replica of its
+// partitions, leads them again, and nothing it acknowledged was held in
+// the engine's memory.
 func TestKill9LosesNothingAcknowledged(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts broker processes")
@@ -101,8 +103,12 @@ func TestKill9LosesNothingAcknowledged(t *testing.T) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) { testKill9(t, name, "always") })
+		// Under the other policies too: a kill -9 spares the page cache, and
+		// an acknowledgement waits for the engine to hand it the batch.
+		for _, sync := range []string{"interval", "never"} {
+			t.Run(name+"/sync="+sync, func(t *testing.T) { testKill9(t, name, sync) })
+		}
 	}
-	t.Run(broker.DefaultEngine+"/sync=interval", func(t *testing.T) { testKill9(t, broker.DefaultEngine, "interval") })
 }
 
 func testKill9(t *testing.T, engineName, sync string) {

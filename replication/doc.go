@@ -14,6 +14,9 @@
 // the leader counts its own log only up to its durable end. acks=all thus
 // means "on the disk of min.insync.replicas brokers", and a power loss on
 // any of them cannot take back an acknowledged record (kafka-fsync).
+// Under the other policies the broker does the same with "durable" meaning
+// out of the process's hands (what an engine's Sync promises there), so a
+// kill -9 of any of them cannot.
 // Followers are served up to the leader's log end, not its durable end, so
 // that the leader's fsync and the followers' copy and fsync overlap: a
 // record a follower holds and the leader loses in a power loss was never

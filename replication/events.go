@@ -95,9 +95,9 @@ type FollowerFetch struct {
 // appended).
 type LocalAppended struct{ End int64 }
 
-// LocalDurable says the local log is durable up to End: after an fsync
-// under sync=always, right after the append under the other policies. Both
-// roles take it.
+// LocalDurable says the local log is durable up to End: after the log's
+// Sync (an fsync under sync=always; under the other policies a wait until
+// the engine handed the batches to the OS). Both roles take it.
 type LocalDurable struct{ End int64 }
 
 // LogStartMoved says the local log start moved to Start (retention,

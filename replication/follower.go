@@ -15,12 +15,14 @@ type FollowerConfig struct {
 	BrokerEpoch int64 // Self's broker epoch, sent in fetches (KIP-903)
 	Leader      int32
 	LeaderEpoch int32
-	// SyncAlways: under sync=always, fetched batches count only once
-	// synced. The follower then fetches again only when its log end is
-	// durable (LocalDurable), so the fetch offset the leader counts toward
-	// the HW is always on disk. Under the other policies an Append is taken
-	// as durable at once.
-	SyncAlways bool
+	// CountDurable: fetched batches count only once the host reports them
+	// durable (LocalDurable). The follower then fetches again only when its
+	// log end is durable, so the fetch offset the leader counts toward the
+	// HW is one a crash spares. The broker sets it under every sync policy:
+	// its durable end is where the log's Sync returned (on disk under
+	// sync=always, out of the process's hands under the others). Otherwise
+	// an Append is taken as durable at once.
+	CountDurable bool
 
 	LogStart   int64
 	LogEnd     int64
@@ -55,7 +57,7 @@ type Follower struct {
 	self, leader                  int32
 	brokerEpoch                   int64
 	leaderEpoch                   int32
-	syncAlways                    bool
+	countDurable                  bool
 	logStart, logEnd, durable, hw int64
 	// leaderHW is the highest high watermark the leader has reported (the
 	// local HW until it reports one): how far this replica is behind is
@@ -81,8 +83,8 @@ func NewFollower(cfg FollowerConfig) (*Follower, []Action, error) {
 	}
 	f := &Follower{
 		self: cfg.Self, leader: cfg.Leader, brokerEpoch: cfg.BrokerEpoch, leaderEpoch: cfg.LeaderEpoch,
-		syncAlways: cfg.SyncAlways,
-		logStart:   cfg.LogStart, logEnd: cfg.LogEnd, durable: cfg.DurableEnd,
+		countDurable: cfg.CountDurable,
+		logStart:     cfg.LogStart, logEnd: cfg.LogEnd, durable: cfg.DurableEnd,
 		hw:     min(max(cfg.HW, cfg.LogStart), cfg.LogEnd),
 		epochs: cfg.Epochs, mut: cfg.mut,
 	}
@@ -97,10 +99,10 @@ func NewFollower(cfg FollowerConfig) (*Follower, []Action, error) {
 }
 
 // NextFetch is the fetch to send now, and false when none may be sent: the
-// follower is stale (NeedMetadata), or under sync=always its log end is not
-// yet durable.
+// follower is stale (NeedMetadata), or with CountDurable its log end is
+// not yet durable.
 func (f *Follower) NextFetch() (FetchRequest, bool) {
-	if f.stale != nil || (f.syncAlways && f.durable < f.logEnd && !f.mut.has(mutCountUnsynced)) {
+	if f.stale != nil || (f.countDurable && f.durable < f.logEnd && !f.mut.has(mutCountUnsynced)) {
 		return FetchRequest{}, false
 	}
 	last := f.epochs.LatestEpoch()
@@ -261,7 +263,7 @@ func (f *Follower) appendBatches(r FetchResponse) []Action {
 			changed = f.epochs.Assign(b.Epoch, b.BaseOffset) || changed
 		}
 		f.logEnd = next
-		if !f.syncAlways {
+		if !f.countDurable {
 			f.durable = next
 		}
 		if changed {
@@ -304,7 +306,7 @@ type FollowerState struct {
 	// the last fetch response (HW before the first): LeaderHW - LogEnd is
 	// how far behind this replica is, the lag DescribeLogDirs reports.
 	LeaderHW int64
-	// SyncPending: under sync=always, the log end is not yet durable, so
+	// SyncPending: with CountDurable, the log end is not yet durable, so
 	// no fetch goes out.
 	SyncPending bool
 	// Stale is why the follower waits for metadata, nil when it does not.
@@ -316,7 +318,7 @@ func (f *Follower) State() FollowerState {
 	return FollowerState{
 		Leader: f.leader, LeaderEpoch: f.leaderEpoch,
 		LogStart: f.logStart, LogEnd: f.logEnd, DurableEnd: f.durable, HW: f.hw, LeaderHW: f.leaderHW,
-		SyncPending: f.syncAlways && f.durable < f.logEnd, Stale: f.stale,
+		SyncPending: f.countDurable && f.durable < f.logEnd, Stale: f.stale,
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 func newTestFollower(t *testing.T, mod func(*FollowerConfig)) *Follower {
 	t.Helper()
 	cfg := FollowerConfig{
-		Self: 2, BrokerEpoch: 12, Leader: 1, LeaderEpoch: 5, SyncAlways: true,
+		Self: 2, BrokerEpoch: 12, Leader: 1, LeaderEpoch: 5, CountDurable: true,
 		LogEnd: 20, DurableEnd: 20, HW: 15, Epochs: cache(t, 1, 0, 3, 10),
 	}
 	if mod != nil {
@@ -48,7 +48,7 @@ func TestFollowerNextFetch(t *testing.T) {
 	require.Equal(t, int32(5), req.LastFetchedEpoch)
 
 	// Other policies take an append as durable.
-	g := newTestFollower(t, func(c *FollowerConfig) { c.SyncAlways = false })
+	g := newTestFollower(t, func(c *FollowerConfig) { c.CountDurable = false })
 	g.Step(FetchResponse{FetchOffset: 20, Batches: []BatchInfo{{20, 24, 5, false}}})
 	req, ok = g.NextFetch()
 	require.True(t, ok)
@@ -273,7 +273,7 @@ func TestFollowerAppendsBelowAnEmptyEpoch(t *testing.T) {
 // LeaderHW is the highest HW the leader reported: a follower catching up
 // knows how far behind it is, and reports 0 behind once it has caught up.
 func TestFollowerLeaderHW(t *testing.T) {
-	f := newTestFollower(t, func(c *FollowerConfig) { c.SyncAlways = false })
+	f := newTestFollower(t, func(c *FollowerConfig) { c.CountDurable = false })
 	require.Equal(t, int64(15), f.State().LeaderHW, "the local HW before any response")
 	f.Step(FetchResponse{FetchOffset: 20, HighWatermark: 100, Batches: []BatchInfo{{20, 24, 5, false}}})
 	st := f.State()

@@ -35,7 +35,7 @@ func (h *harness) deliver() {
 			h.apply(n, acts)
 		case c.leader >= 0 && (n.follower == nil || n.follower.State().LeaderEpoch != c.leaderEpoch):
 			f, acts, err := NewFollower(FollowerConfig{
-				Self: n.id, BrokerEpoch: n.brokerEpoch, Leader: c.leader, LeaderEpoch: c.leaderEpoch, SyncAlways: h.syncAlways,
+				Self: n.id, BrokerEpoch: n.brokerEpoch, Leader: c.leader, LeaderEpoch: c.leaderEpoch, CountDurable: h.syncAlways,
 				LogStart: n.logStart, LogEnd: n.end(), DurableEnd: n.reported, HW: n.hw, Epochs: n.epochs, mut: h.mut,
 			})
 			if err != nil {

@@ -68,9 +68,9 @@
 // what is left. pebble and badger do not run here: both start goroutines
 // of their own (compactions, flushes, value-log GC) that no option turns
 // off, so no schedule on them would replay. Seeds also draw the sync
-// policy (always; interval and never, which acknowledge from memory: an
-// acknowledged batch every holder lost unsynced in power losses is
-// excused, and counted as acked-lost-unsynced), non-voter brokers that
+// policy (always; interval and never, which acknowledge from the page
+// cache: an acknowledged batch every holder lost unsynced in power losses
+// is excused, and counted as acked-lost-unsynced), non-voter brokers that
 // follow the metadata log, retention and DeleteRecords moves of the log
 // start with consumers resetting to it, disk replacement and controlled
 // shutdowns. Unclean leader election is on only in scenarios: with it, a

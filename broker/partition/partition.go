@@ -74,7 +74,7 @@ type Partition struct {
 	cfg      atomic.Pointer[topicConfig] // the topic's configs may change
 	resized  bool                        // setConfig has given the log its segment size (Manager.Ensure serializes it)
 	internal bool                        // an internal topic: never trimmed by retention
-	always   bool                        // SyncAlways: the HW waits for an fsync
+	always   bool                        // SyncAlways: what Open recovered is synced before it counts
 	// shortOfHW is how many committed offsets the log lacked when it was
 	// opened (its saved high watermark above its end), 0 normally.
 	shortOfHW int64
@@ -160,9 +160,11 @@ type Partition struct {
 	snapEvery int64 // Config.SnapshotBytes
 
 	wm watermark
-	// durable is how far the log is known synced under SyncAlways, moved by
-	// the background loop; acks=1 waits on it so that its fsyncs are the
-	// loop's, not a second stream of syncs beside them.
+	// durable is how far the log's Sync has covered (under SyncAlways
+	// synced; under the other policies out of the process's hands, so
+	// that a kill -9 takes nothing acknowledged), moved by the background
+	// loop; acks=1 waits on it so that its syncs are the loop's, not a
+	// second stream of syncs beside them.
 	durable watermark
 	ti      timeIndex
 
@@ -370,9 +372,9 @@ func (p *Partition) validate(records []byte) ([][]byte, []batch.Header, error) {
 	return parts, hs, nil
 }
 
-// afterAppend runs under mu once the log end moved to end: the HW follows
-// at once when durability is not awaited, otherwise the background loop
-// syncs; a snapshot is requested when enough was written.
+// afterAppend runs under mu once the log end moved to end, and wakes the
+// background loop, which syncs the log and then moves the local durable
+// end (and with it the HW), and writes a snapshot when one is due.
 func (p *Partition) afterAppend(end int64) {
 	p.repMu.Lock()
 	defer p.repMu.Unlock()
@@ -385,14 +387,9 @@ func (p *Partition) afterAppendLocked(end int64) {
 		p.applyLocked(l.Step(replication.LocalAppended{End: end}))
 		p.fetchable.poke() // followers fetch up to the log end
 	}
-	if !p.always {
-		p.localDurableLocked(end)
-	}
-	if p.always || p.sinceSnap >= p.snapEvery || (p.epochsDirty && !p.epochsOnDisk) {
-		select {
-		case p.kick <- struct{}{}:
-		default:
-		}
+	select {
+	case p.kick <- struct{}{}:
+	default:
 	}
 }
 

@@ -152,7 +152,7 @@ type tenure struct {
 func (p *Partition) followLocked() error {
 	cfg := replication.FollowerConfig{
 		Self: p.self, BrokerEpoch: p.brokerEpoch, Leader: p.leaderID, LeaderEpoch: p.epoch,
-		SyncAlways: p.always, LogStart: p.log.StartOffset(), LogEnd: p.log.EndOffset(),
+		CountDurable: true, LogStart: p.log.StartOffset(), LogEnd: p.log.EndOffset(),
 		DurableEnd: p.durable.get(), HW: p.wm.get(), Epochs: p.epochs,
 	}
 	if p.repl.ConfigureFollower != nil {
@@ -496,14 +496,10 @@ func (p *Partition) NextFetch() (replication.FetchRequest, bool) {
 }
 
 // WaitSynced returns once everything this replica has appended is
-// durable, which under sync=always is what NextFetch waits for (a follower
-// reports only synced offsets), ctx.Err() if ctx ends first, or the
-// partition's error if its sync failed or it closed. Under other policies
-// it returns at once.
+// durable under its sync policy, which is what NextFetch waits for (a
+// follower reports only what its log's Sync covered), ctx.Err() if ctx
+// ends first, or the partition's error if its sync failed or it closed.
 func (p *Partition) WaitSynced(ctx context.Context) error {
-	if !p.always {
-		return nil
-	}
 	return p.WaitDurable(ctx, p.log.EndOffset())
 }
 

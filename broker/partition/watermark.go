@@ -149,27 +149,21 @@ func (w *watermark) wait(ctx context.Context, ok func(hw int64) bool) error {
 }
 
 // WaitDurable (acks=1) returns once every batch below end is durable under
-// the engine's sync policy, sharing the engine's group commit with every
-// other waiter. It returns ctx.Err() if ctx ends first and
-// kerr.KafkaStorageError if the fsync failed.
+// the engine's sync policy (engine.LogEngine.Sync: under SyncInterval and
+// SyncNever, safe from a crash of this process). It returns ctx.Err() if
+// ctx ends first and kerr.KafkaStorageError if the sync failed.
 //
-// Under SyncAlways it waits for the background loop, which syncs after
-// every append anyway: a Sync of its own would often land in the next
-// group-commit round and cost a second fsync per batch.
+// It waits for the background loop, which syncs after every append anyway:
+// a Sync of its own would often land in the next group-commit round and
+// cost a second sync per batch.
 func (p *Partition) WaitDurable(ctx context.Context, end int64) error {
 	// Sync treats an end past the log end as the log end, so only offsets
 	// below both are known durable afterwards.
 	end = min(end, p.log.EndOffset())
-	if p.always {
-		if err := p.durable.failed(); err != nil {
-			return err
-		}
-		return p.durable.wait(ctx, func(d int64) bool { return d >= end })
+	if err := p.durable.failed(); err != nil {
+		return err
 	}
-	if err := p.log.Sync(ctx, end); err != nil {
-		return p.writeFailed("sync", err)
-	}
-	return nil
+	return p.durable.wait(ctx, func(d int64) bool { return d >= end })
 }
 
 // WaitHighWatermark (acks=all) returns once the high watermark reaches end,
@@ -215,15 +209,10 @@ func (p *Partition) AwaitAck(acks int16, end int64) AckWait {
 }
 
 // Poll reports, without blocking, whether the wait is over, and then with
-// what WaitDurable (acks=1) or WaitHighWatermark (acks=-1) returns. Under a
-// sync policy other than always, an acks=1 Poll syncs the log, as
-// WaitDurable does.
+// what WaitDurable (acks=1) or WaitHighWatermark (acks=-1) returns.
 func (w AckWait) Poll() (done bool, err error) {
 	p := w.p
 	if w.acks != -1 {
-		if !p.always {
-			return true, p.WaitDurable(context.Background(), w.end)
-		}
 		if err := p.durable.failed(); err != nil {
 			return true, err
 		}
@@ -278,10 +267,11 @@ func (p *Partition) WaitForData(ctx context.Context, offset int64) error {
 // partitions at once: read HighWatermark after taking the channel.
 func (p *Partition) Changed() <-chan struct{} { return p.wm.changed() }
 
-// loop is the partition's background goroutine. Under SyncAlways it moves
-// the HW: after appends it syncs the log (one fsync shared with acks=1
-// waiters by the engine's group commit) and advances the HW to what is then
-// durable. It also writes producer snapshots.
+// loop is the partition's background goroutine. It moves the HW: after
+// appends it syncs the log (under SyncAlways one fsync shared with acks=1
+// waiters by the engine's group commit; under the others a wait until the
+// engine has handed the batches to the OS) and advances the HW to what is
+// then durable. It also writes producer snapshots.
 func (p *Partition) loop() {
 	defer close(p.done)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -305,27 +295,25 @@ func (p *Partition) loop() {
 	}
 }
 
-// syncOnce is one round of the background loop: under SyncAlways, sync the
-// log and report what is durable; then write a new partition's first leader
-// epoch checkpoint, and a producer snapshot if one is due. It reports false
-// once the partition failed or is closing.
+// syncOnce is one round of the background loop: sync the log and report
+// what is durable; then write a new partition's first leader epoch
+// checkpoint, and a producer snapshot if one is due. It reports false once
+// the partition failed or is closing.
 func (p *Partition) syncOnce(ctx context.Context) bool {
-	if p.always {
-		end := p.log.EndOffset()
-		if err := p.log.Sync(ctx, end); err != nil {
-			if ctx.Err() != nil {
-				return false
-			}
-			err = p.writeFailed("sync", err)
-			p.logger.Error("log sync failed; the partition stops accepting writes", "err", err)
-			p.durable.close(err)
-			p.wm.close(err)
+	end := p.log.EndOffset()
+	if err := p.log.Sync(ctx, end); err != nil {
+		if ctx.Err() != nil {
 			return false
 		}
-		p.mu.Lock()
-		p.localDurable(end)
-		p.mu.Unlock()
+		err = p.writeFailed("sync", err)
+		p.logger.Error("log sync failed; the partition stops accepting writes", "err", err)
+		p.durable.close(err)
+		p.wm.close(err)
+		return false
 	}
+	p.mu.Lock()
+	p.localDurable(end)
+	p.mu.Unlock()
 	p.saveFirstEpochs()
 	p.maybeSnapshot(ctx)
 	return true
@@ -343,8 +331,8 @@ func (p *Partition) Sync() bool {
 }
 
 // SyncWanted reports whether the partition asked for a Sync since the last
-// call: what wakes the background loop (appends under SyncAlways, a
-// producer snapshot due). For a Manager opened with Config.Manual, whose
+// call: what wakes the background loop (appends, a producer snapshot
+// due). For a Manager opened with Config.Manual, whose
 // caller schedules the Sync.
 func (p *Partition) SyncWanted() bool {
 	select {

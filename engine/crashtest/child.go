@@ -40,8 +40,8 @@ const (
 // single write(2) after the event happened:
 //
 //	opening                       Open (the recovery) is about to be called
-//	ack <base> <records> <size>   Sync returned nil for this batch (a
-//	                              durability promise only under SyncAlways)
+//	ack <base> <records> <size>   Sync returned nil for this batch (under
+//	                              every policy, a promise that a kill spares it)
 //	del <offset>                  DeleteBefore(offset) is about to be called
 //	deleted <offset>              DeleteBefore(offset) returned nil
 const (

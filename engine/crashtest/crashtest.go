@@ -108,13 +108,9 @@
 // seed reproduces the choices (how many acks, how long to wait, batch sizes).
 //
 // KillSyncInterval and KillSyncNever run the same rounds with the child
-// under those policies (the interval 5 ms). There a Sync promises nothing,
-// so an acknowledged batch may be lost; what is checked is what the log
-// holds: offsets contiguous from a start that honours every DeleteBefore
-// that returned, only whole batches the child wrote, nothing the previous
-// recovery left (it synced) lost, and appends resuming at the end. The
-// Kill reports in results/ measure how much a crash takes under each policy;
-// these check that whatever it takes, it leaves a sound log.
+// under those policies (the interval 5 ms), with the same checks: there a
+// Sync promises nothing against a power loss, but everything against a
+// process crash, so every acknowledged batch must survive a kill too.
 //
 // # A store of many logs (subtest Store)
 //

@@ -57,7 +57,7 @@ func killRounds(t *testing.T, d engine.Driver, policy engine.SyncPolicy, master 
 		if err != nil {
 			bad = append(bad, err.Error())
 		} else {
-			bad = st.reopen(d, dir, run, policy == engine.SyncAlways)
+			bad = st.reopen(d, dir, run)
 		}
 		if len(bad) > 0 {
 			heard := 0
@@ -227,13 +227,11 @@ type killState struct {
 
 // reopen folds the child's acknowledgements into the state, reopens the
 // log, checks it, appends one batch and closes it. The recovered log becomes
-// the known state for the next round. durable says the child's
-// acknowledgements promised durability (SyncAlways); otherwise they only
-// say what the log may hold, and what must survive is what the last
-// recovery left (synced by its append and Close) and the DeleteBefores that
-// returned.
-func (st *killState) reopen(d engine.Driver, dir string, run *childRun, durable bool) []string {
-	x := st.expectAfter(run, durable)
+// the known state for the next round. Every batch the child acknowledged
+// must survive, under every policy: a Sync promises that much against a
+// process crash.
+func (st *killState) reopen(d engine.Driver, dir string, run *childRun) []string {
+	x := st.expectAfter(run)
 	var (
 		bad  []string
 		next killState
@@ -266,15 +264,13 @@ func (st *killState) reopen(d engine.Driver, dir string, run *childRun, durable 
 
 // expectAfter is what the log may hold after a child's run that said run,
 // from st, what the parent knew before it.
-func (st *killState) expectAfter(run *childRun, durable bool) expect {
+func (st *killState) expectAfter(run *childRun) expect {
 	x := expect{startLo: st.start, startHi: st.start, acked: st.acked}
 	known := append(append([]engine.Batch(nil), st.known...), run.acks...)
 	sort.Slice(known, func(i, j int) bool { return known[i].BaseOffset < known[j].BaseOffset })
 	x.batches = known
-	if durable {
-		for _, b := range known {
-			x.acked = max(x.acked, b.NextOffset())
-		}
+	for _, b := range known {
+		x.acked = max(x.acked, b.NextOffset())
 	}
 	for _, off := range run.deleted {
 		x.startLo = max(x.startLo, off)

@@ -200,7 +200,7 @@ func checkKilledStore(d engine.Driver, dir string, run *storeRun, logs map[engin
 // run, appends a batch and updates st to what the log now holds.
 func checkKilledLog(s engine.Store, id engine.LogID, run *storeRun, st *killState) []string {
 	one := &childRun{acks: run.acks[id], dels: run.dels[id], deleted: run.deletions[id]}
-	r, nb, bad := checkLogOf(s, id, st.expectAfter(one, true), "log "+id.String())
+	r, nb, bad := checkLogOf(s, id, st.expectAfter(one), "log "+id.String())
 	*st = killState{known: append(r.batches, nb), start: r.start, acked: nb.NextOffset()}
 	return bad
 }

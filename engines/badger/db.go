@@ -16,8 +16,7 @@ import (
 
 const (
 	// pendingFlushBytes wakes the flusher whatever the policy: it bounds
-	// what a process crash can lose of a log under SyncNever and
-	// SyncInterval.
+	// how much of a log waits in memory for a Sync or the interval.
 	pendingFlushBytes = 4 << 20
 	// pendingMaxBytes makes a log's Append wait for the flusher
 	// (backpressure).

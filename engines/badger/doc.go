@@ -33,12 +33,16 @@
 // it, whichever log's (SharedCommit); a log busy committing on its own (a
 // Truncate, a DeleteBefore, its Close) sits a round out, and that round
 // covers nothing from its first pending append on. Under SyncAlways every
-// Append wakes the flusher; under SyncInterval the clock does, every
+// Append wakes the flusher; under SyncInterval the clock does too, every
 // interval; under SyncNever only Close and a log's pending list growing
-// past pendingFlushBytes do (a process crash may lose what is pending, up
-// to that much a log). SyncWrites stays on under every policy: a commit
-// that is not synced could let a later, synced one reach the disk before it,
-// which would leave holes after a power loss, not just a shorter log.
+// past pendingFlushBytes do; under every policy a Sync does. SyncWrites
+// stays on under every policy: a commit that is not synced could let a
+// later, synced one reach the disk before it, which would leave holes after
+// a power loss, not just a shorter log. So Badger has no state between "in
+// this process's memory" and "durable", and a Sync under SyncInterval or
+// SyncNever, which promises that a process crash loses nothing it covered,
+// waits for a synced commit as under SyncAlways: the policies differ here
+// only in what wakes the flusher when nobody waits.
 //
 // Badger logs some failures instead of returning them: a failed value log
 // fsync inside a commit ("Error while curlf sync"), and, when it opens, an

@@ -239,7 +239,7 @@ func (e *Engine) Sync(ctx context.Context, end int64) error {
 	if closed {
 		return engine.ErrClosed
 	}
-	if err := e.db.sticky(); err != nil || e.db.opts.Sync != engine.SyncAlways {
+	if err := e.db.sticky(); err != nil {
 		return err
 	}
 	seq := e.db.seq.Load()

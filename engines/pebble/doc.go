@@ -23,8 +23,12 @@
 //
 // Durability is Pebble's own WAL, one for every log of the database.
 // Append commits without syncing (pebble.NoSync): the batch is in the
-// memtable and readable, and Pebble's WAL writer hands it to the OS in the
-// background; the write is then numbered, in WAL order. Sync is a group
+// memtable and readable, and in the WAL writer's current block, which
+// Pebble hands to the OS only when the block fills or a sync asks for it
+// (so a process crash can take it); the write is then numbered, in WAL
+// order. A Sync therefore waits for a WAL sync under every policy, as it
+// must to promise that a crash of the process spares what it covered;
+// under SyncInterval a flusher also syncs every interval. Sync is a group
 // commit over the whole database: one goroutine commits a WAL sync (an
 // empty LogData record with pebble.Sync) covering every write numbered
 // before it, whichever log it went to, and completes every waiter that

@@ -202,7 +202,7 @@ func (e *Engine) Sync(ctx context.Context, end int64) error {
 	}
 	err = e.db.stickyErr()
 	release()
-	if err != nil || e.db.policy != engine.SyncAlways {
+	if err != nil {
 		return err
 	}
 	return e.db.syncs.wait(ctx, e.db.seq.Load())

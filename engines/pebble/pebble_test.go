@@ -76,17 +76,19 @@ func TestCustomFSReopen(t *testing.T) {
 	assert.Equal(t, want, got, "a log on a custom filesystem survives reopen")
 }
 
-// TestSyncPolicies checks when each policy syncs pebble's WAL: Sync itself
-// (always), the clock (interval), or only Close (never).
+// TestSyncPolicies checks when each policy syncs pebble's WAL: Sync under
+// every policy (pebble keeps a write it does not sync in memory until its
+// WAL block fills, so a Sync that promises a process crash spares it must
+// sync), the clock too under interval, and Close.
 func TestSyncPolicies(t *testing.T) {
 	const interval = 50 * time.Millisecond
 	for _, c := range []struct {
-		policy                      engine.SyncPolicy
-		bySync, byClock, byCloseToo bool
+		policy  engine.SyncPolicy
+		byClock bool
 	}{
-		{engine.SyncAlways, true, false, true},
-		{engine.SyncInterval, false, true, true},
-		{engine.SyncNever, false, false, true},
+		{engine.SyncAlways, false},
+		{engine.SyncInterval, true},
+		{engine.SyncNever, false},
 	} {
 		t.Run(c.policy.String(), func(t *testing.T) {
 			fs := newWALFS(true)
@@ -97,7 +99,7 @@ func TestSyncPolicies(t *testing.T) {
 
 			before := fs.syncs.Load()
 			require.NoError(t, e.Sync(context.Background(), 1))
-			assert.Equal(t, c.bySync, fs.syncs.Load() > before, "Sync under %s syncs the WAL: %v", c.policy, c.bySync)
+			assert.Greater(t, fs.syncs.Load(), before, "Sync under %s syncs the WAL", c.policy)
 
 			require.NoError(t, e.Append(enginetest.Batch(1, 1, 100)))
 			before = fs.syncs.Load()

@@ -171,11 +171,12 @@
 //
 // An Append that leaves 64 KiB or more unwritten kicks the flusher to write
 // it (write-behind), whatever the policy. Under SyncInterval and SyncNever
-// every Append kicks it, so appended data reaches the OS at once (a process
-// crash loses nothing; a power loss what was not synced) while the writes
-// still batch whatever accumulated. Under SyncInterval the flusher also
-// syncs every Options.SyncInterval of Options.Clock, and Sync returns at
-// once; under SyncNever Sync returns at once and Close syncs. Under every
+// every Append kicks it, so appended data reaches the OS at once while the
+// writes still batch whatever accumulated, and a Sync waits only for the
+// round that writes its frames (a process crash then loses nothing it
+// covered; a power loss what was not synced). Under SyncInterval the
+// flusher also syncs every Options.SyncInterval of Options.Clock; under
+// SyncNever Close syncs. Under every
 // policy a rolled segment is fsynced once by the flusher (one fsync per
 // SegmentBytes), so that its sealed index, written after, can be trusted
 // and recovery scans only the active segment. A round that has synced

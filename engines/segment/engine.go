@@ -134,6 +134,7 @@ func openIn(dir string, opts engine.Options) (*Engine, error) {
 		return nil, fmt.Errorf("segment engine %s: open: %w", dir, err)
 	}
 	e.sm.synced = e.end.Load()
+	e.sm.written = e.sm.synced
 	e.startFlusher()
 	return e, nil
 }

@@ -19,10 +19,14 @@ type syncRound struct {
 
 // syncState is the group-commit queue.
 type syncState struct {
-	mu     sync.Mutex
-	synced int64      // every offset below is durable
-	next   *syncRound // the round the flusher starts next; nil when nobody waits
-	closed bool       // Close completed the last round
+	mu      sync.Mutex
+	synced  int64      // every offset below is durable
+	written int64      // every offset below is in the OS's hands (survives a process crash)
+	next    *syncRound // the syncing round the flusher starts next; nil when nobody waits
+	// nextWrite is the round a Sync under SyncInterval or SyncNever waits
+	// for: one that writes the tail without syncing it.
+	nextWrite *syncRound
+	closed    bool // Close completed the last round
 
 	// meter reports sync rounds to Options.Observer (nil: nobody listens).
 	// Set before the flusher starts; Append counts into it under the append
@@ -40,6 +44,8 @@ type syncState struct {
 // starts by taking the queued waiters and then the log end: every waiter in
 // it asked for an end that was already written, so the round's fsyncs cover
 // it. Waiters that arrive while a round syncs join the round after it.
+// Under SyncInterval and SyncNever a waiter asks only that the round write
+// the frames to the file, which every round does.
 func (e *Engine) Sync(ctx context.Context, end int64) error {
 	e.sm.mu.Lock()
 	if e.sm.closed {
@@ -50,18 +56,28 @@ func (e *Engine) Sync(ctx context.Context, end int64) error {
 		e.sm.mu.Unlock()
 		return err
 	}
-	if e.opts.Sync != engine.SyncAlways || e.sm.synced >= min(end, e.end.Load()) {
+	always := e.opts.Sync == engine.SyncAlways
+	done := e.sm.written
+	if always {
+		done = e.sm.synced
+	}
+	if done >= min(end, e.end.Load()) {
 		e.sm.mu.Unlock()
 		return nil
 	}
 	if e.opts.Inline {
 		e.sm.mu.Unlock()
-		return e.Flush()
+		e.flushRound(always)
+		return e.failed()
 	}
-	r := e.sm.next
+	next := &e.sm.next
+	if !always {
+		next = &e.sm.nextWrite
+	}
+	r := *next
 	if r == nil {
 		r = &syncRound{done: make(chan struct{})}
-		e.sm.next = r
+		*next = r
 	}
 	r.waiters++
 	e.sm.mu.Unlock()
@@ -147,8 +163,8 @@ func (e *Engine) flushRound(all bool) {
 		return // Close runs the last round itself
 	}
 	e.sm.mu.Lock()
-	r := e.sm.next
-	e.sm.next = nil
+	r, w := e.sm.next, e.sm.nextWrite
+	e.sm.next, e.sm.nextWrite = nil, nil
 	e.sm.mu.Unlock()
 
 	e.mu.Lock()
@@ -176,14 +192,19 @@ func (e *Engine) flushRound(all bool) {
 	}
 	if err != nil {
 		e.fail(err) // before any waiter hears of it: it is sticky from here
-	} else if syncActive {
+	} else {
 		e.sm.mu.Lock()
-		e.sm.synced = max(e.sm.synced, target)
+		e.sm.written = max(e.sm.written, target)
+		if syncActive {
+			e.sm.synced = max(e.sm.synced, target)
+		}
 		e.sm.mu.Unlock()
 	}
-	if r != nil {
-		r.err = err
-		close(r.done)
+	for _, r := range []*syncRound{r, w} {
+		if r != nil {
+			r.err = err
+			close(r.done)
+		}
 	}
 	if err == nil {
 		err = e.sealIndexes(seals)
@@ -259,7 +280,7 @@ func (e *Engine) syncAllLocked() error {
 func (e *Engine) setSynced(end int64) {
 	e.sm.meter.Forget()
 	e.sm.mu.Lock()
-	e.sm.synced = end
+	e.sm.synced, e.sm.written = end, end
 	e.sm.mu.Unlock()
 }
 
@@ -267,14 +288,16 @@ func (e *Engine) setSynced(end int64) {
 // Sync return ErrClosed.
 func (e *Engine) completeWaiters(err error, final bool) {
 	e.sm.mu.Lock()
-	r := e.sm.next
-	e.sm.next = nil
+	r, w := e.sm.next, e.sm.nextWrite
+	e.sm.next, e.sm.nextWrite = nil, nil
 	if final {
 		e.sm.closed = true
 	}
 	e.sm.mu.Unlock()
-	if r != nil {
-		r.err = err
-		close(r.done)
+	for _, r := range []*syncRound{r, w} {
+		if r != nil {
+			r.err = err
+			close(r.done)
+		}
 	}
 }
