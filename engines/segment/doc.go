@@ -174,7 +174,10 @@
 // every Append kicks it, so appended data reaches the OS at once while the
 // writes still batch whatever accumulated, and a Sync waits only for the
 // round that writes its frames (a process crash then loses nothing it
-// covered; a power loss what was not synced). Under SyncInterval the
+// covered; a power loss what was not synced). Such a round also asks the
+// kernel to start writing back what it wrote (sync_file_range WRITE, on
+// Linux), so that an interval's fdatasync, which the next write round and
+// its waiters queue behind, has little left to do. Under SyncInterval the
 // flusher also syncs every Options.SyncInterval of Options.Clock; under
 // SyncNever Close syncs. Under every
 // policy a rolled segment is fsynced once by the flusher (one fsync per

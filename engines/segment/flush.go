@@ -182,7 +182,14 @@ func (e *Engine) flushRound(all bool) {
 	prior := e.failed()
 	err := prior
 	if err == nil {
+		from := active.written.Load()
 		err = e.syncFiles(seals, dirDirty, active, syncActive)
+		if err == nil && !syncActive && e.opts.Sync != engine.SyncAlways {
+			// Under SyncInterval and SyncNever the next fdatasync may be an
+			// interval away, and a Sync waiting for a write round waits
+			// behind it: start the writeback now so that it is short.
+			err = startWriteback(active.f, from, active.written.Load()-from)
+		}
 	}
 	// Reported before any waiter is released (and before synced moves, which
 	// a Sync reads without waiting), so that a Sync that returns has been

@@ -20,3 +20,18 @@ func willNeed(f vfs.File, off, n int64) (bool, error) {
 	}
 	return true, nil
 }
+
+// startWriteback asks the kernel to start writing f's dirty bytes
+// [off, off+n) to the disk and returns without waiting for them
+// (sync_file_range WRITE), so that the next fdatasync finds little left to
+// write. It does nothing when f is not backed by a file descriptor.
+func startWriteback(f vfs.File, off, n int64) error {
+	fd := f.Fd()
+	if fd == vfs.InvalidFd || n <= 0 {
+		return nil
+	}
+	if err := unix.SyncFileRange(int(fd), off, n, unix.SYNC_FILE_RANGE_WRITE); err != nil {
+		return fmt.Errorf("sync_file_range %d bytes at %d: %w", n, off, err)
+	}
+	return nil
+}

@@ -12,8 +12,9 @@ import (
 	"github.com/minikafka/minikafka/engine"
 )
 
-// TestWillNeed: the hint works on a file of the OS's filesystem (on Linux)
-// and is skipped, without error, on the in-memory one.
+// TestWillNeed: the hints (readahead, writeback) work on a file of the OS's
+// filesystem (on Linux) and are skipped, without error, on the in-memory
+// one.
 func TestWillNeed(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct {
@@ -34,6 +35,9 @@ func TestWillNeed(t *testing.T) {
 			advised, err := willNeed(f, 0, 1<<20)
 			require.NoError(t, err)
 			assert.Equal(t, c.want, advised, "advised")
+			// The writeback hint of a write round under SyncInterval and
+			// SyncNever takes the same files.
+			assert.NoError(t, startWriteback(f, 0, 1<<20), "writeback hint")
 		})
 	}
 }
