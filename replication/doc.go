@@ -56,7 +56,7 @@
 // # Follower
 //
 // Built by NewFollower. NextFetch gives the fetch to send (none while its
-// epoch is stale, or under sync=always while its log end is not synced).
+// epoch is stale, or with CountDurable while its log end is not durable).
 // Events: FetchResponse, LocalDurable, LogStartMoved. Actions: Append,
 // Truncate (on a diverging epoch, to where the logs part, never to the HW
 // alone), ResetLog (below the leader's log start), DeleteBefore (following

@@ -78,9 +78,9 @@ type FollowerFetch struct {
 	// CurrentLeaderEpoch is the epoch the follower believes current, -1 when
 	// not sent; checked with CheckLeaderEpoch.
 	CurrentLeaderEpoch int32
-	// FetchOffset is the follower's log end. Under sync=always it is also
-	// what the follower has synced (Follower.NextFetch waits for the sync),
-	// and that is why it may count toward the high watermark.
+	// FetchOffset is the follower's log end. With CountDurable it is also
+	// what the follower has made durable (Follower.NextFetch waits for
+	// LocalDurable), and that is why it may count toward the high watermark.
 	FetchOffset int64
 	// LastFetchedEpoch is the epoch of the follower's last batch, -1 when its
 	// log is empty: checked against the leader's EpochCache.
@@ -219,7 +219,7 @@ type SaveEpochs struct{}
 type Truncate struct{ To int64 }
 
 // Append appends the fetched batches, contiguous with the local end, as
-// they are. Under sync=always, sync them and report LocalDurable: the next
+// they are. With CountDurable, sync them and report LocalDurable: the next
 // fetch waits for it.
 type Append struct{ Batches []BatchInfo }
 

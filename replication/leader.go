@@ -37,7 +37,7 @@ type LeaderConfig struct {
 
 	LogStart   int64
 	LogEnd     int64
-	DurableEnd int64 // what is synced (under sync=always); the log end otherwise
+	DurableEnd int64 // what the host's sync covered (LocalDurable)
 	// HW is the local high-watermark checkpoint; clamped to the log, and
 	// from then on it never goes back.
 	HW int64
@@ -96,7 +96,7 @@ type follower struct {
 	// brokerEpoch is the epoch the follower last fetched with, -1 unknown.
 	brokerEpoch int64
 	// fetchOffset is the follower's last fetch offset: its log end, and
-	// under sync=always what it has synced. -1 until it fetches.
+	// with CountDurable what it has made durable. -1 until it fetches.
 	fetchOffset int64
 	lastFetch   time.Time
 	// lastFetchLeaderEnd is the leader's log end at the last fetch.

@@ -484,8 +484,8 @@ func Concat(bs []engine.Batch, end int64) []byte {
 }
 
 // NextFetch is the fetch this follower should send its leader now; false
-// when it should not fetch (not a follower, stale, or, under sync=always,
-// what it appended is not synced yet).
+// when it should not fetch (not a follower, stale, or what it appended is
+// not yet covered by its log's Sync).
 func (p *Partition) NextFetch() (replication.FetchRequest, bool) {
 	p.repMu.Lock()
 	defer p.repMu.Unlock()
@@ -572,8 +572,8 @@ func (p *Partition) HandleFetch(r FetchResult) error {
 // append of fetched batches failed (a full disk): f counted them all, its
 // epoch cache assigned their epochs, and what it did after the Append (the
 // high watermark, the log start) was not done. Left as it was, it would
-// fetch past the log end, or under sync=always wait forever for a sync of
-// what is not there. The caller holds mu and repMu.
+// fetch past the log end, or wait forever for a sync of what is not
+// there. The caller holds mu and repMu.
 func (p *Partition) resyncFollowerLocked() {
 	if p.epochs.TruncateFromEnd(p.log.EndOffset()) {
 		p.epochsDirty = true
